@@ -1,0 +1,48 @@
+# The two-command quickstart: `make demo` and `make test`. Both set themselves up.
+SHELL := /bin/bash
+VENV := .venv
+BIN := $(VENV)/bin
+export PATH := $(CURDIR)/$(BIN):$(PATH)
+
+.PHONY: setup demo test lint typecheck unit integration bench sandbox-up sandbox-up-3 sandbox-down sandbox-status clean
+
+setup:
+	@scripts/setup.sh
+
+demo: setup
+	$(BIN)/python -m cdcgen.demo
+
+test: setup lint typecheck
+	$(BIN)/pytest -p no:cacheprovider
+
+lint: setup
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: setup
+	$(BIN)/mypy
+
+unit: setup
+	$(BIN)/pytest -p no:cacheprovider tests/unit
+
+integration: setup
+	$(BIN)/pytest -p no:cacheprovider -m integration
+
+bench: setup
+	$(BIN)/python benchmarks/bench_lookup.py
+
+sandbox-up: setup
+	$(BIN)/cdcgen sandbox up
+
+sandbox-up-3: setup
+	$(BIN)/cdcgen sandbox up --nodes 3
+
+sandbox-down: setup
+	$(BIN)/cdcgen sandbox down
+
+sandbox-status: setup
+	$(BIN)/cdcgen sandbox status
+
+clean:
+	-$(BIN)/cdcgen sandbox down
+	rm -rf var lake reports airflow-home .pytest_cache .mypy_cache .ruff_cache
