@@ -1,0 +1,1 @@
+"""Adapters: the ports of :mod:`cdcgen.ports` implemented over cassandra-driver."""

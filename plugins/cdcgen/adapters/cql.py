@@ -1,0 +1,86 @@
+"""Connecting to the source/target cluster with cassandra-driver.
+
+One place decides the things every adapter must get right: the consistency level
+for metadata (QUORUM as soon as more than one node owns tokens, ONE otherwise,
+as ScyllaDB itself does), connection timeouts and clean shutdown.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from cassandra.cluster import Cluster, Session
+
+    from cdcgen.config import PipelineConfig
+
+
+class ConnectionFailed(Exception):
+    """Transient: no node of the cluster answered."""
+
+
+@dataclass
+class CqlClient:
+    """A connected driver session plus the consistency to use for metadata."""
+
+    cluster: Cluster
+    session: Session
+
+    @property
+    def node_count(self) -> int:
+        return len(self.cluster.metadata.all_hosts())
+
+    @property
+    def metadata_consistency(self) -> int:
+        from cassandra import ConsistencyLevel
+
+        return ConsistencyLevel.QUORUM if self.node_count > 1 else ConsistencyLevel.ONE
+
+    def execute(self, query: Any, params: Sequence[Any] | None = None, **kwargs: Any) -> Any:
+        """Runs a metadata statement at the metadata consistency level."""
+        from cassandra.query import SimpleStatement
+
+        statement = (
+            SimpleStatement(query, consistency_level=self.metadata_consistency)
+            if isinstance(query, str)
+            else query
+        )
+        return self.session.execute(statement, params, **kwargs)
+
+    def close(self) -> None:
+        self.cluster.shutdown()
+
+
+def connect(
+    contact_points: Sequence[str], port: int = 9042, *, connect_timeout: float = 10.0
+) -> CqlClient:
+    from cassandra.cluster import Cluster, NoHostAvailable
+    from cassandra.policies import RoundRobinPolicy
+
+    cluster = Cluster(
+        list(contact_points),
+        port=port,
+        connect_timeout=connect_timeout,
+        load_balancing_policy=RoundRobinPolicy(),
+        protocol_version=5,
+    )
+    try:
+        session = cluster.connect()
+    except NoHostAvailable as exc:
+        cluster.shutdown()
+        raise ConnectionFailed(
+            f"no CQL node answered at {', '.join(contact_points)}:{port}: {exc}"
+        ) from exc
+    return CqlClient(cluster, session)
+
+
+@contextmanager
+def client_for(config: PipelineConfig) -> Iterator[CqlClient]:
+    client = connect(config.contact_points, config.port)
+    try:
+        yield client
+    finally:
+        client.close()

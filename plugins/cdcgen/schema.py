@@ -1,0 +1,167 @@
+"""Where ScyllaDB keeps CDC metadata, and where this project finds it.
+
+ScyllaDB stores generations in its ``system*`` keyspaces.  Against a real cluster
+the pipeline reads those names; against the sandbox (Apache Cassandra, which
+refuses user tables in its own ``system*`` keyspaces) the same logical tables live
+under prefixed keyspaces.  A :class:`SourceSchema` is that mapping: every adapter
+asks it for a physical name instead of hard-coding one, so the same code runs on
+both.  Columns and types are exactly ScyllaDB's (design doc section 5), which is
+what lets the sandbox stand in for a cluster.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from enum import StrEnum
+
+_IDENTIFIER = re.compile(r"^[a-z][a-z0-9_]{0,47}$")
+
+
+def check_identifier(name: str, what: str = "identifier") -> str:
+    """Allow-list a keyspace/table name before it is placed into CQL text.
+
+    Names cannot be bound as values in CQL, so the only safe thing is to accept
+    plain lowercase identifiers and refuse everything else by name.
+    """
+    if not _IDENTIFIER.match(name):
+        raise ValueError(
+            f"invalid {what} {name!r}: use lowercase letters, digits and '_', "
+            "starting with a letter, at most 48 characters"
+        )
+    return name
+
+
+class Table(StrEnum):
+    """ScyllaDB's CDC metadata tables, by their real ``keyspace.table`` names."""
+
+    # raft-based topology
+    CDC_GENERATIONS_V3 = "system.cdc_generations_v3"
+    TOPOLOGY = "system.topology"
+    # gossip-based topology
+    CDC_GENERATION_DESCRIPTIONS_V2 = "system_distributed_everywhere.cdc_generation_descriptions_v2"
+    CDC_LOCAL = "system.cdc_local"
+    # legacy V1 (ScyllaDB 4.3)
+    CDC_GENERATION_DESCRIPTIONS_V1 = "system_distributed.cdc_generation_descriptions"
+    CDC_STREAMS_DESCRIPTIONS_V1 = "system_distributed.cdc_streams_descriptions"
+    # user-facing description tables (what this project publishes)
+    CDC_STREAMS_DESCRIPTIONS_V2 = "system_distributed.cdc_streams_descriptions_v2"
+    CDC_GENERATION_TIMESTAMPS = "system_distributed.cdc_generation_timestamps"
+    # tablets
+    CDC_STREAMS_STATE = "system.cdc_streams_state"
+    CDC_STREAMS_HISTORY = "system.cdc_streams_history"
+    # the per-node clock: ``system.local`` on a real cluster
+    LOCAL = "system.local"
+
+    @property
+    def keyspace(self) -> str:
+        return self.value.split(".", 1)[0]
+
+    @property
+    def name_only(self) -> str:
+        return self.value.split(".", 1)[1]
+
+
+# Column definitions exactly as ScyllaDB declares them.  The sandbox creates
+# these; readers rely on the names and types.
+TABLE_COLUMNS: dict[Table, str] = {
+    Table.CDC_GENERATIONS_V3: (
+        "key text, id timeuuid, range_end bigint, streams frozen<set<blob>>, "
+        "ignore_msb tinyint, PRIMARY KEY (key, id, range_end)"
+    ),
+    Table.TOPOLOGY: (
+        "key text, host_id uuid, datacenter text, rack text, tokens set<text>, "
+        "node_state text, num_tokens int, shard_count int, ignore_msb int, "
+        "release_version text, "
+        "committed_cdc_generations set<tuple<timestamp, timeuuid>> static, "
+        "unpublished_cdc_generations set<tuple<timestamp, timeuuid>> static, "
+        "new_cdc_generation_data_uuid timeuuid static, "
+        "PRIMARY KEY (key, host_id)"
+    ),
+    Table.CDC_GENERATION_DESCRIPTIONS_V2: (
+        "id uuid, range_end bigint, ignore_msb tinyint, num_ranges int static, "
+        "streams frozen<set<blob>>, PRIMARY KEY (id, range_end)"
+    ),
+    Table.CDC_LOCAL: "key text PRIMARY KEY, streams_timestamp timestamp, uuid uuid",
+    Table.CDC_GENERATION_DESCRIPTIONS_V1: (
+        "time timestamp PRIMARY KEY, "
+        "description frozen<list<frozen<tuple<bigint, frozen<list<blob>>, tinyint>>>>, "
+        "expired timestamp"
+    ),
+    Table.CDC_STREAMS_DESCRIPTIONS_V1: (
+        "time timestamp PRIMARY KEY, streams frozen<set<blob>>, expired timestamp"
+    ),
+    Table.CDC_STREAMS_DESCRIPTIONS_V2: (
+        "time timestamp, range_end bigint, streams frozen<set<blob>>, PRIMARY KEY (time, range_end)"
+    ),
+    Table.CDC_GENERATION_TIMESTAMPS: (
+        "key text, time timestamp, expired timestamp, PRIMARY KEY (key, time)"
+    ),
+    Table.CDC_STREAMS_STATE: (
+        "table_id uuid, last_token bigint, stream_id blob, timestamp timestamp static, "
+        "PRIMARY KEY (table_id, last_token)"
+    ),
+    Table.CDC_STREAMS_HISTORY: (
+        "table_id uuid, timestamp timestamp, stream_state tinyint, last_token bigint, "
+        "stream_id blob, PRIMARY KEY (table_id, timestamp, stream_state, last_token)"
+    ),
+}
+
+# Table options that belong to the definition (not to the sandbox's taste).
+TABLE_OPTIONS: dict[Table, str] = {
+    Table.CDC_GENERATION_TIMESTAMPS: "CLUSTERING ORDER BY (time DESC)",
+}
+
+CDC_GENERATIONS_V3_KEY = "cdc_generations"
+TOPOLOGY_KEY = "topology"
+GENERATION_TIMESTAMPS_KEY = "timestamps"
+CDC_LOCAL_KEY = "cdc_local"
+CDC_LOCAL_REWRITTEN_KEY = "rewritten"
+
+SANDBOX_PREFIX = "sandbox_"
+
+
+@dataclass(frozen=True)
+class SourceSchema:
+    """Maps ScyllaDB's logical table names to the physical ones to query.
+
+    ``keyspace_prefix`` is empty for a real ScyllaDB and ``sandbox_`` for the
+    emulator.  ``system.local`` is never renamed: every CQL server has it.
+    """
+
+    keyspace_prefix: str = ""
+
+    def __post_init__(self) -> None:
+        if self.keyspace_prefix:
+            check_identifier(self.keyspace_prefix.rstrip("_") or "x", "keyspace prefix")
+
+    @classmethod
+    def scylla(cls) -> SourceSchema:
+        return cls("")
+
+    @classmethod
+    def sandbox(cls) -> SourceSchema:
+        return cls(SANDBOX_PREFIX)
+
+    def keyspace(self, table: Table) -> str:
+        if table is Table.LOCAL:
+            return table.keyspace
+        return self.keyspace_prefix + table.keyspace
+
+    def name(self, table: Table) -> str:
+        """The fully qualified physical name, safe to place into CQL text."""
+        return f"{self.keyspace(table)}.{table.name_only}"
+
+    def keyspaces(self) -> list[str]:
+        """Every physical keyspace holding a mapped table (system.local excluded)."""
+        return sorted({self.keyspace(t) for t in TABLE_COLUMNS})
+
+
+def create_table_cql(table: Table, physical_name: str) -> str:
+    """``CREATE TABLE IF NOT EXISTS`` text for one metadata table under a physical name."""
+    keyspace, name = physical_name.split(".", 1)
+    check_identifier(keyspace, "keyspace")
+    check_identifier(name, "table")
+    options = TABLE_OPTIONS.get(table)
+    suffix = f" WITH {options}" if options else ""
+    return f"CREATE TABLE IF NOT EXISTS {keyspace}.{name} ({TABLE_COLUMNS[table]}){suffix}"
