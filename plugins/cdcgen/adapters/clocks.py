@@ -1,0 +1,154 @@
+"""Read every node's clock: a generation is closed only when all of them passed T_next + L.
+
+ScyllaDB's user documentation tells consumers to run ``SELECT totimestamp(now()) FROM
+system.local`` on *each* node before the last read of an old generation (design doc
+section 4). That query must go to one specific host, so each is sent with
+``Session.execute(..., host=host)`` (the driver then uses no other host). A node that
+cannot answer is reported with its error, never skipped: an unreadable clock means the
+generation cannot be declared closed.
+
+* :class:`CqlClockReader`: every host the driver knows (a real cluster);
+* :class:`SandboxClockReader`: every simulated node of the emulator: its host's real clock
+  plus the node's configured skew; a node marked down, or whose host does not answer (a
+  stopped process on the three-node sandbox), reports an error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
+
+from cdcgen.ports import ClockReader, NodeClock
+from cdcgen.schema import SourceSchema
+
+if TYPE_CHECKING:
+    from cassandra.pool import Host
+
+    from cdcgen.adapters.cql import CqlClient
+    from cdcgen.config import PipelineConfig
+
+CLOCK_QUERY = "SELECT totimestamp(now()) FROM system.local"
+DEFAULT_TIMEOUT_SECONDS = 3.0
+
+
+def _driver_errors() -> tuple[type[BaseException], ...]:
+    """Errors that mean "this host did not answer", not bugs."""
+    from cassandra import DriverException, OperationTimedOut, RequestExecutionException
+    from cassandra.cluster import NoHostAvailable
+    from cassandra.connection import ConnectionException
+
+    return (
+        NoHostAvailable,
+        OperationTimedOut,
+        DriverException,
+        RequestExecutionException,
+        ConnectionException,
+    )
+
+
+def read_host_clock(
+    client: CqlClient, host: Host, timeout: float
+) -> tuple[datetime | None, str | None]:
+    """``(clock, None)`` from this one host, or ``(None, why not)``."""
+    from cassandra import ConsistencyLevel
+    from cassandra.query import SimpleStatement
+
+    if host.is_up is False:
+        return None, f"host {host.address} is down (driver)"
+    statement = SimpleStatement(CLOCK_QUERY, consistency_level=ConsistencyLevel.ONE)
+    try:
+        rows = list(client.session.execute(statement, host=host, timeout=timeout))
+    except _driver_errors() as exc:
+        return None, f"host {host.address} did not answer: {type(exc).__name__}: {exc}"
+    if not rows or rows[0][0] is None:
+        return None, f"host {host.address} returned no clock"
+    value: datetime = rows[0][0]
+    return (value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)), None
+
+
+def _hosts(client: CqlClient) -> list[Host]:
+    return sorted(client.cluster.metadata.all_hosts(), key=lambda h: str(h.address))
+
+
+class CqlClockReader:
+    """Asks every host of the cluster for its clock, one routed query per host."""
+
+    def __init__(self, client: CqlClient, timeout: float = DEFAULT_TIMEOUT_SECONDS) -> None:
+        self.client = client
+        self.timeout = timeout
+
+    def read_clocks(self) -> list[NodeClock]:
+        hosts = _hosts(self.client)
+        if not hosts:
+            return [NodeClock("cluster", None, "the driver knows no host")]
+        result = []
+        for host in hosts:
+            clock, error = read_host_clock(self.client, host, self.timeout)
+            result.append(NodeClock(str(host.address), clock, error))
+        return result
+
+
+class SandboxClockReader:
+    """Clocks of the emulator's simulated nodes: host clock + skew, down nodes unreadable."""
+
+    def __init__(
+        self, client: CqlClient, schema: SourceSchema, timeout: float = DEFAULT_TIMEOUT_SECONDS
+    ) -> None:
+        self.client = client
+        self.schema = schema
+        self.timeout = timeout
+
+    def read_clocks(self) -> list[NodeClock]:
+        from cassandra import InvalidRequest
+
+        from cdcgen.sandbox.emulator.state import load_nodes
+
+        try:
+            nodes = load_nodes(self.client, self.schema)
+        except InvalidRequest as exc:
+            return [NodeClock("sandbox", None, f"the sandbox is not set up: {exc}")]
+        if not nodes:
+            return [NodeClock("sandbox", None, "the sandbox has no nodes: run join-node first")]
+        hosts = {str(h.address): h for h in _hosts(self.client)}
+        host_clocks: dict[str, tuple[datetime | None, str | None]] = {}
+        result = []
+        for node in nodes:
+            if not node.up:
+                result.append(NodeClock(node.name, None, f"node {node.name} is down (sandbox)"))
+                continue
+            if node.address not in host_clocks:
+                host = hosts.get(node.address)
+                host_clocks[node.address] = (
+                    read_host_clock(self.client, host, self.timeout)
+                    if host is not None
+                    else (None, f"no CQL host at {node.address}")
+                )
+            clock, error = host_clocks[node.address]
+            if clock is None:
+                result.append(NodeClock(node.name, None, f"node {node.name}: {error}"))
+            else:
+                result.append(NodeClock(node.name, clock + node.clock_skew))
+        return result
+
+
+def clock_skews(clocks: Iterable[NodeClock], reference: datetime) -> dict[str, timedelta | None]:
+    """Each node's offset from ``reference`` (None where the clock could not be read)."""
+    return {c.node: (c.clock - reference if c.clock is not None else None) for c in clocks}
+
+
+def clock_reader_for(client: CqlClient, config: PipelineConfig) -> ClockReader:
+    """``cql``: ask the cluster's hosts; ``sandbox``: the emulator's simulated nodes."""
+    if config.clock_source == "cql":
+        return CqlClockReader(client)
+    return SandboxClockReader(client, config.source_schema)
+
+
+__all__ = [
+    "CLOCK_QUERY",
+    "CqlClockReader",
+    "SandboxClockReader",
+    "clock_reader_for",
+    "clock_skews",
+    "read_host_clock",
+]

@@ -1,0 +1,1 @@
+"""The local sandbox: a real Cassandra (``cassandra``) and a ScyllaDB CDC emulator."""

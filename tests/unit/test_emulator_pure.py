@@ -1,0 +1,360 @@
+"""Pure parts of the sandbox emulator: faults, log schema, tokens, time UUIDs, routing."""
+
+from __future__ import annotations
+
+import random
+import struct
+import uuid
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from cassandra.util import unix_time_from_uuid1
+
+from cdcgen.core.stream_id import InvalidStreamId, StreamId
+from cdcgen.core.tablets import TabletStreamSet
+from cdcgen.core.timeline import (
+    GenerationTimeline,
+    NoGenerationForWrite,
+    WriteFromTheFuture,
+    WriteFromThePast,
+)
+from cdcgen.core.tokens import MAX_TOKEN, MIN_TOKEN
+from cdcgen.core.topology import Node, make_generation
+from cdcgen.sandbox.emulator import partition
+from cdcgen.sandbox.emulator.cdc_time import (
+    datetime_from_micros,
+    micros_from_datetime,
+    micros_from_timeuuid,
+    timeuuid_from_micros,
+)
+from cdcgen.sandbox.emulator.faults import (
+    FaultError,
+    FaultKind,
+    GenerationFault,
+    apply_row_faults,
+    commits,
+    rows_to_write,
+    with_bad_version,
+)
+from cdcgen.sandbox.emulator.log_rows import (
+    BaseRowChange,
+    BaseWrite,
+    Operation,
+    base_statements,
+    log_insert_cql,
+    log_insert_params,
+    log_row_values,
+)
+from cdcgen.sandbox.emulator.log_schema import (
+    BaseTableSpec,
+    Column,
+    ColumnType,
+    InvalidTableSpec,
+    log_columns,
+    log_table_cql,
+    orders_table,
+    twcs_window_minutes,
+)
+from cdcgen.sandbox.emulator.raw import description_from_raw, raw_from_description
+from cdcgen.sandbox.emulator.rewrite import too_old
+from cdcgen.sandbox.emulator.routing import TabletRouter, VnodeRouter
+from cdcgen.sandbox.emulator.tablet_map import (
+    InvalidTabletCount,
+    new_tablet_streams,
+    resize_timestamp,
+    tablet_last_tokens,
+)
+
+T0 = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
+
+
+def generation(seed: int = 1, nodes: int = 2, shards: int = 3):
+    rng = random.Random(seed)
+    members = [
+        Node(f"n{i}", shards, 12, tuple(rng.randint(MIN_TOKEN + 1, MAX_TOKEN) for _ in range(4)))
+        for i in range(nodes)
+    ]
+    return make_generation(members, rng)
+
+
+# --- faults --------------------------------------------------------------------------------
+
+
+def test_fault_parse_and_str() -> None:
+    fault = GenerationFault.parse("ring-gap:3")
+    assert fault == GenerationFault(FaultKind.RING_GAP, 3)
+    assert str(fault) == "ring-gap:3"
+    assert GenerationFault.parse("bad-version").entry == 0
+    with pytest.raises(FaultError, match="unknown fault"):
+        GenerationFault.parse("nope")
+    with pytest.raises(FaultError, match="not an integer"):
+        GenerationFault.parse("ring-gap:x")
+
+
+def test_row_faults_change_exactly_one_thing() -> None:
+    raw = raw_from_description(generation())
+    missing = apply_row_faults(raw, [GenerationFault(FaultKind.MISSING_STREAM, 2)])
+    assert len(missing[2].streams) == len(raw[2].streams) - 1
+    assert missing[:2] == raw[:2] and missing[3:] == raw[3:]
+
+    duplicated = apply_row_faults(raw, [GenerationFault(FaultKind.DUPLICATE_STREAM, 1)])
+    assert duplicated[2].streams[0] == raw[1].streams[0]
+    assert duplicated[2].streams[1:] == raw[2].streams[1:]
+
+    gap = apply_row_faults(raw, [GenerationFault(FaultKind.RING_GAP, 0)])
+    assert gap == raw[1:]
+
+    bad = apply_row_faults(raw, [GenerationFault(FaultKind.BAD_VERSION, 4)])
+    with pytest.raises(InvalidStreamId, match="version 2"):
+        StreamId(bad[4].streams[0])
+    with pytest.raises(InvalidStreamId):
+        description_from_raw(bad)
+
+    with pytest.raises(FaultError, match="only"):
+        apply_row_faults(raw, [GenerationFault(FaultKind.RING_GAP, 99)])
+
+
+def test_with_bad_version_keeps_other_bits() -> None:
+    stream = StreamId.from_parts(12345, 7, 99)
+    bad = with_bad_version(stream.raw, 3)
+    assert bad[:15] == stream.raw[:15]
+    assert bad[15] & 0xF == 3 and bad[15] >> 4 == stream.raw[15] >> 4
+
+
+def test_partial_rows_and_uncommitted() -> None:
+    raw = raw_from_description(generation())
+    assert rows_to_write(raw, []) == raw
+    assert rows_to_write(raw, [GenerationFault(FaultKind.PARTIAL_ROWS, 3)]) == raw[:3]
+    with pytest.raises(FaultError):
+        rows_to_write(raw, [GenerationFault(FaultKind.PARTIAL_ROWS, len(raw))])
+    assert commits([]) and commits([GenerationFault(FaultKind.RING_GAP)])
+    assert not commits([GenerationFault(FaultKind.UNCOMMITTED)])
+
+
+def test_raw_round_trip() -> None:
+    description = generation()
+    assert description_from_raw(raw_from_description(description)) == description
+
+
+# --- log schema ----------------------------------------------------------------------------
+
+
+def test_orders_log_table_has_scyllas_columns() -> None:
+    columns = dict(log_columns(orders_table("ks")))
+    assert columns == {
+        '"cdc$stream_id"': "blob",
+        '"cdc$time"': "timeuuid",
+        '"cdc$batch_seq_no"': "int",
+        '"cdc$operation"': "tinyint",
+        '"cdc$ttl"': "bigint",
+        '"cdc$end_of_batch"': "boolean",
+        "pk": "int",
+        "ck": "int",
+        "v": "text",
+        '"cdc$deleted_v"': "boolean",
+        "tags": "frozen<set<text>>",
+        '"cdc$deleted_tags"': "boolean",
+        '"cdc$deleted_elements_tags"': "frozen<set<text>>",
+    }
+    cql = log_table_cql(orders_table("ks"))
+    assert cql.startswith("CREATE TABLE IF NOT EXISTS ks.orders_scylla_cdc_log (")
+    assert 'PRIMARY KEY ("cdc$stream_id", "cdc$time", "cdc$batch_seq_no")' in cql
+    assert "'compaction_window_size': '60'" in cql  # 86400 s / 24 = 1 h
+    assert "gc_grace_seconds = 0" in cql
+    assert "comment = 'CDC log for ks.orders'" in cql
+
+
+@pytest.mark.parametrize(
+    ("text", "log", "deleted"),
+    [
+        ("int", "int", None),
+        ("set<int>", "frozen<set<int>>", "frozen<set<int>>"),
+        ("list<text>", "frozen<map<timeuuid, text>>", "frozen<set<timeuuid>>"),
+        ("map<text, int>", "frozen<map<text, int>>", "frozen<set<text>>"),
+        ("frozen<list<int>>", "frozen<list<int>>", None),
+    ],
+)
+def test_collection_log_types(text: str, log: str, deleted: str | None) -> None:
+    kind = ColumnType.parse(text)
+    assert kind.log_cql() == log
+    assert kind.deleted_elements_cql() == deleted
+
+
+def test_table_spec_refuses_bad_names_and_types() -> None:
+    with pytest.raises(ValueError):
+        Column("Bad-Name", "int")
+    with pytest.raises(InvalidTableSpec):
+        Column("x", "set<frozen<list<int>>>")
+    with pytest.raises(InvalidTableSpec, match="reserved"):
+        Column("cdc_x", "int")
+    with pytest.raises(InvalidTableSpec, match="partition key"):
+        BaseTableSpec("ks", "t", ())
+
+
+def test_twcs_window() -> None:
+    assert twcs_window_minutes(86_400) == 60
+    assert twcs_window_minutes(60) == 1
+    assert twcs_window_minutes(3_000) == 3  # 125 s -> 3 min
+
+
+# --- tokens and time UUIDs ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("key", "token"),
+    [(1, -4069959284402364209), (2, -3248873570005575792), (128, -9081975895656599623)],
+)
+def test_int_key_tokens_match_cassandra(key: int, token: int) -> None:
+    assert partition.int_key_token(key) == token
+    assert partition.partition_token(["int"], [key]) == token
+
+
+def test_text_key_token() -> None:
+    assert partition.partition_token(["text"], ["123"]) == -7468325962851647638
+
+
+def test_min_token_is_normalised(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(partition, "murmur3", lambda _: MIN_TOKEN)
+    assert partition.token_of_bytes(b"x") == MAX_TOKEN
+
+
+def test_compound_key_serialization() -> None:
+    data = partition.serialize_partition_key(["int", "text"], [1, "ab"])
+    assert data == b"\x00\x04" + struct.pack(">i", 1) + b"\x00" + b"\x00\x02ab\x00"
+
+
+def test_timeuuid_carries_micros() -> None:
+    rng = random.Random(3)
+    micros = micros_from_datetime(T0) + 123_456
+    value = timeuuid_from_micros(micros, rng)
+    assert value.version == 1 and value.variant == uuid.RFC_4122
+    assert micros_from_timeuuid(value) == micros
+    assert abs(unix_time_from_uuid1(value) - micros / 1e6) < 1e-6
+    assert datetime_from_micros(micros) == T0 + timedelta(microseconds=123_456)
+    assert timeuuid_from_micros(micros, rng) != value  # random clock sequence and node
+
+
+# --- routing -------------------------------------------------------------------------------
+
+
+def test_vnode_router_follows_the_timeline() -> None:
+    first, second = generation(1), generation(2)
+    timeline = GenerationTimeline()
+    timeline.insert(T0, first)
+    timeline.insert(T0 + timedelta(seconds=10), second)
+    router = VnodeRouter(timeline, timedelta(seconds=5))
+    token = partition.int_key_token(7)
+    now = T0 + timedelta(seconds=8)
+    # Inside the leeway window a write stamped after the switch goes to the new generation.
+    gen, stream = router.route(T0 + timedelta(seconds=11), token, now)
+    assert gen == T0 + timedelta(seconds=10) and stream == second.get_stream(token)
+    gen, stream = router.route(T0 + timedelta(seconds=7), token, now)
+    assert gen == T0 and stream == first.get_stream(token)
+    with pytest.raises(WriteFromTheFuture):
+        router.route(T0 + timedelta(seconds=14), token, now)
+    with pytest.raises(WriteFromThePast):
+        router.route(T0 + timedelta(seconds=8), token, T0 + timedelta(seconds=20))
+    assert len(router.streams(T0)) == first.stream_count()
+
+
+def test_tablet_router_only_refuses_the_future() -> None:
+    rng = random.Random(4)
+    sets = [
+        TabletStreamSet(T0, new_tablet_streams(2, rng)),
+        TabletStreamSet(T0 + timedelta(seconds=10), new_tablet_streams(4, rng)),
+    ]
+    router = TabletRouter(sets, timedelta(seconds=5))
+    token = partition.int_key_token(9)
+    far_later = T0 + timedelta(hours=1)
+    gen, stream = router.route(T0 + timedelta(seconds=1), token, far_later)
+    assert gen == T0 and stream == sets[0].get_stream(token)
+    with pytest.raises(WriteFromTheFuture):
+        router.route(far_later, token, T0)
+    with pytest.raises(NoGenerationForWrite):
+        router.route(T0 - timedelta(seconds=1), token, T0)
+
+
+# --- tablets ---------------------------------------------------------------------------------
+
+
+def test_tablet_last_tokens() -> None:
+    assert tablet_last_tokens(1) == [MAX_TOKEN]
+    assert tablet_last_tokens(2) == [-1, MAX_TOKEN]
+    assert tablet_last_tokens(4) == [-(2**62) - 1, -1, 2**62 - 1, MAX_TOKEN]
+    with pytest.raises(InvalidTabletCount):
+        tablet_last_tokens(3)
+    streams = new_tablet_streams(4, random.Random(1))
+    assert [s.token for s in streams] == tablet_last_tokens(4)
+    assert all(s.index == 0 and s.version == 1 for s in streams)
+
+
+def test_resize_timestamp_is_delayed_and_increasing() -> None:
+    stamp = resize_timestamp(T0, timedelta(seconds=1), timedelta(seconds=5), T0)
+    assert stamp == T0 + timedelta(seconds=7)
+    later = T0 + timedelta(minutes=5)
+    assert resize_timestamp(T0, timedelta(seconds=1), timedelta(seconds=5), later) == (
+        later + timedelta(milliseconds=1)
+    )
+
+
+# --- log rows ----------------------------------------------------------------------------------
+
+
+def test_log_rows_of_an_insert_batch() -> None:
+    spec = orders_table("ks")
+    write = BaseWrite(
+        Operation.INSERT,
+        (5,),
+        (BaseRowChange((1,), {"v": "a", "tags": {"x"}}), BaseRowChange((2,), {"v": "b"})),
+        1_000,
+    )
+    rows = log_row_values(spec, write)
+    assert [r['"cdc$batch_seq_no"'] for r in rows] == [0, 1]
+    assert all(r['"cdc$operation"'] == 2 for r in rows)
+    assert '"cdc$end_of_batch"' not in rows[0] and rows[1]['"cdc$end_of_batch"'] is True
+    assert rows[0]['"cdc$deleted_tags"'] is True  # a non-frozen collection is overwritten
+    assert rows[0]["pk"] == 5 and rows[1]["ck"] == 2
+    assert '"cdc$ttl"' not in rows[0]
+
+    cql, names = log_insert_cql(spec)
+    unset = object()
+    params = log_insert_params(names, rows[0], b"s" * 16, "T", 1_000, 60, unset)
+    assert params[-2:] == [1_000, 60]
+    assert params[names.index('"cdc$stream_id"')] == b"s" * 16
+    assert params[names.index('"cdc$deleted_v"')] is unset
+    assert cql.endswith("USING TIMESTAMP ? AND TTL ?")
+
+
+def test_partition_delete_and_update_statements() -> None:
+    spec = orders_table("ks")
+    delete = BaseWrite(Operation.PARTITION_DELETE, (5,), (), 7)
+    rows = log_row_values(spec, delete)
+    assert len(rows) == 1 and rows[0]['"cdc$operation"'] == 4 and "ck" not in rows[0]
+    assert base_statements(spec, delete) == [
+        ("DELETE FROM ks.orders USING TIMESTAMP ? WHERE pk = ?", [7, 5])
+    ]
+    update = BaseWrite(Operation.UPDATE, (5,), (BaseRowChange((1,), {"tags": {"y"}}),), 8, ttl=30)
+    assert base_statements(spec, update) == [
+        (
+            "UPDATE ks.orders USING TIMESTAMP ? AND TTL ? SET tags = tags + ? "
+            "WHERE pk = ? AND ck = ?",
+            [8, 30, {"y"}, 5, 1],
+        )
+    ]
+    assert log_row_values(spec, update)[0]['"cdc$ttl"'] == 30
+    with pytest.raises(ValueError, match="no data columns"):
+        base_statements(
+            spec, BaseWrite(Operation.UPDATE, (5,), (BaseRowChange((1,), {"zz": 1}),), 8)
+        )
+
+
+# --- rewrite ---------------------------------------------------------------------------------
+
+
+def test_too_old_needs_a_later_generation_past_every_ttl() -> None:
+    stamps = [T0, T0 + timedelta(hours=1), T0 + timedelta(hours=30)]
+    now = T0 + timedelta(hours=30)
+    # horizon = now - 24 h = T0 + 6 h: the second generation is before it, so the first is old.
+    assert too_old(stamps, [86_400], now) == {T0}
+    assert too_old(stamps, [86_400, 0], now) == set()  # a table without TTL keeps everything
+    assert too_old(stamps, [], now) == set()
