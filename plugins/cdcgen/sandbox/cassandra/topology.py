@@ -1,0 +1,204 @@
+"""Where each sandbox node lives: its addresses, ports and directories.
+
+Two topologies exist, each in its own directory under the state dir so that
+their data never mixes (a node's system keyspace remembers its cluster name and
+tokens):
+
+* ``single``  - one node on 127.0.0.1, for most integration tests and the demo;
+* ``cluster`` - nodes on 127.0.0.1, .2, .3, for replica and node-failure tests.
+
+Node N always binds 127.0.0.N (Linux routes all of 127/8 to loopback without
+aliases), so the CQL (9042) and storage (7000) ports repeat across nodes. JMX
+always binds 127.0.0.1, so it is the one port that differs per node. As both
+topologies put node 1 on 127.0.0.1:9042, only one of them can run at a time.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+SINGLE = "single"
+CLUSTER = "cluster"
+TOPOLOGIES: tuple[str, ...] = (SINGLE, CLUSTER)
+
+NATIVE_PORT = 9042
+STORAGE_PORT = 7000
+JMX_BASE_PORT = 7199
+
+_SIZES = {SINGLE: 1, CLUSTER: 3}
+# Seeds are the founding nodes; a node added later (join-node) is not a seed.
+_MAX_SEEDS = 3
+
+
+def default_state_dir() -> Path:
+    """The sandbox state dir: $CDCGEN_SANDBOX_DIR, else <repo>/var/cassandra.
+
+    The repository root is found from this file's location (editable install);
+    an installed copy without a repository falls back to ./var/cassandra.
+    """
+    override = os.environ.get("CDCGEN_SANDBOX_DIR")
+    if override:
+        return Path(override).expanduser().resolve()
+    repo = Path(__file__).resolve().parents[4]
+    if (repo / "pyproject.toml").is_file():
+        return repo / "var" / "cassandra"
+    return Path.cwd() / "var" / "cassandra"
+
+
+@dataclass(frozen=True)
+class NodeSpec:
+    """One node: 1-based index, address 127.0.0.<index>, its own directory."""
+
+    index: int
+    root: Path
+
+    @property
+    def name(self) -> str:
+        return f"node{self.index}"
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.{self.index}"
+
+    @property
+    def native_port(self) -> int:
+        return NATIVE_PORT
+
+    @property
+    def storage_port(self) -> int:
+        return STORAGE_PORT
+
+    @property
+    def jmx_port(self) -> int:
+        """JMX listens on 127.0.0.1 for every node, hence one port per node."""
+        return JMX_BASE_PORT + self.index - 1
+
+    @property
+    def conf_dir(self) -> Path:
+        return self.root / "conf"
+
+    @property
+    def yaml_path(self) -> Path:
+        return self.conf_dir / "cassandra.yaml"
+
+    @property
+    def logback_path(self) -> Path:
+        return self.conf_dir / "logback.xml"
+
+    @property
+    def triggers_dir(self) -> Path:
+        """Empty; set only so Cassandra stops warning that it is missing."""
+        return self.conf_dir / "triggers"
+
+    @property
+    def data_dir(self) -> Path:
+        return self.root / "data"
+
+    @property
+    def commitlog_dir(self) -> Path:
+        return self.root / "commitlog"
+
+    @property
+    def hints_dir(self) -> Path:
+        return self.root / "hints"
+
+    @property
+    def saved_caches_dir(self) -> Path:
+        return self.root / "saved_caches"
+
+    @property
+    def cdc_raw_dir(self) -> Path:
+        return self.root / "cdc_raw"
+
+    @property
+    def log_dir(self) -> Path:
+        return self.root / "logs"
+
+    @property
+    def system_log(self) -> Path:
+        return self.log_dir / "system.log"
+
+    @property
+    def stdout_log(self) -> Path:
+        """JVM stdout/stderr: start-up crashes land here before logback is up."""
+        return self.log_dir / "stdout.log"
+
+    @property
+    def tmp_dir(self) -> Path:
+        """Exec-able temp dir for JNA/netty native libraries (/tmp may be noexec)."""
+        return self.root / "tmp"
+
+    @property
+    def pid_file(self) -> Path:
+        return self.root / "cassandra.pid"
+
+    def directories(self) -> tuple[Path, ...]:
+        return (
+            self.conf_dir,
+            self.triggers_dir,
+            self.data_dir,
+            self.commitlog_dir,
+            self.hints_dir,
+            self.saved_caches_dir,
+            self.cdc_raw_dir,
+            self.log_dir,
+            self.tmp_dir,
+        )
+
+
+@dataclass(frozen=True)
+class Topology:
+    """A named set of nodes sharing one cluster name and one directory."""
+
+    name: str
+    root: Path
+    size: int
+
+    @property
+    def cluster_name(self) -> str:
+        """Distinct per topology so the two can never gossip into one ring."""
+        return f"cdcgen-{self.name}"
+
+    def node(self, index: int) -> NodeSpec:
+        if not 1 <= index <= 254:
+            raise ValueError(f"node index out of range: {index}")
+        return NodeSpec(index=index, root=self.root / f"node{index}")
+
+    @property
+    def nodes(self) -> tuple[NodeSpec, ...]:
+        return tuple(self.node(i) for i in range(1, self.size + 1))
+
+    @property
+    def seeds(self) -> tuple[str, ...]:
+        return tuple(n.address for n in self.nodes[:_MAX_SEEDS])
+
+    @property
+    def contact_points(self) -> tuple[str, ...]:
+        return tuple(n.address for n in self.nodes)
+
+    def existing_nodes(self) -> tuple[NodeSpec, ...]:
+        """Nodes with a directory on disk, including any added beyond ``size``."""
+        if not self.root.is_dir():
+            return ()
+        found = sorted(
+            int(p.name[4:]) for p in self.root.glob("node*") if p.is_dir() and p.name[4:].isdigit()
+        )
+        return tuple(self.node(i) for i in found)
+
+
+def topology(name: str, state_dir: Path | None = None) -> Topology:
+    """The topology called ``name`` (``single`` or ``cluster``)."""
+    if name not in _SIZES:
+        raise ValueError(f"unknown topology {name!r}; expected one of {TOPOLOGIES}")
+    root = (state_dir or default_state_dir()) / name
+    return Topology(name=name, root=root, size=_SIZES[name])
+
+
+def topology_for_nodes(nodes: int, state_dir: Path | None = None) -> Topology:
+    """Map ``--nodes 1|3`` to its topology."""
+    for name, size in _SIZES.items():
+        if size == nodes:
+            return topology(name, state_dir)
+    raise ValueError(f"unsupported node count {nodes}; use 1 or 3")

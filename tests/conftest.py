@@ -1,0 +1,139 @@
+"""Shared pytest fixtures and hooks.
+
+Each part of the project owns one clearly marked section below; keep them
+independent. Imports for all sections are at the top (ruff's isort wants them there).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from cassandra.cluster import Cluster, Session
+
+    from cdcgen.sandbox.cassandra import Sandbox
+
+
+# =====================================================================================
+# Cassandra sandbox (cdcgen.sandbox.cassandra): real Cassandra 5.0 nodes for tests.
+#
+#   cassandra_single    one node, 127.0.0.1:9042            (mark: integration)
+#   cassandra_cluster3  three nodes, 127.0.0.1-3 port 9042  (marks: integration, cluster)
+#   cassandra_any       whichever is already running, else one node (e2e, demo)
+#
+# Both topologies put node 1 on 127.0.0.1:9042, so only one runs at a time: the
+# fixtures switch (stop one, start the other), and the ordering hook below runs
+# `cluster` tests last so a session switches at most once. A sandbox already running
+# (e.g. `cdcgen sandbox up`) is reused and left running; one a session started is
+# stopped when the last session using it ends. Concurrent sessions (xdist workers,
+# parallel runs) coordinate through pid leases - see cdcgen.sandbox.cassandra.sharing.
+# =====================================================================================
+
+
+class _CassandraSandboxes:
+    """This session's sandbox user plus the driver connections it opened."""
+
+    def __init__(self) -> None:
+        from cdcgen.sandbox.cassandra.sharing import SandboxUser
+
+        self.user = SandboxUser()
+        self.clusters: list[Cluster] = []
+
+    def ensure(self, nodes: int) -> Sandbox:
+        """Make ``nodes`` (1 or 3) the running topology and wait until it is ready."""
+        from cdcgen.sandbox.cassandra import SandboxError
+
+        try:
+            return self.user.use(nodes)
+        except SandboxError as exc:
+            pytest.fail(f"Cassandra sandbox ({nodes} node(s)) unavailable: {exc}\n{exc.details}")
+
+    def connect(self, sandbox: Sandbox, keyspace: str | None = None) -> Session:
+        from cdcgen.sandbox.cassandra import open_cluster
+
+        # Generous timeout: two-core CI machines stall while a JVM starts.
+        cluster = open_cluster(sandbox.contact_points, request_timeout=30.0)
+        self.clusters.append(cluster)
+        return cluster.connect(keyspace)
+
+    def finish(self) -> None:
+        for cluster in self.clusters:
+            with contextlib.suppress(Exception):
+                cluster.shutdown()
+        self.user.release()
+
+
+@dataclass
+class CassandraHandle:
+    """What the fixtures yield: where Cassandra is, the Sandbox, a Session factory."""
+
+    sandbox: Sandbox
+    manager: _CassandraSandboxes = field(repr=False)
+
+    @property
+    def contact_points(self) -> list[str]:
+        return self.sandbox.contact_points
+
+    @property
+    def port(self) -> int:
+        return 9042
+
+    def session(self, keyspace: str | None = None) -> Session:
+        """A connected Session (shut down at session end).
+
+        Restarts this topology first if a test switched to the other one.
+        """
+        if not self.sandbox.is_running():
+            self.sandbox = self.manager.ensure(len(self.sandbox.topology.nodes))
+        return self.manager.connect(self.sandbox, keyspace)
+
+
+@pytest.hookimpl(specname="pytest_collection_modifyitems", trylast=True)
+def pytest_collection_modifyitems__cassandra_cluster_last(items: list[Any]) -> None:
+    """Run `cluster` tests after all others, so the session switches topology once."""
+    items.sort(key=lambda item: item.get_closest_marker("cluster") is not None)
+
+
+@pytest.fixture(scope="session")
+def _cassandra_sandboxes() -> Iterator[_CassandraSandboxes]:
+    manager = _CassandraSandboxes()
+    try:
+        yield manager
+    finally:
+        manager.finish()
+
+
+@pytest.fixture(scope="session")
+def cassandra_single(_cassandra_sandboxes: _CassandraSandboxes) -> CassandraHandle:
+    """One Cassandra node on 127.0.0.1:9042 (started, or reused if already running)."""
+    return CassandraHandle(_cassandra_sandboxes.ensure(1), _cassandra_sandboxes)
+
+
+@pytest.fixture(scope="session")
+def cassandra_any(_cassandra_sandboxes: _CassandraSandboxes) -> CassandraHandle:
+    """Whichever sandbox topology is already running (leased, left as is), else one node.
+
+    For tests that work against either topology (e2e): use this rather than calling
+    Sandbox(...).up() directly, so other sessions see the lease and do not stop it.
+    """
+    from cdcgen.sandbox.cassandra import SandboxError
+
+    try:
+        sandbox = _cassandra_sandboxes.user.use_running()
+    except SandboxError as exc:
+        pytest.fail(f"Cassandra sandbox unavailable: {exc}\n{exc.details}")
+    return CassandraHandle(sandbox, _cassandra_sandboxes)
+
+
+@pytest.fixture(scope="session")
+def cassandra_cluster3(_cassandra_sandboxes: _CassandraSandboxes) -> CassandraHandle:
+    """Three nodes on 127.0.0.1-3:9042, all UP; use with ``@pytest.mark.cluster``."""
+    return CassandraHandle(_cassandra_sandboxes.ensure(3), _cassandra_sandboxes)
+
+
+# ============================ end of Cassandra sandbox section ========================
