@@ -44,7 +44,12 @@ class CqlClient:
         from cassandra.query import SimpleStatement
 
         statement = (
-            SimpleStatement(query, consistency_level=self.metadata_consistency)
+            SimpleStatement(
+                query,
+                consistency_level=self.metadata_consistency,
+                # Lets the driver retry a read on the next replica when a node dies mid-request.
+                is_idempotent=query.lstrip().upper().startswith("SELECT"),
+            )
             if isinstance(query, str)
             else query
         )

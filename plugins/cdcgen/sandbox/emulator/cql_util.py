@@ -35,8 +35,19 @@ def prepared(client: CqlClient, cql: str, consistency: int | None = None) -> Pre
     if statement is None:
         statement = client.session.prepare(cql)
         statement.consistency_level = level
+        statement.is_idempotent = is_read(cql)
         cache[key] = statement
     return statement
+
+
+def is_read(cql: str) -> bool:
+    """Reads may be retried on another replica when a node dies mid-request.
+
+    The driver only moves an in-flight request to the next host when the statement
+    is marked idempotent; without it a crashed node turns a QUORUM read that two live
+    replicas could answer into ``OperationTimedOut``.
+    """
+    return cql.lstrip().upper().startswith("SELECT")
 
 
 def execute(client: CqlClient, cql: str, params: Sequence[Any] = ()) -> Any:
