@@ -16,6 +16,7 @@ from collections.abc import Sequence
 GROUPS: tuple[str, ...] = (
     "cdcgen.cli.stream_id",
     "cdcgen.cli.generation",
+    "cdcgen.cli.generations",
     "cdcgen.cli.sandbox",
 )
 

@@ -122,9 +122,13 @@ SUBCOMMANDS: tuple[Callable[[SubParsers], None], ...] = (add_build, add_lookup)
 def register(subparsers: SubParsers) -> None:
     parser = subparsers.add_parser(
         "generation",
-        help="build, look up (and later validate, publish, list) CDC generations",
+        help="build, look up, validate and publish CDC generations",
         description="Work with CDC generations (vnode keyspaces).",
     )
     commands = parser.add_subparsers(dest="generation_command", metavar="SUBCOMMAND", required=True)
     for add_subcommand in SUBCOMMANDS:
         add_subcommand(commands)
+    # validate/publish need Spark, GX and the driver, imported only when they run.
+    from cdcgen.cli.generation_ops import register_subcommands
+
+    register_subcommands(commands)

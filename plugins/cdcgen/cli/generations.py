@@ -1,0 +1,109 @@
+"""`cdcgen generations list`: what the source has committed and what the target publishes.
+
+One JSON object per line, oldest first, so the output pipes into ``jq`` or a test:
+
+    {"kind": "source", "timestamp": "...", "timestamp_ms": ..., "id": "...", "published": true}
+    {"kind": "published", "timestamp": "...", "timestamp_ms": ..., "expired": null}
+
+A source generation with ``"published": false`` is one the pipeline still has to publish.
+"""
+
+from __future__ import annotations
+
+import argparse
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, TypeAlias
+
+from cdcgen.cli import CliError
+from cdcgen.cli.generation_ops import connection_config, print_json_line
+
+if TYPE_CHECKING:
+    from cdcgen.adapters.cql import CqlClient
+    from cdcgen.config import PipelineConfig
+
+SubParsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def register(subparsers: SubParsers) -> None:
+    parser = subparsers.add_parser(
+        "generations",
+        help="list source and published CDC generations",
+        description="Inspect the generations of a running cluster.",
+    )
+    commands = parser.add_subparsers(
+        dest="generations_command", metavar="SUBCOMMAND", required=True
+    )
+    add_list(commands)
+
+
+def add_list(commands: SubParsers) -> None:
+    parser = commands.add_parser(
+        "list",
+        help="print source and published generations as JSON lines",
+        description="Print the source's committed generations and the target's published "
+        "ones (cdc_generation_timestamps), one JSON object per line.",
+    )
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument("--published-only", action="store_true", help="skip the source")
+    which.add_argument("--source-only", action="store_true", help="skip the target")
+    parser.add_argument("--keyspace", help="target keyspace (default: $CDCGEN_TARGET_KEYSPACE)")
+    parser.add_argument("--contact-points", nargs="+", metavar="HOST", help="CQL nodes")
+    parser.add_argument("--port", type=int, help="CQL port")
+    parser.set_defaults(func=list_command)
+
+
+def list_command(args: argparse.Namespace) -> int:
+    from cassandra import DriverException
+
+    from cdcgen.adapters.cql import ConnectionFailed, client_for
+    from cdcgen.ports import MetadataError
+
+    config = connection_config(args)
+    try:
+        with client_for(config) as client:
+            published = {} if args.source_only else _published(client, config)
+            source = [] if args.published_only else _source(client, config)
+    except ConnectionFailed as exc:
+        raise CliError(str(exc)) from exc
+    except (DriverException, MetadataError) as exc:
+        raise CliError(
+            f"cannot list generations (source mode {config.source_mode}, keyspace prefix "
+            f"{config.source_keyspace_prefix!r}, target {config.target_keyspace}): {exc}"
+        ) from exc
+    for ref in source:
+        line = {"kind": "source", **_when(ref.timestamp), "id": ref.id}
+        if not args.source_only:
+            line["published"] = ref.timestamp in published
+        print_json_line(line)
+    for moment, expired in sorted(published.items()):
+        print_json_line(
+            {
+                "kind": "published",
+                **_when(moment),
+                "expired": expired.isoformat(timespec="milliseconds") if expired else None,
+                "keyspace": config.target_keyspace,
+            }
+        )
+    return 0
+
+
+def _published(client: CqlClient, config: PipelineConfig) -> dict[datetime, datetime | None]:
+    from cdcgen.adapters.publisher import CqlDescriptionPublisher
+
+    generations = CqlDescriptionPublisher(client, config).published_generations()
+    return {g.time: g.expired for g in generations}
+
+
+def _source(client: CqlClient, config: PipelineConfig) -> list[Any]:
+    try:
+        from cdcgen.adapters.generation_sources import source_for
+    except ModuleNotFoundError as exc:  # pragma: no cover - until the readers land
+        raise CliError(f"source generation readers are not available: {exc}") from exc
+    return sorted(source_for(client, config).list_generations())
+
+
+def _when(moment: datetime) -> dict[str, Any]:
+    delta = moment - _EPOCH
+    millis = (delta.days * 86_400 + delta.seconds) * 1000 + delta.microseconds // 1000
+    return {"timestamp": moment.isoformat(timespec="milliseconds"), "timestamp_ms": millis}

@@ -1,0 +1,270 @@
+"""Flatten a generation into one row per stream, with every fact validation needs.
+
+Each row carries its stream ID decoded (token, version, vnode index bits, random bits),
+the entry it was stored in (index, range, ignore_msb, number of streams = the owner's
+shard count at creation) and ``expected_first_token``: the token
+``find_first_token_for_shard(range_start, range_end, shard, shard_count, ignore_msb)``
+that ScyllaDB's ``make_new_generation_description`` gives stream ``shard`` of that entry.
+With those columns every colocation rule of the design doc (section 3) is a one-line
+comparison inside a row, which is what lets Great Expectations check them as plain SQL.
+
+Everything is computed with numpy over whole columns: 100 nodes x 256 vnodes x 64
+shards is 1,638,400 streams, and one Python object per stream would cost minutes and
+gigabytes. The result is a :class:`pyarrow.Table` (binary columns stay binary; Spark and
+Parquet take it without copying through Python).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import UTC, datetime
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+
+from cdcgen.core.stream_id import INDEX_SHIFT, MAX_INDEX, RANDOM_SHIFT, STREAM_ID_SIZE
+from cdcgen.core.timeline import generation_timestamp
+from cdcgen.core.tokens import MAX_IGNORE_MSB, MIN_TOKEN, find_first_token_for_shard_array
+from cdcgen.core.topology import Node, token_owners
+from cdcgen.extract.description_columns import DescriptionColumns, hex_matrix
+
+Int64Array = npt.NDArray[np.int64]
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+BoolArray = npt.NDArray[np.bool_]
+
+STREAMS_SCHEMA = pa.schema(
+    [
+        pa.field("generation_timestamp", pa.timestamp("ms", tz="UTC"), nullable=False),
+        pa.field("generation_id", pa.string(), nullable=False),
+        pa.field("entry_index", pa.int32(), nullable=False),
+        pa.field("range_start", pa.int64(), nullable=False),
+        pa.field("range_end", pa.int64(), nullable=False),
+        pa.field("ignore_msb", pa.int16(), nullable=False),
+        pa.field("shard_count", pa.int32(), nullable=False),
+        pa.field("shard", pa.int32(), nullable=False),
+        pa.field("stream_id", pa.binary(), nullable=False),
+        pa.field("stream_id_hex", pa.string(), nullable=False),
+        pa.field("stream_token", pa.int64(), nullable=False),
+        # Null when the blob is not 16 bytes: it then has no version/index/random fields.
+        pa.field("version", pa.int8()),
+        pa.field("index_bits", pa.int32()),
+        pa.field("random_bits", pa.int64()),
+        # Null when the entry's sharding (shard count, ignore_msb) is impossible.
+        pa.field("expected_first_token", pa.int64()),
+    ]
+)
+"""One row per stream; ``shard_count`` is the number of streams of the row's entry."""
+
+ENTRIES_SCHEMA = pa.schema(
+    [
+        pa.field("entry_index", pa.int32(), nullable=False),
+        pa.field("range_start", pa.int64(), nullable=False),
+        pa.field("range_end", pa.int64(), nullable=False),
+        pa.field("ignore_msb", pa.int16(), nullable=False),
+        pa.field("stream_count", pa.int32(), nullable=False),
+        # Filled only when the ring is known (a topology was given), else null.
+        pa.field("is_ring_token", pa.bool_()),
+        pa.field("owner_shard_count", pa.int32()),
+    ]
+)
+"""One row per entry, including entries without streams (which have no stream rows)."""
+
+
+def expected_first_tokens(
+    range_start: npt.ArrayLike,
+    range_end: npt.ArrayLike,
+    shard: npt.ArrayLike,
+    shard_count: npt.ArrayLike,
+    ignore_msb: npt.ArrayLike,
+) -> tuple[Int64Array, BoolArray]:
+    """``find_first_token_for_shard`` per row, each row with its own shard count/ignore_msb.
+
+    The core's :func:`find_first_token_for_shard_array` takes one node configuration; a
+    generation mixes a few (nodes with different shard counts), so rows are grouped by
+    configuration and each group is one vectorized call. Returns the tokens and a mask
+    of rows whose configuration is possible (``shard_count >= 1``, ``0 <= ignore_msb <=
+    63``, at most ``2**(64 - ignore_msb)`` shards, ``0 <= shard < shard_count``); other
+    rows hold 0 and must be ignored.
+    """
+    start, end, shard_a, count, ignore = np.broadcast_arrays(
+        *(
+            np.asarray(a, dtype=np.int64)
+            for a in (range_start, range_end, shard, shard_count, ignore_msb)
+        )
+    )
+    result = np.zeros(start.shape, dtype=np.int64)
+    bits = 64 - np.clip(ignore, 0, MAX_IGNORE_MSB)
+    # Each of the 2**ignore_msb chunks must hold a token of every shard (the core refuses
+    # more shards than a chunk has tokens: some shard would own nothing at all).
+    fits = (count == 1) | (bits >= 62) | (count <= np.left_shift(1, np.minimum(bits, 61)))
+    valid = (
+        (count >= 1)
+        & (ignore >= 0)
+        & (ignore <= MAX_IGNORE_MSB)
+        & fits
+        & (shard_a >= 0)
+        & (shard_a < count)
+    )
+    if not valid.any():
+        return result, valid
+    rows = np.flatnonzero(valid.ravel())
+    # One key per configuration; ignore_msb < 64 fits in the low 6 bits.
+    keys = (count.ravel()[rows] << 6) | ignore.ravel()[rows]
+    configs, inverse = np.unique(keys, return_inverse=True)
+    flat = result.ravel()
+    order = np.argsort(inverse, kind="stable")
+    bounds = np.searchsorted(inverse[order], np.arange(configs.shape[0] + 1))
+    for position, key in enumerate(configs.tolist()):
+        group = rows[order[bounds[position] : bounds[position + 1]]]
+        flat[group] = find_first_token_for_shard_array(
+            start.ravel()[group],
+            end.ravel()[group],
+            shard_a.ravel()[group],
+            key >> 6,
+            key & 0x3F,
+        )
+    return flat.reshape(start.shape), valid
+
+
+def timestamp_millis(timestamp: datetime) -> int:
+    """Milliseconds since the epoch of a generation timestamp (UTC, ms precision), exactly.
+
+    Integer arithmetic on the timedelta: ``datetime.timestamp()`` goes through a float.
+    """
+    delta = generation_timestamp(timestamp) - _EPOCH
+    return (delta.days * 86_400 + delta.seconds) * 1000 + delta.microseconds // 1000
+
+
+def _row_entries(columns: DescriptionColumns) -> Int64Array:
+    """The entry index of every stream row."""
+    rows: Int64Array = np.repeat(
+        np.arange(columns.entry_count, dtype=np.int64), columns.streams_per_entry()
+    )
+    return rows
+
+
+def range_starts(columns: DescriptionColumns) -> Int64Array:
+    """Exclusive start of every entry: the previous entry's end; entry 0 wraps to the last."""
+    starts: Int64Array = np.roll(columns.range_ends, 1)
+    return starts
+
+
+def flatten_generation(
+    columns: DescriptionColumns, timestamp: datetime, generation_id: str
+) -> pa.Table:
+    """The generation as :data:`STREAMS_SCHEMA` rows, in entry then shard order."""
+    count = columns.stream_count
+    millis = timestamp_millis(timestamp)
+    entry = _row_entries(columns)
+    per_entry = columns.streams_per_entry()
+    shard = np.arange(count, dtype=np.int64) - columns.offsets[:-1][entry]
+    shard_count = per_entry[entry]
+    range_end = columns.range_ends[entry]
+    range_start = range_starts(columns)[entry]
+    ignore = columns.ignore_msb[entry]
+
+    ids, well_formed = columns.id_matrix()
+    tokens = np.ascontiguousarray(ids[:, :8]).view(">i8").reshape(-1).astype(np.int64)
+    # A blob that is not 16 bytes maps to the minimum token (cdc/cdc_partitioner.cc).
+    tokens[~well_formed] = MIN_TOKEN
+    low = np.ascontiguousarray(ids[:, 8:]).view(">u8").reshape(-1).astype(np.uint64)
+    version = (low & np.uint64(0xF)).astype(np.int8)
+    index_bits = ((low >> np.uint64(INDEX_SHIFT)) & np.uint64(MAX_INDEX)).astype(np.int32)
+    random_bits = (low >> np.uint64(RANDOM_SHIFT)).astype(np.int64)
+    expected, sharding_ok = expected_first_tokens(
+        range_start, range_end, shard, shard_count, ignore
+    )
+
+    malformed = ~well_formed
+    arrays = [
+        pa.array(np.full(count, millis, dtype=np.int64)).view(pa.timestamp("ms", tz="UTC")),
+        pa.array([generation_id], pa.string()).take(pa.array(np.zeros(count, dtype=np.int32))),
+        pa.array(entry.astype(np.int32)),
+        pa.array(range_start),
+        pa.array(range_end),
+        pa.array(ignore.astype(np.int16)),
+        pa.array(shard_count.astype(np.int32)),
+        pa.array(shard.astype(np.int32)),
+        _binary_array(columns),
+        _hex_array(columns, ids),
+        pa.array(tokens),
+        pa.array(version, mask=malformed),
+        pa.array(index_bits, mask=malformed),
+        pa.array(random_bits, mask=malformed),
+        pa.array(expected, mask=~sharding_ok),
+    ]
+    return pa.Table.from_arrays(arrays, schema=STREAMS_SCHEMA)
+
+
+def entries_table(columns: DescriptionColumns, nodes: Iterable[Node] | None = None) -> pa.Table:
+    """The generation's entries as :data:`ENTRIES_SCHEMA` rows.
+
+    With ``nodes`` (the ring the generation was made for), each entry says whether its
+    range end is a ring token and the shard count of the node owning it, which is what
+    the "optimal generation" checks compare against.
+    """
+    entries = columns.entry_count
+    ring_mask = np.ones(entries, dtype=np.bool_)
+    is_ring = np.zeros(entries, dtype=np.bool_)
+    owner_shards = np.zeros(entries, dtype=np.int32)
+    if nodes is not None:
+        owners = token_owners(nodes)
+        ring = np.array(sorted(owners), dtype=np.int64)
+        is_ring = np.isin(columns.range_ends, ring)
+        by_token = {token: node.shard_count for token, node in owners.items()}
+        owner_shards = np.array(
+            [by_token.get(end, 0) for end in columns.range_ends.tolist()], dtype=np.int32
+        )
+        ring_mask = np.zeros(entries, dtype=np.bool_)
+    return pa.Table.from_arrays(
+        [
+            pa.array(np.arange(entries, dtype=np.int32)),
+            pa.array(range_starts(columns)),
+            pa.array(columns.range_ends.astype(np.int64)),
+            pa.array(columns.ignore_msb.astype(np.int16)),
+            pa.array(columns.streams_per_entry().astype(np.int32)),
+            pa.array(is_ring, mask=ring_mask),
+            pa.array(owner_shards, mask=ring_mask | ~is_ring),
+        ],
+        schema=ENTRIES_SCHEMA,
+    )
+
+
+def ring_vnode_count(nodes: Iterable[Node]) -> int:
+    """Number of distinct ring tokens: the entry count of an optimal generation."""
+    return len(token_owners(nodes))
+
+
+def _binary_array(columns: DescriptionColumns) -> pa.Array:
+    offsets = columns.blob_offsets
+    if offsets[-1] < 2**31:
+        return pa.Array.from_buffers(
+            pa.binary(),
+            columns.stream_count,
+            [None, pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(columns.blob_data)],
+        )
+    large = pa.Array.from_buffers(
+        pa.large_binary(),
+        columns.stream_count,
+        [None, pa.py_buffer(offsets), pa.py_buffer(columns.blob_data)],
+    )
+    return large.cast(pa.binary())
+
+
+def _hex_array(columns: DescriptionColumns, ids: npt.NDArray[np.uint8]) -> pa.Array:
+    if not columns.all_stream_ids_16_bytes():
+        return pa.array(columns.stream_hex(), pa.string())
+    width = 2 * STREAM_ID_SIZE
+    count = columns.stream_count
+    data = hex_matrix(ids).tobytes()
+    if len(data) < 2**31:
+        offsets = np.arange(0, width * (count + 1), width, dtype=np.int32)
+        return pa.Array.from_buffers(
+            pa.string(), count, [None, pa.py_buffer(offsets), pa.py_buffer(data)]
+        )
+    offsets64 = np.arange(0, width * (count + 1), width, dtype=np.int64)
+    large = pa.Array.from_buffers(
+        pa.large_string(), count, [None, pa.py_buffer(offsets64), pa.py_buffer(data)]
+    )
+    return large.cast(pa.string())

@@ -1,0 +1,296 @@
+"""Validate one generation with the GX suites: the gate before publication.
+
+Three suites (``expectations/generation_*.json``) run on two batches of one generation:
+*coverage* on the entries (one row per vnode), *format* and *colocation* on the streams
+(one row per stream, the lake partition written by the extract step). Checks that need
+the ring (optimality) or the previous generation (ID reuse) run when those are known and
+are listed as skipped otherwise.
+
+:func:`validate_generation` is what the pipeline calls for an extracted partition;
+:func:`validate_description` is the same for a description file (the CLI);
+:func:`validate_frames` is the common core on DataFrames. Each returns a
+:class:`ValidationResult`; :meth:`ValidationResult.raise_if_failed` turns a failure into
+:class:`GenerationInvalid` for callers that prefer an exception.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from cdcgen.core.topology import Node
+from cdcgen.extract.description_columns import DescriptionColumns
+from cdcgen.extract.lake import (
+    GenerationArtifact,
+    previous_artifact,
+    read_artifact,
+    write_generation,
+)
+from cdcgen.extract.streams_table import ring_vnode_count
+from cdcgen.validation.suites import load_suites
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+    from cdcgen.config import PipelineConfig
+    from cdcgen.validation.gx_runner import RawOutcome
+
+SAMPLES_PER_FAILURE = 5
+Previous = Path | DescriptionColumns | None | Literal["auto"]
+
+
+@dataclass(frozen=True)
+class CheckOutcome:
+    """One expectation's verdict with its offending rows (stream hex, entry, token...).
+
+    ``samples`` holds the rows GX returned (at most its ``MAX_RESULT_RECORDS``, 200);
+    ``observed`` the full count. The summary prints the first few.
+    """
+
+    suite: str
+    expectation: str
+    check: str
+    passed: bool
+    observed: Any = None
+    samples: tuple[Mapping[str, Any], ...] = ()
+    error: str | None = None
+    counts_rows: bool = False  # ``observed`` is a number of offending rows
+
+    def describe(self) -> str:
+        where = f"{self.suite}.{self.expectation}"
+        if self.error:
+            return f"{self.check} [{where}]: could not run: {self.error}"
+        if self.counts_rows:
+            return f"{self.check} [{where}]: {self.observed} offending row(s)"
+        return f"{self.check} [{where}]: observed {self.observed}"
+
+
+@dataclass(frozen=True)
+class ValidationResult:
+    passed: bool
+    failures: list[CheckOutcome]
+    report_index: Path
+    summary: str
+    checks: list[CheckOutcome] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+
+    def raise_if_failed(self) -> ValidationResult:
+        if not self.passed:
+            raise GenerationInvalid(self)
+        return self
+
+
+class GenerationInvalid(Exception):
+    """Terminal: the generation broke at least one rule; it must not be published."""
+
+    def __init__(self, result: ValidationResult) -> None:
+        super().__init__(result.summary)
+        self.result = result
+
+
+# --- entry points -----------------------------------------------------------------------
+
+
+def validate_generation(
+    config: PipelineConfig,
+    generation_dir: Path,
+    *,
+    spark: SparkSession | None = None,
+    nodes: Sequence[Node] | None = None,
+    previous: Previous = "auto",
+    report_dir: Path | None = None,
+    expectations_dir: Path | None = None,
+) -> ValidationResult:
+    """Validate the extracted partition ``<lake>/generations/generation_ts=<ms>``.
+
+    ``nodes`` defaults to the partition's ``topology.json`` (if the extract had one);
+    ``previous="auto"`` compares against the newest older partition in the same lake.
+    Data Docs go to ``report_dir`` or ``<config.report_dir>/generation_ts=<ms>/``.
+    """
+    from cdcgen.extract.spark_extract import entries_frame, read_streams, spark_session
+
+    artifact = read_artifact(generation_dir)
+    columns = artifact.read_description()
+    session = spark or spark_session("cdcgen-validate")
+    ring = list(nodes) if nodes is not None else artifact.read_nodes()
+    if previous == "auto":
+        lake = Path(generation_dir).parent.parent
+        found = previous_artifact(lake, artifact.timestamp_ms)
+        previous = found.directory if found else None
+    return validate_frames(
+        session,
+        read_streams(session, artifact.directory),
+        entries_frame(session, columns, ring),
+        ring_vnodes=ring_vnode_count(ring) if ring is not None else None,
+        previous_ids=_previous_ids(session, previous),
+        report_dir=Path(report_dir or Path(config.report_dir) / artifact.label),
+        label=_label(artifact),
+        expectations_dir=expectations_dir,
+    )
+
+
+def validate_description(
+    spark: SparkSession,
+    columns: DescriptionColumns,
+    *,
+    report_dir: Path,
+    nodes: Sequence[Node] | None = None,
+    previous: DescriptionColumns | Path | None = None,
+    timestamp: datetime | None = None,
+    generation_id: str = "",
+    expectations_dir: Path | None = None,
+) -> ValidationResult:
+    """Validate a description that is not in the lake (a file given to the CLI).
+
+    It is flattened into a temporary lake partition (pyarrow writes Parquet far faster
+    than Spark ingests Arrow batches), then validated exactly like an extraction.
+    """
+    from cdcgen.extract.spark_extract import entries_frame, read_streams
+
+    moment = timestamp or datetime(1970, 1, 1, tzinfo=UTC)
+    with tempfile.TemporaryDirectory(prefix="cdcgen-validate-") as lake:
+        artifact = write_generation(Path(lake), columns, moment, generation_id, nodes=nodes)
+        return validate_frames(
+            spark,
+            read_streams(spark, artifact.directory),
+            entries_frame(spark, columns, nodes),
+            ring_vnodes=ring_vnode_count(nodes) if nodes is not None else None,
+            previous_ids=_previous_ids(spark, previous),
+            report_dir=report_dir,
+            label=generation_id or "description",
+            expectations_dir=expectations_dir,
+        )
+
+
+def validate_frames(
+    spark: SparkSession,
+    streams: DataFrame,
+    entries: DataFrame,
+    *,
+    report_dir: Path,
+    label: str,
+    ring_vnodes: int | None = None,
+    previous_ids: DataFrame | None = None,
+    expectations_dir: Path | None = None,
+) -> ValidationResult:
+    """Run every suite; ``previous_ids`` is a DataFrame with a ``stream_id`` column.
+
+    The streams are cached for the run (every check scans them); the previous IDs are
+    exposed to the reuse check as a temporary view, dropped afterwards.
+    """
+    from cdcgen.validation.custom_expectations import PREVIOUS_STREAM_IDS_VIEW
+    from cdcgen.validation.gx_runner import run_suites
+
+    available = set()
+    if ring_vnodes is not None:
+        available.add("topology")
+    if previous_ids is not None:
+        available.add("previous")
+        previous_ids.select("stream_id").createOrReplaceTempView(PREVIOUS_STREAM_IDS_VIEW)
+    suites = load_suites(expectations_dir, available)
+    streams = streams.cache()
+    try:
+        raw, index = run_suites(
+            suites,
+            {"streams": streams, "entries": entries},
+            {"ring_vnode_count": ring_vnodes} if ring_vnodes is not None else {},
+            Path(report_dir),
+            label,
+        )
+    finally:
+        streams.unpersist()
+        spark.catalog.dropTempView(PREVIOUS_STREAM_IDS_VIEW)
+    checks = [_outcome(item) for item in raw]
+    skipped = [f"{suite.name}: {name}" for suite in suites for name in suite.skipped]
+    failures = [check for check in checks if not check.passed]
+    return ValidationResult(
+        passed=not failures,
+        failures=failures,
+        report_index=index,
+        summary=summarize(label, checks, skipped, index),
+        checks=checks,
+        skipped=skipped,
+    )
+
+
+# --- helpers ----------------------------------------------------------------------------
+
+
+def _label(artifact: GenerationArtifact) -> str:
+    when = artifact.timestamp.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return f"{when} ({artifact.generation_id})" if artifact.generation_id else when
+
+
+def _previous_ids(spark: SparkSession, previous: Previous) -> DataFrame | None:
+    """The previous generation's stream IDs, from a lake partition, a JSON file or columns."""
+    from cdcgen.extract.spark_extract import read_streams, streams_frame
+    from cdcgen.extract.streams_table import flatten_generation
+
+    if previous is None or previous == "auto":
+        return None
+    if isinstance(previous, DescriptionColumns):
+        table = flatten_generation(previous, datetime(1970, 1, 1, tzinfo=UTC), "")
+        return streams_frame(spark, table.select(["stream_id"]))
+    path = Path(previous)
+    if path.is_dir():
+        return read_streams(spark, path).select("stream_id")
+    from cdcgen.extract.description_columns import read_description_file
+
+    return _previous_ids(spark, read_description_file(path))
+
+
+def _outcome(raw: RawOutcome) -> CheckOutcome:
+    result = raw.result
+    details = result.get("details") or {}
+    rows = details.get("unexpected_rows")
+    counts_rows = rows is not None or "unexpected_count" in result
+    if rows is None:
+        values = result.get("partial_unexpected_list") or []
+        rows = [{"value": value} for value in values]
+    observed = result.get("observed_value", result.get("unexpected_count"))
+    return CheckOutcome(
+        suite=raw.suite,
+        expectation=raw.expectation,
+        check=raw.check,
+        passed=raw.passed,
+        observed=observed,
+        samples=tuple(dict(row) for row in rows),
+        error=raw.error,
+        counts_rows=counts_rows,
+    )
+
+
+def summarize(
+    label: str, checks: Sequence[CheckOutcome], skipped: Sequence[str], index: Path
+) -> str:
+    """A few lines a person reads in a task log: each failed check and offending rows."""
+    failures = [check for check in checks if not check.passed]
+    verdict = "FAILED" if failures else "passed"
+    passed = len(checks) - len(failures)
+    lines = [f"generation {label}: {verdict}, {passed} of {len(checks)} checks passed"]
+    for check in failures:
+        lines.append(f"  FAILED {check.describe()}")
+        lines.extend(f"    {_row_text(row)}" for row in check.samples[:SAMPLES_PER_FAILURE])
+    if skipped:
+        lines.append("  skipped: " + "; ".join(skipped))
+    lines.append(f"  Data Docs: {index}")
+    return "\n".join(lines)
+
+
+def _row_text(row: Mapping[str, Any]) -> str:
+    parts = []
+    if "stream_id_hex" in row:
+        parts.append(f"stream {row['stream_id_hex']}")
+    if "entry_index" in row:
+        parts.append(f"entry {row['entry_index']}")
+    if "shard" in row:
+        parts.append(f"shard {row['shard']}")
+    if "stream_token" in row:
+        parts.append(f"token {row['stream_token']}")
+    shown = {"stream_id_hex", "entry_index", "shard", "stream_token"}
+    parts.extend(f"{key}={value}" for key, value in row.items() if key not in shown)
+    return ", ".join(parts)

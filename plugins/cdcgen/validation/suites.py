@@ -1,0 +1,108 @@
+"""Load the generation suites (JSON, in ``expectations/``) without importing GX.
+
+A suite file is Great Expectations' own suite JSON (``name``, ``expectations`` with
+``type``/``kwargs``/``meta``) plus two conventions of this project, both in ``meta``:
+
+* suite ``meta.batch``: which table the suite runs on, ``"streams"`` (one row per
+  stream) or ``"entries"`` (one row per entry);
+* expectation ``meta.requires``: inputs a check needs (``"topology"``: the ring the
+  generation was made for; ``"previous"``: the previous generation). Without them the
+  check is skipped, and the skip is reported, never silent.
+
+Keeping this apart from GX lets the CLI and tests inspect suites cheaply.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cdcgen.config import REPO_ROOT
+
+SUITE_FILES: tuple[str, ...] = (
+    "generation_coverage.json",
+    "generation_format.json",
+    "generation_colocation.json",
+)
+BATCHES = frozenset({"streams", "entries"})
+REQUIREMENTS = frozenset({"topology", "previous"})
+EXPECTATIONS_DIR_ENV = "CDCGEN_EXPECTATIONS_DIR"
+
+
+class SuiteError(ValueError):
+    """A suite file that cannot be used (missing, bad JSON, unknown batch or requirement)."""
+
+
+@dataclass(frozen=True)
+class SuiteSpec:
+    """One suite, with the expectations whose requirements are met."""
+
+    name: str
+    batch: str
+    expectations: tuple[dict[str, Any], ...]
+    skipped: tuple[str, ...]  # checks left out for a missing input, as "check (needs X)"
+    meta: Mapping[str, Any]
+    path: Path
+
+
+def expectations_dir(env: Mapping[str, str] | None = None) -> Path:
+    """``$CDCGEN_EXPECTATIONS_DIR`` or the repository's ``expectations/``."""
+    env = os.environ if env is None else env
+    configured = env.get(EXPECTATIONS_DIR_ENV)
+    return Path(configured) if configured else REPO_ROOT / "expectations"
+
+
+def check_name(expectation: Mapping[str, Any]) -> str:
+    """The human name of a check: ``meta.check``, else the expectation type."""
+    meta = expectation.get("meta") or {}
+    return str(meta.get("check") or expectation.get("type"))
+
+
+def load_suite(path: Path, available: Iterable[str] = ()) -> SuiteSpec:
+    have = set(available)
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise SuiteError(f"cannot read suite {path}: {exc.strerror or exc}") from exc
+    except json.JSONDecodeError as exc:
+        raise SuiteError(f"suite {path} is not valid JSON: {exc}") from exc
+    if not isinstance(raw, dict) or not isinstance(raw.get("expectations"), list):
+        raise SuiteError(f"suite {path}: expected an object with an 'expectations' list")
+    name = raw.get("name")
+    meta = raw.get("meta") or {}
+    batch = meta.get("batch")
+    if not isinstance(name, str) or not name:
+        raise SuiteError(f"suite {path}: missing 'name'")
+    if batch not in BATCHES:
+        raise SuiteError(
+            f"suite {path}: meta.batch must be one of {sorted(BATCHES)}, got {batch!r}"
+        )
+    kept: list[dict[str, Any]] = []
+    skipped: list[str] = []
+    for i, expectation in enumerate(raw["expectations"]):
+        if not isinstance(expectation, dict) or not isinstance(expectation.get("type"), str):
+            raise SuiteError(f"suite {path}: expectations[{i}] needs a 'type'")
+        needs = (expectation.get("meta") or {}).get("requires") or []
+        unknown = set(needs) - REQUIREMENTS
+        if unknown:
+            raise SuiteError(
+                f"suite {path}: expectations[{i}] requires unknown input(s) {sorted(unknown)}; "
+                f"known: {sorted(REQUIREMENTS)}"
+            )
+        missing = [need for need in needs if need not in have]
+        if missing:
+            skipped.append(f"{check_name(expectation)} (needs {', '.join(missing)})")
+        else:
+            kept.append(expectation)
+    return SuiteSpec(name, batch, tuple(kept), tuple(skipped), meta, path)
+
+
+def load_suites(directory: Path | None = None, available: Iterable[str] = ()) -> list[SuiteSpec]:
+    """Every generation suite, in :data:`SUITE_FILES` order."""
+    base = directory or expectations_dir()
+    have = tuple(available)
+    return [load_suite(base / name, have) for name in SUITE_FILES]

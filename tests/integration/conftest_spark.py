@@ -1,0 +1,28 @@
+"""A single local SparkSession for every Spark/GX test of a pytest run.
+
+Starting Spark costs seconds (a JVM): all tests share one session (``local[2]``, few
+shuffle partitions, no UI), the same settings the pipeline uses on a small machine.
+Test modules load this with ``pytest_plugins = ("conftest_spark",)``; the repository's
+``tests/conftest.py`` belongs to another part of the project.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+import pytest
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[SparkSession]:
+    os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
+    from cdcgen.extract.spark_extract import spark_session
+
+    session = spark_session("cdcgen-tests", {"spark.sql.shuffle.partitions": "2"})
+    yield session
+    session.stop()

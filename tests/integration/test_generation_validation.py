@@ -1,0 +1,275 @@
+"""The GX suites on Spark: valid generations pass, each corruption names its expectation.
+
+Spark and GX cost seconds per validation, so the corruptions share one run: a generation
+carrying every corruption, each in its own entry, validated once (module fixture); each
+parametrized test then checks that its corruption made the right expectation fail and
+that the corrupted entry is among the offending rows.
+"""
+
+from __future__ import annotations
+
+import copy
+import random
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from cdcgen.config import PipelineConfig
+from cdcgen.core.stream_id import StreamId
+from cdcgen.core.tokens import shard_of
+from cdcgen.core.topology import Node, description_to_json, make_generation, nodes_to_json
+from cdcgen.extract.description_columns import DescriptionColumns
+from cdcgen.extract.lake import write_generation
+from cdcgen.extract.spark_extract import extract_generation
+from cdcgen.extract.streams_table import flatten_generation
+from cdcgen.validation.generation_suite import (
+    GenerationInvalid,
+    ValidationResult,
+    validate_description,
+    validate_generation,
+)
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+pytest_plugins = ("conftest_spark",)
+pytestmark = pytest.mark.integration
+
+T1 = datetime(2026, 11, 22, 10, 0, tzinfo=UTC)
+T2 = T1 + timedelta(minutes=5)
+_rng = random.Random(42)
+NODES = [
+    Node(f"node{i}", 4, 12, tuple(_rng.randrange(-(2**63), 2**63) for _ in range(6)))
+    for i in range(3)
+]
+Json = dict[str, Any]
+
+
+def _generation(seed: int) -> Json:
+    return description_to_json(make_generation(NODES, random.Random(seed)))
+
+
+# --- valid generations ------------------------------------------------------------------
+
+
+def test_a_valid_generation_passes_every_check(spark: SparkSession, tmp_path: Path) -> None:
+    lake = tmp_path / "lake"
+    write_generation(lake, DescriptionColumns.from_json(_generation(1)), T1, "previous")
+    extracted = extract_generation(
+        spark, lake, DescriptionColumns.from_json(_generation(2)), T2, "current", nodes=NODES
+    )
+    config = PipelineConfig(lake_path=lake, report_dir=tmp_path / "reports")
+    result = validate_generation(config, extracted.artifact.directory, spark=spark)
+    assert result.passed, result.summary
+    assert result.failures == [] and result.skipped == []  # topology and previous were known
+    assert len(result.checks) == 15
+    assert {"vnode colocation", "shard colocation", "stream IDs unique"} <= {
+        c.check for c in result.checks
+    }
+    assert result.report_index == tmp_path / "reports" / extracted.artifact.label / "index.html"
+    assert result.report_index.is_file()
+    assert list(result.report_index.parent.glob("validations/*/*/*/*.html"))
+    assert result.raise_if_failed() is result
+
+
+def test_ranges_too_small_for_every_shard_pass_by_the_range_end_rule(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    # Vnodes 1000 tokens wide: with ignore_msb 12 each shard's tokens come in runs of
+    # 2**46, so most shards own no token of a range and their stream sits on its end.
+    nodes = [Node("a", 16, 12, (0, 2000, 4000)), Node("b", 8, 12, (1000, 3000, 5000))]
+    columns = DescriptionColumns.from_description(make_generation(nodes, random.Random(3)))
+    table = flatten_generation(columns, T1, "tiny").to_pydict()
+    on_end = [
+        i
+        for i, token in enumerate(table["stream_token"])
+        if token == table["range_end"][i]
+        and table["entry_index"][i] != 0
+        and shard_of(token, table["shard_count"][i], table["ignore_msb"][i]) != table["shard"][i]
+    ]
+    assert len(on_end) > 20  # the rule is really exercised, not just present
+    result = validate_description(spark, columns, report_dir=tmp_path / "docs", nodes=nodes)
+    assert result.passed, result.summary
+    assert result.report_index.is_file()
+
+
+# --- corruptions --------------------------------------------------------------------------
+
+
+def _entry_with_distinct_first_tokens(data: Json, start: int) -> int:
+    for index in range(start, len(data["entries"])):
+        streams = data["entries"][index]["streams"]
+        if StreamId.from_hex(streams[0]).token != StreamId.from_hex(streams[1]).token:
+            return index
+    raise AssertionError("no entry with two distinct stream tokens")
+
+
+def swap_shards(data: Json, previous: Json) -> int:
+    index = _entry_with_distinct_first_tokens(data, 1)
+    streams = data["entries"][index]["streams"]
+    streams[0], streams[1] = streams[1], streams[0]
+    return index
+
+
+def bad_version(data: Json, previous: Json) -> int:
+    index = 3
+    text = data["entries"][index]["streams"][2]
+    data["entries"][index]["streams"][2] = text[:-1] + "2"  # low nibble of byte 15
+    return index
+
+
+def duplicate_stream(data: Json, previous: Json) -> int:
+    index = 5
+    data["entries"][index]["streams"][1] = data["entries"][index]["streams"][0]
+    return index
+
+
+def token_outside_range(data: Json, previous: Json) -> int:
+    index = 7
+    entry = data["entries"][index]
+    entry["streams"][0] = StreamId.from_parts(entry["token_range_end"] + 1, index, 12345).hex
+    return index
+
+
+def missing_stream(data: Json, previous: Json) -> int:
+    index = 9
+    data["entries"][index]["streams"].pop()
+    return index
+
+
+def reused_id(data: Json, previous: Json) -> int:
+    # Same ring, other seed: the previous generation's stream for (entry, shard) has the
+    # right token and index, only its random bits differ. Reusing it breaks nothing else.
+    index = 11
+    data["entries"][index]["streams"][3] = previous["entries"][index]["streams"][3]
+    return index
+
+
+def entry_without_streams(data: Json, previous: Json) -> int:
+    index = 13
+    data["entries"][index]["streams"] = []
+    return index
+
+
+def short_stream_id(data: Json, previous: Json) -> int:
+    index = 15
+    data["entries"][index]["streams"][0] = data["entries"][index]["streams"][0][:30]
+    return index
+
+
+CORRUPTIONS: dict[str, tuple[Callable[[Json, Json], int], str]] = {
+    "swap two streams' shards": (swap_shards, "expect_stream_token_on_its_shard"),
+    "bad version": (bad_version, "expect_stream_id_version_one"),
+    "duplicate stream": (duplicate_stream, "expect_stream_ids_unique_in_generation"),
+    "token outside its range": (token_outside_range, "expect_stream_token_inside_entry_range"),
+    "missing stream": (missing_stream, "expect_entry_stream_count_to_match_owner_shards"),
+    "reused ID": (reused_id, "expect_no_stream_reused_from_previous_generation"),
+    "entry without streams": (entry_without_streams, "expect_every_entry_to_have_streams"),
+    "15-byte stream ID": (short_stream_id, "expect_stream_ids_to_be_sixteen_bytes"),
+}
+
+
+@pytest.fixture(scope="module")
+def corrupted(
+    spark: SparkSession, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[ValidationResult, dict[str, int], Json]:
+    previous = _generation(1)
+    data = copy.deepcopy(_generation(2))
+    touched = {name: corrupt(data, previous) for name, (corrupt, _) in CORRUPTIONS.items()}
+    assert len(set(touched.values())) == len(touched), "one entry per corruption"
+    result = validate_description(
+        spark,
+        DescriptionColumns.from_json(data),
+        report_dir=tmp_path_factory.mktemp("corrupted") / "docs",
+        nodes=NODES,
+        previous=DescriptionColumns.from_json(previous),
+        timestamp=T2,
+        generation_id="corrupted",
+    )
+    return result, touched, data
+
+
+@pytest.mark.parametrize("name", list(CORRUPTIONS))
+def test_each_corruption_fails_its_expectation_naming_the_stream(
+    corrupted: tuple[ValidationResult, dict[str, int], Json], name: str
+) -> None:
+    result, touched, _ = corrupted
+    expectation = CORRUPTIONS[name][1]
+    failed = {check.expectation: check for check in result.failures}
+    assert expectation in failed, result.summary
+    assert expectation in result.summary
+    entries = {row.get("entry_index") for row in failed[expectation].samples}
+    assert touched[name] in entries, (name, failed[expectation].samples)
+
+
+def test_failures_are_exactly_the_corrupted_rules(
+    corrupted: tuple[ValidationResult, dict[str, int], Json],
+) -> None:
+    result, _, data = corrupted
+    assert not result.passed
+    failed = {check.expectation for check in result.failures}
+    # Side effects: wrong stream tokens also break shard colocation.
+    assert failed <= {e for _, e in CORRUPTIONS.values()} | {
+        "expect_index_bits_to_equal_entry_index"
+    }
+    assert "expect_range_ends_strictly_increasing" not in failed
+    assert "expect_table_row_count_to_equal" not in failed  # entries are all still there
+    swapped = data["entries"][_entry_with_distinct_first_tokens(_generation(2), 1)]["streams"][0]
+    assert swapped in result.summary  # the offending stream is named by its hex
+    assert result.report_index.is_file()
+    with pytest.raises(GenerationInvalid, match="shard colocation"):
+        result.raise_if_failed()
+
+
+def test_unsorted_range_ends_fail_the_ordering_check(spark: SparkSession, tmp_path: Path) -> None:
+    data = _generation(2)
+    entries = data["entries"]
+    entries[4], entries[5] = entries[5], entries[4]
+    entries[2]["token_range_end"] = entries[1]["token_range_end"]
+    result = validate_description(
+        spark, DescriptionColumns.from_json(data), report_dir=tmp_path / "docs"
+    )
+    failed = {check.expectation: check for check in result.failures}
+    assert {"expect_range_ends_strictly_increasing", "expect_range_ends_unique"} <= set(failed)
+    order = failed["expect_range_ends_strictly_increasing"].samples
+    assert {row["entry_index"] for row in order} >= {2, 5}
+    assert len(result.skipped) == 4  # no topology, no previous generation
+
+
+def test_cli_validate_names_failed_checks_and_exits_non_zero(
+    spark: SparkSession, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import argparse
+    import json
+
+    from cdcgen.cli.generation_ops import register_subcommands
+
+    data = _generation(2)
+    duplicate_stream(data, data)
+    (tmp_path / "gen.json").write_text(json.dumps(data))
+    (tmp_path / "topo.json").write_text(json.dumps(nodes_to_json(NODES)))
+    (tmp_path / "prev.json").write_text(json.dumps(_generation(1)))
+    parser = argparse.ArgumentParser()
+    register_subcommands(parser.add_subparsers())
+    args = parser.parse_args(
+        [
+            "validate",
+            str(tmp_path / "gen.json"),
+            "--topology",
+            str(tmp_path / "topo.json"),
+            "--previous",
+            str(tmp_path / "prev.json"),
+            "--report",
+            str(tmp_path / "report"),
+        ]
+    )
+    status = args.func(args)
+    out = capsys.readouterr().out
+    assert status == 1
+    assert (
+        "FAILED stream IDs unique [generation_format.expect_stream_ids_unique_in_generation]" in out
+    )
+    assert (tmp_path / "report" / "index.html").is_file()

@@ -1,0 +1,132 @@
+"""The lake partition of an extracted generation, and the suite files (no Spark here)."""
+
+from __future__ import annotations
+
+import json
+import random
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from cdcgen.core.generation_arrays import build_generation_arrays
+from cdcgen.core.topology import Node
+from cdcgen.extract.description_columns import DescriptionColumns
+from cdcgen.extract.lake import (
+    DESCRIPTION_FILE,
+    ArtifactError,
+    list_artifacts,
+    partition_dir,
+    previous_artifact,
+    read_artifact,
+    write_generation,
+)
+from cdcgen.extract.streams_table import STREAMS_SCHEMA, flatten_generation
+from cdcgen.validation.suites import (
+    SUITE_FILES,
+    SuiteError,
+    expectations_dir,
+    load_suite,
+    load_suites,
+)
+
+WHEN = datetime(2026, 11, 22, 8, 0, 0, 5000, tzinfo=UTC)
+NODES = [Node("a", 4, 12, (-(10**18), 10**17)), Node("b", 2, 0, (5 * 10**17,))]
+
+
+def _columns(seed: int = 1) -> DescriptionColumns:
+    return DescriptionColumns.from_arrays(build_generation_arrays(NODES, random.Random(seed)))
+
+
+def test_partition_holds_parquet_description_and_manifest(tmp_path: Path) -> None:
+    columns = _columns()
+    artifact = write_generation(tmp_path, columns, WHEN, "gen-a", nodes=NODES, rows_per_file=4)
+    millis = 1_795_334_400_005  # 2026-11-22T08:00:00.005Z
+    assert artifact.timestamp_ms == millis and artifact.timestamp == WHEN
+    assert artifact.directory == partition_dir(tmp_path, millis)
+    assert artifact.label == f"generation_ts={millis}"
+    assert len(artifact.files) == 3  # 10 streams, 4 per file
+    table = pq.read_table([artifact.directory / f for f in artifact.files], schema=STREAMS_SCHEMA)
+    assert table.equals(flatten_generation(columns, WHEN, "gen-a"))
+    again = read_artifact(artifact.directory)
+    assert again == artifact
+    assert again.read_description().blob_data == columns.blob_data
+    assert again.read_nodes() == tuple(NODES)
+    assert not list(tmp_path.glob("generations/.*"))  # no staging or trash left behind
+
+
+def test_rewriting_a_partition_replaces_it_whole(tmp_path: Path) -> None:
+    write_generation(tmp_path, _columns(1), WHEN, "first", rows_per_file=2)
+    second = write_generation(tmp_path, _columns(2), WHEN, "second")
+    files = sorted(p.name for p in second.directory.glob("*.parquet"))
+    assert files == ["part-00000.parquet"]
+    assert read_artifact(second.directory).generation_id == "second"
+
+
+def test_a_changed_description_is_refused(tmp_path: Path) -> None:
+    artifact = write_generation(tmp_path, _columns(), WHEN, "g")
+    path = artifact.directory / DESCRIPTION_FILE
+    data = json.loads(path.read_text())
+    data["entries"][0]["streams"].reverse()
+    path.write_text(json.dumps(data))
+    with pytest.raises(ArtifactError, match="changed since extraction"):
+        artifact.read_description()
+
+
+def test_missing_manifest_means_not_extracted(tmp_path: Path) -> None:
+    (tmp_path / "generations" / "generation_ts=5").mkdir(parents=True)
+    with pytest.raises(ArtifactError, match="extract step"):
+        read_artifact(tmp_path / "generations" / "generation_ts=5")
+    assert list_artifacts(tmp_path) == []
+
+
+def test_previous_artifact_is_the_newest_older_one(tmp_path: Path) -> None:
+    stamps = [datetime(2026, 1, d, tzinfo=UTC) for d in (1, 3, 2)]
+    for stamp in stamps:
+        write_generation(tmp_path, _columns(), stamp, stamp.isoformat())
+    later = write_generation(tmp_path, _columns(), datetime(2026, 1, 4, tzinfo=UTC), "x")
+    found = previous_artifact(tmp_path, later.timestamp_ms)
+    assert found is not None and found.generation_id == stamps[1].isoformat()
+    assert previous_artifact(tmp_path, list_artifacts(tmp_path)[0].timestamp_ms) is None
+
+
+def test_suites_load_and_skip_checks_whose_inputs_are_missing() -> None:
+    suites = load_suites()
+    assert [s.path.name for s in suites] == list(SUITE_FILES)
+    assert {s.batch for s in suites} == {"streams", "entries"}
+    skipped = [name for s in suites for name in s.skipped]
+    assert any("needs topology" in name for name in skipped)
+    assert any("needs previous" in name for name in skipped)
+    everything = load_suites(available={"topology", "previous"})
+    assert all(not s.skipped for s in everything)
+
+
+def test_every_suite_expectation_names_a_registered_gx_type() -> None:
+    from great_expectations.expectations.registry import get_expectation_impl
+
+    import cdcgen.validation.custom_expectations  # noqa: F401
+
+    for suite in load_suites(available={"topology", "previous"}):
+        for expectation in suite.expectations:
+            assert get_expectation_impl(expectation["type"]) is not None
+            assert expectation.get("meta", {}).get("check"), expectation
+
+
+def test_a_bad_suite_is_an_error_naming_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps({"name": "s", "meta": {"batch": "rows"}, "expectations": []}))
+    with pytest.raises(SuiteError, match=r"meta\.batch"):
+        load_suite(path)
+    path.write_text(
+        json.dumps(
+            {
+                "name": "s",
+                "meta": {"batch": "streams"},
+                "expectations": [{"type": "x", "meta": {"requires": ["moon"]}}],
+            }
+        )
+    )
+    with pytest.raises(SuiteError, match="moon"):
+        load_suite(path)
+    assert expectations_dir({"CDCGEN_EXPECTATIONS_DIR": str(tmp_path)}) == tmp_path
