@@ -1,0 +1,139 @@
+"""Write run records and (re)build the static report site from them.
+
+Layout under the report directory::
+
+    runs/<kind>-<time>-...json     one record per run (the only input)
+    index.html                     every run
+    changes.html                   lag, watermark, rows per generation
+    generations/<time>-<id>.html   one summary page per generation (latest run)
+    <anything else>                left alone (GX Data Docs live beside the pages)
+
+Writes go through a temporary file and a rename, so a reader (the API server,
+a browser) never sees half a page even while two tasks record at once; the
+pages are a pure function of ``runs/``, so the last build wins with the same
+result.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections import defaultdict
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from cdcgen.reports.changes_page import render_changes_page
+from cdcgen.reports.generation_page import render_generation_page
+from cdcgen.reports.index_page import render_index
+from cdcgen.reports.records import (
+    ChangesReport,
+    GenerationReport,
+    NotARecord,
+    RecordError,
+    RunRecord,
+    dumps,
+    generation_page_name,
+    loads,
+    record_key,
+)
+
+RUNS_DIR = "runs"
+GENERATIONS_DIR = "generations"
+INDEX = "index.html"
+CHANGES = "changes.html"
+
+
+@dataclass(frozen=True)
+class SitePaths:
+    index: Path
+    changes: Path
+    generation_pages: tuple[Path, ...]
+    problems: tuple[str, ...]
+
+
+def write_atomic(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def save_record(report_dir: Path, record: RunRecord) -> Path:
+    """Write ``record`` as ``runs/<key>.json``; returns its path."""
+    path = Path(report_dir) / RUNS_DIR / f"{record_key(record)}.json"
+    write_atomic(path, dumps(record))
+    return path
+
+
+def load_records(report_dir: Path) -> tuple[list[RunRecord], list[str]]:
+    """Every readable record, and one message per file that is not (shown on the index)."""
+    records: list[RunRecord] = []
+    problems: list[str] = []
+    runs = Path(report_dir) / RUNS_DIR
+    for path in sorted(runs.glob("*.json")) if runs.is_dir() else ():
+        try:
+            record = loads(path.read_text(encoding="utf-8"))
+        except NotARecord:
+            continue  # another tool's JSON (the DAG's run summaries live here too)
+        except (OSError, RecordError) as exc:
+            problems.append(f"{path.name}: {exc}")
+        else:
+            records.append(record)
+    return records, problems
+
+
+def _site_relative(record: RunRecord, report_dir: Path) -> RunRecord:
+    """Data Docs recorded by absolute path inside the report dir become relative links,
+    so they work both from disk and through the Airflow plugin's mount."""
+    docs = record.data_docs_path
+    if docs and Path(docs).is_absolute():
+        try:
+            relative = Path(docs).resolve().relative_to(report_dir.resolve())
+        except ValueError:
+            return record
+        return replace(record, data_docs_path=relative.as_posix())
+    return record
+
+
+def build_site(report_dir: Path) -> SitePaths:
+    """Render every page from ``runs/``; safe to call after each recorded run."""
+    report_dir = Path(report_dir)
+    records, problems = load_records(report_dir)
+    records = [_site_relative(record, report_dir) for record in records]
+    by_generation: dict[str, list[GenerationReport]] = defaultdict(list)
+    changes: list[ChangesReport] = []
+    for record in records:
+        if isinstance(record, GenerationReport):
+            by_generation[generation_page_name(record)].append(record)
+        else:
+            changes.append(record)
+    pages = []
+    for name, runs in sorted(by_generation.items()):
+        history = sorted(runs, key=lambda r: r.created_at, reverse=True)
+        path = report_dir / GENERATIONS_DIR / name
+        write_atomic(path, render_generation_page(history[0], history))
+        pages.append(path)
+    changes_path = report_dir / CHANGES
+    write_atomic(changes_path, render_changes_page(changes))
+    index_path = report_dir / INDEX
+    write_atomic(index_path, render_index(records, problems))
+    return SitePaths(index_path, changes_path, tuple(pages), tuple(problems))
+
+
+def record_run(report_dir: Path, record: RunRecord) -> Path:
+    """Save ``record`` and rebuild the site; returns the page a person should open.
+
+    The one call a task makes at its end (success or failure): for a generation,
+    the path of its summary page; for a changes run, ``changes.html``.
+    """
+    save_record(report_dir, record)
+    build_site(report_dir)
+    if isinstance(record, GenerationReport):
+        return Path(report_dir) / GENERATIONS_DIR / generation_page_name(record)
+    return Path(report_dir) / CHANGES

@@ -1,0 +1,136 @@
+"""The report site as a small ASGI app, mounted into Airflow's API server by the plugin.
+
+Routes (under the plugin's url prefix, ``/cdcgen-reports``):
+
+    GET /                          the index (rebuilt first when a record is newer)
+    GET /runs/{dag_id}/{run_id}    redirect to the page of that DAG run's latest record
+    GET /{path}                    any file of the report dir (pages, GX Data Docs)
+
+Files are served by a route rather than a ``StaticFiles`` mount so the route's
+dependencies apply: inside Airflow every request must carry a valid Airflow
+token (the UI's cookie when the page is shown in its iframe).  FastAPI is imported
+when the app is first called, so loading the plugin costs the scheduler, the
+DAG processor and the workers nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, MutableMapping
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from cdcgen.reports.records import GenerationReport, generation_page_name
+from cdcgen.reports.site import CHANGES, GENERATIONS_DIR, INDEX, RUNS_DIR, build_site, load_records
+
+Scope = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
+Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+
+#: Where the plugin mounts the app in the API server.
+URL_PREFIX = "/cdcgen-reports"
+
+
+def default_report_dir() -> Path:
+    from cdcgen.config import PipelineConfig
+
+    return PipelineConfig.from_env().report_dir
+
+
+def index_is_stale(report_dir: Path) -> bool:
+    index = report_dir / INDEX
+    if not index.exists():
+        return True
+    runs = report_dir / RUNS_DIR
+    newest = max((p.stat().st_mtime for p in runs.glob("*.json")), default=0.0)
+    return newest > index.stat().st_mtime
+
+
+def page_for_run(report_dir: Path, dag_id: str, run_id: str) -> str | None:
+    """Relative path of the page showing that DAG run's latest record, if it has one."""
+    records, _ = load_records(report_dir)
+    mine = [r for r in records if r.dag_id == dag_id and r.run_id == run_id]
+    if not mine:
+        return None
+    latest = max(mine, key=lambda r: r.created_at)
+    if isinstance(latest, GenerationReport):
+        return f"{GENERATIONS_DIR}/{quote(generation_page_name(latest))}"
+    return CHANGES
+
+
+def resolve_file(report_dir: Path, path: str) -> Path | None:
+    """The file ``path`` names inside ``report_dir``; None if outside it or missing."""
+    root = report_dir.resolve()
+    candidate = (root / path).resolve()
+    if not candidate.is_relative_to(root):
+        return None
+    if candidate.is_dir():
+        candidate = candidate / INDEX
+    return candidate if candidate.is_file() else None
+
+
+def create_app(
+    report_dir: Callable[[], Path] = default_report_dir, *, require_login: bool = True
+) -> Any:
+    """The FastAPI app; ``require_login`` adds Airflow's "authenticated user" dependency."""
+    from fastapi import Depends, FastAPI, HTTPException
+    from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse
+
+    dependencies = []
+    if require_login:
+        from airflow.api_fastapi.core_api.security import requires_authenticated
+
+        dependencies.append(Depends(requires_authenticated()))
+    app = FastAPI(
+        title="cdcgen reports",
+        dependencies=dependencies,
+        docs_url=None,
+        redoc_url=None,
+        openapi_url=None,
+    )
+
+    @app.get("/", include_in_schema=False)
+    def index() -> Any:
+        root = report_dir()
+        if index_is_stale(root):
+            build_site(root)
+        return FileResponse(root / INDEX, media_type="text/html")
+
+    @app.get("/runs/{dag_id}/{run_id}", include_in_schema=False)
+    def run_page(dag_id: str, run_id: str) -> Any:
+        root = report_dir()
+        target = page_for_run(root, dag_id, run_id)
+        if target is None:
+            from html import escape
+
+            return HTMLResponse(
+                "<!DOCTYPE html><html><body style='font-family:sans-serif'>"
+                f"<p>No report has been recorded for run <code>{escape(run_id)}</code> of "
+                f"<code>{escape(dag_id)}</code> yet.</p>"
+                f'<p><a href="{URL_PREFIX}/">All runs</a></p></body></html>'
+            )
+        if index_is_stale(root):
+            build_site(root)
+        return RedirectResponse(f"{URL_PREFIX}/{target}", status_code=307)
+
+    @app.get("/{path:path}", include_in_schema=False)
+    def file(path: str) -> Any:
+        found = resolve_file(report_dir(), path)
+        if found is None:
+            raise HTTPException(status_code=404, detail="no such report file")
+        return FileResponse(found)
+
+    return app
+
+
+class LazyApp:
+    """An ASGI app that builds the real one on its first request (keeps plugin import cheap)."""
+
+    def __init__(self, factory: Callable[[], Any]) -> None:
+        self._factory = factory
+        self._app: Any = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if self._app is None:
+            self._app = self._factory()
+        await self._app(scope, receive, send)

@@ -1,0 +1,99 @@
+"""The report app the Airflow plugin mounts, and the plugin's declarations."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from cdcgen.reports.records import generation_page_name
+from cdcgen.reports.sample import sample_generation
+from cdcgen.reports.site import save_record
+from cdcgen.reports.web import URL_PREFIX, LazyApp, create_app, resolve_file
+
+T0 = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
+PLUGINS = Path(__file__).resolve().parents[2] / "plugins"
+
+
+@pytest.fixture
+def client(tmp_path: Path) -> TestClient:
+    return TestClient(create_app(lambda: tmp_path, require_login=False))
+
+
+def test_index_is_built_on_demand_and_rebuilt_when_a_record_is_newer(
+    client: TestClient, tmp_path: Path
+) -> None:
+    first = client.get("/")
+    assert first.status_code == 200
+    assert "No run has been recorded yet." in first.text
+    save_record(tmp_path, sample_generation(T0, vnodes=2))
+    second = client.get("/")
+    assert "generation 2026-11-01 12:00:00.000Z" in second.text
+
+
+def test_a_dag_run_redirects_to_its_generation_page(client: TestClient, tmp_path: Path) -> None:
+    record = sample_generation(T0, vnodes=2)
+    save_record(tmp_path, record)
+    response = client.get(f"/runs/{record.dag_id}/{record.run_id}", follow_redirects=False)
+    assert response.status_code == 307
+    location = response.headers["location"]
+    assert location.startswith(f"{URL_PREFIX}/generations/")
+    assert location.endswith(generation_page_name(record).replace("+", "%2B"))
+    page = client.get(location.removeprefix(URL_PREFIX))
+    assert page.status_code == 200
+    assert "<h2>Ring</h2>" in page.text
+
+
+def test_an_unknown_run_says_so(client: TestClient) -> None:
+    response = client.get("/runs/cdc_generations/manual__nothing")
+    assert response.status_code == 200
+    assert "No report has been recorded" in response.text
+
+
+def test_files_outside_the_report_dir_are_not_served(client: TestClient, tmp_path: Path) -> None:
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "index.html").write_text("<p>data docs</p>")
+    assert client.get("/docs/").text == "<p>data docs</p>"
+    assert client.get("/docs/../../etc/passwd").status_code == 404
+    assert resolve_file(tmp_path, "../../etc/passwd") is None
+    assert client.get("/missing.html").status_code == 404
+
+
+def test_lazy_app_builds_the_real_app_once() -> None:
+    built: list[int] = []
+
+    async def app(scope: object, receive: object, send: object) -> None:
+        built.append(1)
+
+    lazy = LazyApp(lambda: (built.append(0), app)[1])
+
+    async def call_twice() -> None:
+        for _ in range(2):
+            await lazy({}, None, None)  # type: ignore[arg-type]
+
+    asyncio.run(call_twice())
+    assert built == [0, 1, 1]
+
+
+def test_plugin_declarations_match_airflows_models() -> None:
+    from airflow.api_fastapi.core_api.datamodels.plugins import ExternalViewResponse
+
+    sys.path.insert(0, str(PLUGINS))
+    try:
+        plugin_module = importlib.import_module("cdcgen_reports_plugin")
+    finally:
+        sys.path.remove(str(PLUGINS))
+    plugin = plugin_module.CdcgenReportsPlugin
+    assert plugin.name == "cdcgen_reports"
+    (app,) = plugin.fastapi_apps
+    assert app["url_prefix"] == URL_PREFIX
+    views = [ExternalViewResponse.model_validate(v) for v in plugin.external_views]
+    assert {v.destination for v in views} == {"nav", "dag_run"}
+    run_view = next(v for v in views if v.destination == "dag_run")
+    assert run_view.href == f"{URL_PREFIX}/runs/{{DAG_ID}}/{{RUN_ID}}"
+    assert all(v.url_route and not v.url_route.startswith("/") for v in views)
