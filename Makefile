@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: setup demo test lint typecheck unit integration bench sandbox-up sandbox-up-3 sandbox-down sandbox-status clean
+.PHONY: setup demo test lint typecheck unit integration bench sandbox-up sandbox-up-3 sandbox-down sandbox-status airflow-home clean
 
 setup:
 	@scripts/setup.sh
@@ -42,6 +42,10 @@ sandbox-down: setup
 
 sandbox-status: setup
 	$(BIN)/cdcgen sandbox status
+
+# The local Airflow home (var/airflow): config, migrated SQLite DB, env.sh to `source`.
+airflow-home: setup
+	$(BIN)/python -m cdcgen.airflow.home
 
 clean:
 	-$(BIN)/cdcgen sandbox down

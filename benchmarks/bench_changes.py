@@ -1,0 +1,334 @@
+"""Change extraction speed against a raw scan of the same CDC log table.
+
+Both sides run the same Spark job shape on the same data and write the same Parquet
+rows (same Arrow conversion, same base-token hashing), so the ratio isolates what the
+design costs: one query per stream routed to its replica, window planning,
+checkpoints, partition overwrite and the watermark, against the generic way of dumping
+a table (token-range scans, ``token(pk) > ? AND token(pk) <= ?``), which ignores
+generations, windows and checkpoints. Target: extraction >= 0.7x the raw scan's rows/s.
+
+    .venv/bin/python benchmarks/bench_changes.py --rows 200000 --repeat 3
+
+Loads ``--rows`` log rows (one row per write, pk/ck/v) into a sandbox CDC table under the
+``bench_changes_`` prefix, placed in the stream the generation maps each key to, then
+times each side ``--repeat`` times, alternating, and records the medians in
+``benchmarks/results/bench_changes.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator, Sequence
+from datetime import UTC, datetime, timedelta
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from cdcgen.adapters.cql import CqlClient, connect
+from cdcgen.changes.checkpoints import CheckpointStore
+from cdcgen.changes.columns import LakeBatchBuilder, Placement, column_specs, lake_schema
+from cdcgen.changes.extract import (
+    changes_spark_session,
+    extract_changes,
+    spark_schema,
+)
+from cdcgen.changes.layout import PARTITION_COLUMNS
+from cdcgen.changes.log_table import LogTable, describe_log_table
+from cdcgen.changes.settings import ChangesSettings
+from cdcgen.changes.stream_reader import SessionKey, shared_session
+from cdcgen.changes.windows import Interval, TableRef, generation_spans
+from cdcgen.config import REPO_ROOT, PipelineConfig
+from cdcgen.core.lookup import StreamLookup
+from cdcgen.ports import NodeClock, SourceMode
+from cdcgen.sandbox.emulator import SandboxCluster, create_cdc_table, orders_table
+from cdcgen.sandbox.emulator.cdc_time import timeuuid_from_micros
+from cdcgen.sandbox.emulator.partition import int_key_token
+from cdcgen.sandbox.emulator.schema_setup import drop_keyspaces
+from cdcgen.schema import SourceSchema
+
+PREFIX = "bench_changes_"
+KEYSPACE = f"{PREFIX}ks"
+RESULTS = REPO_ROOT / "benchmarks" / "results" / "bench_changes.json"
+
+
+def load_rows(
+    client: CqlClient, cluster: SandboxCluster, rows: int, start: datetime, seconds: float
+) -> None:
+    """Insert ``rows`` single-row writes spread over ``seconds`` from ``start``."""
+    from cassandra.concurrent import execute_concurrent_with_args
+
+    (generation,) = cluster.generations()
+    lookup = StreamLookup(generation.description())
+    keys = np.arange(rows, dtype=np.int64) % max(1, rows // 4)
+    tokens = np.array([int_key_token(int(k)) for k in keys], dtype=np.int64)
+    streams = lookup.arrays.stream_bytes[lookup.stream_indices(tokens)]
+    rng = random.Random(1)
+    base = int(start.timestamp() * 1_000_000)
+    step = max(1, int(seconds * 1_000_000 / rows))
+    statement = client.session.prepare(
+        f"INSERT INTO {KEYSPACE}.orders_scylla_cdc_log "
+        '("cdc$stream_id", "cdc$time", "cdc$batch_seq_no", "cdc$operation", '
+        '"cdc$end_of_batch", pk, ck, v) VALUES (?, ?, 0, 2, true, ?, ?, ?)'
+    )
+    params = (
+        (bytes(streams[i]), timeuuid_from_micros(base + i * step, rng), int(keys[i]), i, f"v{i}")
+        for i in range(rows)
+    )
+    batch: list[Any] = []
+    for item in params:
+        batch.append(item)
+        if len(batch) == 20_000:
+            execute_concurrent_with_args(client.session, statement, batch, concurrency=128)
+            batch = []
+    if batch:
+        execute_concurrent_with_args(client.session, statement, batch, concurrency=128)
+
+
+# --- the raw scan: token ranges, the way a generic connector dumps a table ----------------
+
+
+def _scan_task(
+    key: SessionKey, log_table: LogTable, schema: Any, ranges: Any, rows_read: Any,
+    batches: Iterator[Any],
+) -> Iterator[Any]:  # fmt: skip
+    session = shared_session(key)
+    statement = session.prepare(
+        f"SELECT {log_table.select_list} FROM {log_table.table.qualified_log} "
+        'WHERE token("cdc$stream_id") > ? AND token("cdc$stream_id") <= ?'
+    )
+    statement.fetch_size = 5000
+    builder = LakeBatchBuilder(
+        column_specs(statement.result_metadata),
+        log_table.partition_key,
+        int(session.cluster.protocol_version),
+        schema,
+    )
+    placement = Placement("raw", "raw", 0)
+    count = 0
+    for batch in batches:
+        for index in batch.column("id").to_pylist():
+            low, high = ranges.value[index]
+            result = session.execute(statement, (low, high), timeout=60)
+            while True:
+                rows = list(result.current_rows)
+                if rows:
+                    count += len(rows)
+                    yield builder.to_batch([(rows, placement)])
+                if not result.has_more_pages:
+                    break
+                result.fetch_next_page()
+    rows_read.add(count)
+
+
+def raw_scan(
+    spark: Any, config: PipelineConfig, log_table: LogTable, schema: Any, out: Path, splits: int
+) -> int:
+    """Token ranges, one Spark task each, written like the extraction (same Spark tricks:
+    ``spark.range`` tasks, a broadcast work list, an accumulator for the row count)."""
+    key = SessionKey(tuple(config.contact_points), config.port, log_table.partitioner, 60.0)
+    edges = np.linspace(-(2**63), 2**63 - 1, splits + 1, dtype=np.float64).astype(object)
+    bounds = [int(e) for e in edges]
+    bounds[0], bounds[-1] = -(2**63), 2**63 - 1
+    ranges = spark.sparkContext.broadcast([(bounds[i], bounds[i + 1]) for i in range(splits)])
+    rows_read = spark.sparkContext.accumulator(0)
+    frame = spark.range(0, splits, 1, splits)
+    rows = frame.mapInArrow(
+        partial(_scan_task, key, log_table, schema, ranges, rows_read), spark_schema(schema)
+    )
+    rows.write.mode("overwrite").partitionBy(*PARTITION_COLUMNS).parquet(str(out))
+    ranges.unpersist()
+    return int(rows_read.value)
+
+
+def read_only(
+    config: PipelineConfig, log_table: LogTable, streams: Sequence[bytes], interval: Interval
+) -> tuple[float, float, int, int]:
+    """The query patterns alone, in this process: one paged full scan against one query
+    per stream (routed, paged). Returns (scan seconds, streams seconds, rows, rows)."""
+    from cdcgen.changes.stream_reader import StreamReader
+
+    session = shared_session(
+        SessionKey(tuple(config.contact_points), config.port, log_table.partitioner, 60.0)
+    )
+    scan = session.prepare(f"SELECT {log_table.select_list} FROM {log_table.table.qualified_log}")
+    scan.fetch_size = 5000
+    t = time.monotonic()
+    scanned = sum(1 for _ in session.execute(scan, timeout=60))
+    scan_seconds = time.monotonic() - t
+    reader = StreamReader(session, log_table, ChangesSettings())
+    t = time.monotonic()
+    read = sum(
+        len(page)
+        for stream in streams
+        for page in reader.pages(stream, interval.start, interval.end)
+    )
+    return scan_seconds, time.monotonic() - t, scanned, read
+
+
+# --- main -----------------------------------------------------------------------------------
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--contact-points", default="127.0.0.1")
+    parser.add_argument("--rows", type=int, default=200_000)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--shards", type=int, default=8)
+    parser.add_argument("--vnodes", type=int, default=16)
+    parser.add_argument(
+        "--splits", type=int, default=4, help="token ranges of the raw scan (one task each)"
+    )
+    parser.add_argument("--output", type=Path, default=RESULTS)
+    parser.add_argument("--keep-data", action="store_true", help="reuse loaded rows")
+    args = parser.parse_args(argv)
+
+    contact_points = tuple(args.contact_points.split(","))
+    config = PipelineConfig(
+        contact_points=contact_points,
+        source_mode=SourceMode.RAFT,
+        source_keyspace_prefix=PREFIX,
+        confidence_window=timedelta(0),
+        generation_leeway=timedelta(0),
+    )
+    client = connect(contact_points)
+    schema = SourceSchema(PREFIX)
+    cluster = SandboxCluster(client, schema, ring_delay=timedelta(0), leeway=timedelta(0))
+    began = time.monotonic()
+    for keyspace in list(client.cluster.metadata.keyspaces):  # state of interrupted runs
+        if keyspace.startswith(f"{PREFIX}state"):
+            client.session.execute(f"DROP KEYSPACE IF EXISTS {keyspace}", timeout=120)
+    if not (args.keep_data and _set_up(cluster)):
+        drop_keyspaces(client, schema)
+        client.session.execute(f"DROP KEYSPACE IF EXISTS {KEYSPACE}", timeout=120)
+        cluster.setup()
+        # The generation started 15 minutes ago; the rows fill the 10 minutes after it.
+        began_at = datetime.now(UTC) - timedelta(minutes=15)
+        cluster.join_node(
+            SourceMode.RAFT, shards=args.shards, vnodes=args.vnodes, seed=3, now=began_at
+        )
+        create_cdc_table(cluster, orders_table(KEYSPACE, cdc_ttl=0))
+        load_rows(client, cluster, args.rows, began_at + timedelta(seconds=1), seconds=600)
+    load_seconds = time.monotonic() - began
+    (record,) = cluster.generations()
+    generations = generation_spans([(record.timestamp, record.description(), record.id)])
+    table = TableRef(KEYSPACE, "orders")
+    settings = ChangesSettings()
+    log_table = describe_log_table(client, table, settings, schema)
+    interval = Interval(record.timestamp, datetime.now(UTC) - timedelta(seconds=1))
+    clocks = [NodeClock("bench", datetime.now(UTC))]
+    spark = changes_spark_session("cdcgen-bench-changes")
+    # Warm up: Python workers, driver sessions, JIT.
+    spark.range(4).repartition(2).count()
+
+    raw_times: list[float] = []
+    change_times: list[float] = []
+    scan_only: list[float] = []
+    streams_only: list[float] = []
+    all_streams = [s.raw for s in generations[0].streams]
+    rows_seen: dict[str, int] = {}
+    run_tag = uuid.uuid4().hex[:8]
+    state_keyspaces: list[str] = []
+    raw_schema = lake_schema(
+        column_specs(client.session.prepare(log_table.window_query()).result_metadata)
+    )
+    with tempfile.TemporaryDirectory(prefix="bench-changes-") as tmp:
+        for i in range(args.repeat + 1):  # the first pair is a warm-up, not recorded
+            lake = Path(tmp) / f"lake{i}"
+            target = f"{PREFIX}state_{run_tag}_{i}"  # fresh state: nothing checkpointed yet
+            state_keyspaces.append(target)
+            run_config = config.with_overrides(lake_path=lake, target_keyspace=target)
+            CheckpointStore(client, target).ensure_schema()
+
+            def raw_side(cfg: PipelineConfig = run_config, out: Path = lake / "raw") -> float:
+                t = time.monotonic()
+                rows_seen["raw_scan"] = raw_scan(
+                    spark, cfg, log_table, raw_schema, out, args.splits
+                )
+                return time.monotonic() - t
+
+            def changes_side(cfg: PipelineConfig = run_config) -> tuple[float, Any]:
+                t = time.monotonic()
+                result = extract_changes(
+                    spark, cfg, settings, table, generations, interval, clocks, client=client
+                )
+                return time.monotonic() - t, result
+
+            if i % 2:  # alternate which side runs first: load drifts on a shared machine
+                changes, result = changes_side()
+                raw = raw_side()
+            else:
+                raw = raw_side()
+                changes, result = changes_side()
+            rows_seen["changes"] = result.rows_written
+            if result.rows_written != args.rows or rows_seen["raw_scan"] != args.rows:
+                raise SystemExit(f"round {i}: wrong row counts {rows_seen}")
+            print(
+                f"round {i}: raw scan {raw:.2f}s, changes {changes:.2f}s "
+                f"({result.streams_read} stream queries, {result.jobs} job, {result.phases})",
+                flush=True,
+            )
+            scan_s, streams_s, scanned, read = read_only(
+                run_config, log_table, all_streams, interval
+            )
+            rows_seen["read_only_scan"], rows_seen["read_only_streams"] = scanned, read
+            print(
+                f"round {i}: read only: scan {scan_s:.2f}s, per-stream {streams_s:.2f}s", flush=True
+            )
+            if i:
+                raw_times.append(raw)
+                change_times.append(changes)
+                scan_only.append(scan_s)
+                streams_only.append(streams_s)
+    for keyspace in state_keyspaces:
+        client.session.execute(f"DROP KEYSPACE IF EXISTS {keyspace}", timeout=120)
+    client.close()
+
+    rows = args.rows
+    raw_rate = rows / statistics.median(raw_times)
+    change_rate = rows / statistics.median(change_times)
+    figures = {
+        "when": datetime.now(UTC).isoformat(timespec="seconds"),
+        "rows": rows,
+        "streams": args.shards * args.vnodes,
+        "rows_seen": rows_seen,
+        "repeat": args.repeat,
+        "raw_scan_seconds": raw_times,
+        "changes_seconds": change_times,
+        "raw_scan_rows_per_s": round(raw_rate),
+        "changes_rows_per_s": round(change_rate),
+        "ratio": round(change_rate / raw_rate, 3),
+        "target_ratio": 0.7,
+        "read_only_scan_seconds": scan_only,
+        "read_only_streams_seconds": streams_only,
+        "read_only_ratio": round(statistics.median(scan_only) / statistics.median(streams_only), 3),
+        "load_seconds": round(load_seconds, 1),
+        "spark": "local[2]",
+    }
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.write_text(json.dumps(figures, indent=1) + "\n")
+    print(json.dumps(figures, indent=1))
+    ok = all(count == rows for count in rows_seen.values())
+    if not ok:
+        print(f"row counts differ from {rows}: {rows_seen}", file=sys.stderr)
+        return 1
+    return 0 if figures["ratio"] >= 0.7 else 2
+
+
+def _set_up(cluster: SandboxCluster) -> bool:
+    try:
+        return bool(cluster.generations())
+    except Exception:  # the emulator's tables do not exist yet
+        return False
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,60 @@
+"""Connection ids and the JSON form of the connections this project defines.
+
+Kept apart from the hook so the Airflow home, the DAG file and the tests can
+name connections without importing anything heavy.  Connections are given to
+Airflow as ``AIRFLOW_CONN_<ID>`` environment variables in JSON form: no
+metadata-database rows to create, and a missing Spark connection cannot
+silently fall back to YARN (which SparkSubmitHook does when the id is unknown).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+#: The CQL cluster whose generations are followed (type cassandra).
+SOURCE_CONN_ID = "cdc_source"
+#: The Spark master for the extract job (type spark, host ``local[2]`` by default).
+SPARK_CONN_ID = "cdcgen_spark"
+
+DEFAULT_SPARK_MASTER = "local[2]"
+
+
+def env_var_name(conn_id: str) -> str:
+    """``AIRFLOW_CONN_<ID>``, Airflow's environment-variable form of a connection id."""
+    return f"AIRFLOW_CONN_{conn_id.upper()}"
+
+
+def spark_connection(master: str = DEFAULT_SPARK_MASTER) -> dict[str, Any]:
+    """A ``spark`` connection whose host is the whole master URL (``local[2]``, ``spark://h:7077``).
+
+    SparkSubmitHook uses ``host`` as the master when the type is ``spark`` and there is
+    no port, which is what a ``local[N]`` master needs.
+    """
+    return {"conn_type": "spark", "host": master}
+
+
+def source_connection(
+    contact_points: Sequence[str] = ("127.0.0.1",),
+    port: int = 9042,
+    extra: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """A ``cassandra`` connection: comma-separated hosts, port, cdcgen settings as extras.
+
+    ``extra`` keys are the lower-case names of ``CDCGEN_*`` settings (``source_mode``,
+    ``source_keyspace_prefix``, ``clock_source``, ...); :class:`CdcSourceHook` checks them.
+    """
+    connection: dict[str, Any] = {
+        "conn_type": "cassandra",
+        "host": ",".join(contact_points),
+        "port": port,
+    }
+    if extra:
+        connection["extra"] = dict(extra)
+    return connection
+
+
+def connection_env(conn_id: str, connection: Mapping[str, Any]) -> dict[str, str]:
+    """The one environment variable that defines ``conn_id``."""
+    return {env_var_name(conn_id): json.dumps(dict(connection), sort_keys=True)}

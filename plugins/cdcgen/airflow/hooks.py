@@ -1,0 +1,94 @@
+"""``CdcSourceHook``: an Airflow connection in, a :class:`PipelineConfig` and a CQL client out.
+
+The connection carries what belongs to the source cluster: its hosts
+(comma-separated), port, and as extras how it stores generations
+(``source_mode``, ``source_keyspace_prefix``), how to read its clocks
+(``clock_source``) and its timing settings.  Everything else (lake path, target
+keyspace, report directory, ...) comes from ``CDCGEN_*`` environment variables
+via :meth:`PipelineConfig.from_env`, so one typed object reaches every task.
+Operators create this hook in ``execute`` only: building it reads the connection.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+from airflow.sdk import BaseHook
+
+from cdcgen.airflow.connections import SOURCE_CONN_ID
+from cdcgen.config import ConfigError, PipelineConfig
+
+if TYPE_CHECKING:
+    from cdcgen.adapters.cql import CqlClient
+
+#: Connection extras accepted, and the ``CDCGEN_*`` setting each one sets.
+EXTRA_SETTINGS: dict[str, str] = {
+    "source_mode": "SOURCE_MODE",
+    "source_keyspace_prefix": "SOURCE_KEYSPACE_PREFIX",
+    "clock_source": "CLOCK_SOURCE",
+    "ring_delay_seconds": "RING_DELAY_SECONDS",
+    "leeway_seconds": "LEEWAY_SECONDS",
+    "clock_wait_timeout_seconds": "CLOCK_WAIT_TIMEOUT_SECONDS",
+}
+#: Connection extras passed through as ``PipelineConfig.extra`` (adapter-specific options).
+PASS_THROUGH_EXTRAS = frozenset({"cdc_tables"})
+
+
+def config_from_connection(
+    host: str | None,
+    port: int | None,
+    extra: Mapping[str, Any],
+    env: Mapping[str, str] | None = None,
+) -> PipelineConfig:
+    """Merge a connection's fields over the ``CDCGEN_*`` environment.
+
+    Unknown extras are an error rather than ignored: a misspelt ``source_mode``
+    would otherwise read the wrong tables without a word.
+    """
+    known = set(EXTRA_SETTINGS) | PASS_THROUGH_EXTRAS
+    unknown = sorted(set(extra) - known)
+    if unknown:
+        raise ConfigError(
+            f"connection extras {unknown} are not cdcgen settings; known: {sorted(known)}"
+        )
+    merged = dict(os.environ if env is None else env)
+    if host:
+        merged["CDCGEN_CONTACT_POINTS"] = host
+    if port:
+        merged["CDCGEN_PORT"] = str(port)
+    for key, value in extra.items():
+        if key in EXTRA_SETTINGS:
+            merged[f"CDCGEN_{EXTRA_SETTINGS[key]}"] = str(value)
+    config = PipelineConfig.from_env(merged)
+    passed = {k: str(v) for k, v in extra.items() if k in PASS_THROUGH_EXTRAS}
+    return config.with_overrides(extra={**config.extra, **passed}) if passed else config
+
+
+class CdcSourceHook(BaseHook):
+    """Reads the ``cdc_source`` connection (type cassandra) into cdcgen's configuration."""
+
+    conn_name_attr = "cdc_conn_id"
+    default_conn_name = SOURCE_CONN_ID
+    conn_type = "cassandra"
+    hook_name = "cdcgen CDC source"
+
+    def __init__(self, cdc_conn_id: str = SOURCE_CONN_ID, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.cdc_conn_id = cdc_conn_id
+
+    def get_config(self, **overrides: Any) -> PipelineConfig:
+        """The pipeline configuration for this connection, with per-run overrides applied."""
+        conn = self.get_connection(self.cdc_conn_id)
+        config = config_from_connection(conn.host, conn.port, conn.extra_dejson)
+        return config.with_overrides(**overrides) if overrides else config
+
+    @contextmanager
+    def get_client(self, config: PipelineConfig | None = None) -> Iterator[CqlClient]:
+        """A connected client, closed on exit (cassandra-driver is imported only here)."""
+        from cdcgen.adapters.cql import client_for
+
+        with client_for(config or self.get_config()) as client:
+            yield client

@@ -1,0 +1,329 @@
+"""Per-stream checkpoints and each table's consistency watermark, in the target keyspace.
+
+Two tables, created on first use::
+
+    cdc_stream_checkpoints ((keyspace_name, table_name), generation, stream_id)
+        checkpoint, window_start, run_id, updated_at
+    cdc_table_progress ((keyspace_name, table_name))
+        started_at, watermark, watermark_updated_at, run_id
+
+A stream's checkpoint is the time up to which its rows are durably in the lake; it is
+written only after the Spark job that wrote them committed. The watermark is
+YugabyteDB's "data consistency timestamp" for the table: every stream is in the lake up
+to it (:func:`cdcgen.changes.windows.consistency_watermark`). Users, the report and the
+next run read both through :class:`CheckpointStore`.
+
+Writes are idempotent and only move forward, even when two writers race (a backfill
+next to the scheduled run) and without lightweight transactions: each checkpoint and
+watermark cell is written ``USING TIMESTAMP`` of its own value in microseconds, so
+Cassandra's last-write-wins keeps the largest value whatever the order. ``started_at``
+uses the mirror image (``2^62 - value``) so the earliest start wins. A consequence of
+value-derived write timestamps: state cannot be reset with a plain ``DELETE`` (later
+writes of older values would stay shadowed); start a table afresh under another target
+keyspace instead, or move it forward with :meth:`CheckpointStore.advance_watermark`.
+Rows of generations entirely before the watermark can be pruned (:meth:`CheckpointStore.prune`): the
+watermark already implies them, which keeps the state from growing without bound.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from cdcgen.changes.windows import (
+    GenerationSpan,
+    TableRef,
+    TableState,
+    from_micros,
+    to_micros,
+)
+from cdcgen.core.stream_id import StreamId
+from cdcgen.schema import check_identifier
+
+if TYPE_CHECKING:
+    from cdcgen.adapters.cql import CqlClient
+
+CHECKPOINTS_TABLE = "cdc_stream_checkpoints"
+PROGRESS_TABLE = "cdc_table_progress"
+_MIRROR = 1 << 62
+DDL_TIMEOUT = 120.0
+
+_DDL = {
+    CHECKPOINTS_TABLE: (
+        "keyspace_name text, table_name text, generation timestamp, stream_id blob, "
+        "checkpoint timestamp, window_start timestamp, run_id text, updated_at timestamp, "
+        "PRIMARY KEY ((keyspace_name, table_name), generation, stream_id)"
+    ),
+    PROGRESS_TABLE: (
+        "keyspace_name text, table_name text, started_at timestamp, watermark timestamp, "
+        "watermark_updated_at timestamp, run_id text, "
+        "PRIMARY KEY ((keyspace_name, table_name))"
+    ),
+}
+
+
+def _utc(value: datetime | None) -> datetime | None:
+    if value is None:
+        return None
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+@dataclass(frozen=True)
+class StreamCheckpoint:
+    generation: datetime
+    stream: StreamId
+    checkpoint: datetime
+    window_start: datetime | None = None
+    run_id: str = ""
+    updated_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class TableProgress:
+    """What users and the report read: where extraction of a table stands."""
+
+    table: TableRef
+    started_at: datetime | None
+    watermark: datetime | None
+    watermark_updated_at: datetime | None
+    run_id: str
+
+    def lag(self, now: datetime) -> float | None:
+        """Seconds between ``now`` and the watermark (``None`` before the first run)."""
+        if self.watermark is None:
+            return None
+        return (now - self.watermark).total_seconds()
+
+
+class CheckpointStore:
+    """Reads and writes the state tables through a connected :class:`CqlClient`."""
+
+    def __init__(self, client: CqlClient, keyspace: str) -> None:
+        self._client = client
+        self._keyspace = check_identifier(keyspace, "target keyspace")
+        self._prepared: dict[str, Any] = {}
+
+    def _name(self, table: str) -> str:
+        return f"{self._keyspace}.{table}"
+
+    def ensure_schema(self, replication: Mapping[str, Any] | None = None) -> None:
+        """Create the keyspace (if absent) and both tables; cheap when they exist.
+
+        Schema changes are slow on a loaded node, so they get a long timeout, and are
+        skipped altogether when the driver's metadata already has the tables.
+        """
+        from cassandra.query import SimpleStatement
+
+        keyspace = self._client.cluster.metadata.keyspaces.get(self._keyspace)
+        if keyspace is not None and all(t in keyspace.tables for t in _DDL):
+            return
+        if replication is None:
+            factor = min(3, max(1, self._client.node_count))
+            replication = {"class": "SimpleStrategy", "replication_factor": factor}
+        options = ", ".join(f"'{k}': '{v}'" for k, v in replication.items())
+        statements = [
+            f"CREATE KEYSPACE IF NOT EXISTS {self._keyspace} WITH replication = {{{options}}}",
+            *(
+                f"CREATE TABLE IF NOT EXISTS {self._name(table)} ({columns})"
+                for table, columns in _DDL.items()
+            ),
+        ]
+        for cql in statements:
+            self._client.session.execute(SimpleStatement(cql), timeout=DDL_TIMEOUT)
+
+    def _statement(self, cql: str) -> Any:
+        statement = self._prepared.get(cql)
+        if statement is None:
+            statement = self._client.session.prepare(cql)
+            statement.consistency_level = self._client.metadata_consistency
+            statement.is_idempotent = True
+            self._prepared[cql] = statement
+        return statement
+
+    # --- reads -------------------------------------------------------------------------
+
+    def checkpoints(self, table: TableRef) -> list[StreamCheckpoint]:
+        statement = self._statement(
+            "SELECT generation, stream_id, checkpoint, window_start, run_id, updated_at "
+            f"FROM {self._name(CHECKPOINTS_TABLE)} WHERE keyspace_name = ? AND table_name = ?"
+        )
+        rows = self._client.session.execute(statement, (table.keyspace, table.table))
+        return [
+            StreamCheckpoint(
+                generation=_utc(row.generation),  # type: ignore[arg-type]
+                stream=StreamId(bytes(row.stream_id)),
+                checkpoint=_utc(row.checkpoint),  # type: ignore[arg-type]
+                window_start=_utc(row.window_start),
+                run_id=row.run_id or "",
+                updated_at=_utc(row.updated_at),
+            )
+            for row in rows
+            if row.checkpoint is not None
+        ]
+
+    def progress(self, table: TableRef) -> TableProgress:
+        statement = self._statement(
+            "SELECT started_at, watermark, watermark_updated_at, run_id "
+            f"FROM {self._name(PROGRESS_TABLE)} WHERE keyspace_name = ? AND table_name = ?"
+        )
+        row = self._client.session.execute(statement, (table.keyspace, table.table)).one()
+        if row is None:
+            return TableProgress(table, None, None, None, "")
+        return TableProgress(
+            table,
+            _utc(row.started_at),
+            _utc(row.watermark),
+            _utc(row.watermark_updated_at),
+            row.run_id or "",
+        )
+
+    def all_progress(self) -> list[TableProgress]:
+        """Every table's progress (the report's and users' overview)."""
+        statement = self._statement(
+            "SELECT keyspace_name, table_name, started_at, watermark, watermark_updated_at, "
+            f"run_id FROM {self._name(PROGRESS_TABLE)}"
+        )
+        return sorted(
+            (
+                TableProgress(
+                    TableRef(row.keyspace_name, row.table_name),
+                    _utc(row.started_at),
+                    _utc(row.watermark),
+                    _utc(row.watermark_updated_at),
+                    row.run_id or "",
+                )
+                for row in self._client.session.execute(statement)
+            ),
+            key=lambda p: p.table.qualified,
+        )
+
+    def table_state(self, table: TableRef) -> TableState:
+        """Progress and checkpoints as the window planner wants them."""
+        progress = self.progress(table)
+        return TableState(
+            started_at=progress.started_at,
+            watermark=progress.watermark,
+            checkpoints={(c.generation, c.stream): c.checkpoint for c in self.checkpoints(table)},
+        )
+
+    # --- writes ------------------------------------------------------------------------
+
+    def record_start(self, table: TableRef, started_at: datetime, run_id: str = "") -> None:
+        """Where extraction of ``table`` begins; the earliest recorded start wins."""
+        statement = self._statement(
+            f"UPDATE {self._name(PROGRESS_TABLE)} USING TIMESTAMP ? SET started_at = ? "
+            "WHERE keyspace_name = ? AND table_name = ?"
+        )
+        stamp = _MIRROR - to_micros(started_at)
+        self._client.session.execute(statement, (stamp, started_at, table.keyspace, table.table))
+
+    def save(
+        self,
+        table: TableRef,
+        checkpoints: Iterable[StreamCheckpoint],
+        *,
+        concurrency: int = 64,
+    ) -> int:
+        """Upsert checkpoints (never moving one back); returns how many were written."""
+        from cassandra.concurrent import execute_concurrent_with_args
+
+        statement = self._statement(
+            f"UPDATE {self._name(CHECKPOINTS_TABLE)} USING TIMESTAMP ? "
+            "SET checkpoint = ?, window_start = ?, run_id = ?, updated_at = ? "
+            "WHERE keyspace_name = ? AND table_name = ? AND generation = ? AND stream_id = ?"
+        )
+        now = datetime.now(UTC)
+        params = [
+            (
+                to_micros(c.checkpoint),
+                c.checkpoint,
+                c.window_start,
+                c.run_id,
+                now,
+                table.keyspace,
+                table.table,
+                c.generation,
+                c.stream.raw,
+            )
+            for c in checkpoints
+        ]
+        if params:
+            execute_concurrent_with_args(
+                self._client.session,
+                statement,
+                params,
+                concurrency=concurrency,
+                raise_on_first_error=True,
+            )
+        return len(params)
+
+    def save_watermark(self, table: TableRef, watermark: datetime, run_id: str = "") -> None:
+        """Store a newer watermark; an older one is ignored (the write timestamp decides)."""
+        statement = self._statement(
+            f"UPDATE {self._name(PROGRESS_TABLE)} USING TIMESTAMP ? "
+            "SET watermark = ?, watermark_updated_at = ?, run_id = ? "
+            "WHERE keyspace_name = ? AND table_name = ?"
+        )
+        self._client.session.execute(
+            statement,
+            (
+                to_micros(watermark),
+                watermark,
+                datetime.now(UTC),
+                run_id,
+                table.keyspace,
+                table.table,
+            ),
+        )
+
+    def advance_watermark(self, table: TableRef, to: datetime, run_id: str = "rebootstrap") -> None:
+        """Re-bootstrap: declare everything before ``to`` in the lake (from a snapshot).
+
+        Every stream then resumes from ``to`` at least. Only moves forward.
+        """
+        self.save_watermark(table, to, run_id)
+
+    def prune(self, table: TableRef, generations: Sequence[GenerationSpan]) -> int:
+        """Delete checkpoint rows of generations that end at or before the watermark."""
+        watermark = self.progress(table).watermark
+        if watermark is None:
+            return 0
+        statement = self._statement(
+            f"DELETE FROM {self._name(CHECKPOINTS_TABLE)} USING TIMESTAMP ? "
+            "WHERE keyspace_name = ? AND table_name = ? AND generation = ?"
+        )
+        pruned = 0
+        for generation in generations:
+            if generation.end is None or generation.end > watermark:
+                continue
+            self._client.session.execute(
+                statement,
+                (to_micros(generation.end), table.keyspace, table.table, generation.start),
+            )
+            pruned += 1
+        return pruned
+
+
+def progress_as_json(progress: TableProgress, now: datetime | None = None) -> dict[str, Any]:
+    """The JSON a DAG task returns or a user prints."""
+    now = now or datetime.now(UTC)
+    return {
+        "table": progress.table.qualified,
+        "started_at": None if progress.started_at is None else progress.started_at.isoformat(),
+        "watermark": None if progress.watermark is None else progress.watermark.isoformat(),
+        "lag_seconds": progress.lag(now),
+        "run_id": progress.run_id,
+    }
+
+
+__all__ = [
+    "CHECKPOINTS_TABLE",
+    "PROGRESS_TABLE",
+    "CheckpointStore",
+    "StreamCheckpoint",
+    "TableProgress",
+    "from_micros",
+    "progress_as_json",
+]

@@ -1,0 +1,276 @@
+"""From driver rows to Arrow record batches with the lake's schema.
+
+The lake keeps every log column under its own name (``cdc$stream_id`` ... and the base
+columns), typed from the driver's result metadata, plus columns that make the rows usable
+without ScyllaDB at hand:
+
+* ``write_time``: the write timestamp inside ``cdc$time`` (microseconds, UTC), which
+  orders a key's changes (with ``cdc$batch_seq_no``); ``cdc$time`` itself is kept as text;
+* ``operation_name``: ``cdc$operation`` decoded (:mod:`cdcgen.changes.operations`);
+* ``base_token``: Murmur3 of the base partition key, what the colocation check maps;
+* the partition columns ``date`` (UTC day of ``write_time``), ``generation``, ``window``
+  and ``bucket`` (:mod:`cdcgen.changes.layout`).
+
+CQL types without an exact Arrow/Spark equivalent (uuid, inet, decimal, varint, duration,
+tuples, UDTs) are stored as text, never dropped. Everything here runs in Spark tasks and
+imports pyarrow lazily.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from cdcgen.changes.log_table import OPERATION, STREAM_ID, TIME
+from cdcgen.changes.operations import operation_name
+from cdcgen.changes.routing import murmur3_token
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+GREGORIAN_OFFSET_100NS = 0x01B21DD213814000
+MICROS_PER_DAY = 86_400_000_000
+
+EXTRA_COLUMNS = ("write_time", "operation_name", "base_token")
+PARTITION_VALUES = ("date", "generation", "window", "bucket")
+
+Converter = Callable[[Any], Any]
+
+
+def micros_of_timeuuid(value: Any) -> int:
+    """Write time (µs since the Unix epoch) of a ``cdc$time`` UUID."""
+    return (int(value.time) - GREGORIAN_OFFSET_100NS) // 10
+
+
+_DAY_LABELS: dict[int, str] = {}
+
+
+def day_label(micros: int) -> str:
+    """``YYYY-MM-DD`` (UTC) of a microsecond timestamp, cached per day."""
+    day = micros // MICROS_PER_DAY
+    label = _DAY_LABELS.get(day)
+    if label is None:
+        label = datetime.fromtimestamp(day * 86_400, tz=UTC).strftime("%Y-%m-%d")
+        _DAY_LABELS[day] = label
+    return label
+
+
+def _text(value: Any) -> Any:
+    return None if value is None else str(value)
+
+
+def _typename(cqltype: Any) -> str:
+    name = str(getattr(cqltype, "typename", ""))
+    if name == "frozen":
+        return _typename(cqltype.subtypes[0])
+    return name
+
+
+def _unfrozen(cqltype: Any) -> Any:
+    return cqltype.subtypes[0] if str(getattr(cqltype, "typename", "")) == "frozen" else cqltype
+
+
+_SCALARS: dict[str, tuple[str, Converter | None]] = {
+    "int": ("int32", None),
+    "bigint": ("int64", None),
+    "counter": ("int64", None),
+    "smallint": ("int16", None),
+    "tinyint": ("int8", None),
+    "text": ("string", None),
+    "varchar": ("string", None),
+    "ascii": ("string", None),
+    "boolean": ("bool_", None),
+    "blob": ("binary", None),
+    "float": ("float32", None),
+    "double": ("float64", None),
+    "timestamp": ("timestamp", None),
+    "date": ("date32", lambda v: None if v is None else v.date()),
+    "time": ("int64", lambda v: None if v is None else int(v.nanosecond_time)),
+}
+
+
+def arrow_type_and_converter(cqltype: Any) -> tuple[pa.DataType, Converter | None]:
+    """The Arrow type a CQL type is stored as, and how to convert one driver value."""
+    import pyarrow as pa
+
+    cqltype = _unfrozen(cqltype)
+    name = _typename(cqltype)
+    if name in _SCALARS:
+        kind, convert = _SCALARS[name]
+        if kind == "timestamp":
+            return pa.timestamp("us", tz="UTC"), None
+        return getattr(pa, kind)(), convert
+    if name in ("list", "set"):
+        element, convert_element = arrow_type_and_converter(cqltype.subtypes[0])
+
+        def convert_items(value: Any) -> Any:
+            if value is None:
+                return None
+            if convert_element is None:
+                return list(value)
+            return [convert_element(item) for item in value]
+
+        return pa.list_(element), convert_items
+    if name == "map":
+        key, convert_key = arrow_type_and_converter(cqltype.subtypes[0])
+        item, convert_item = arrow_type_and_converter(cqltype.subtypes[1])
+
+        def convert_map(value: Any) -> Any:
+            if value is None:
+                return None
+            return [
+                (
+                    k if convert_key is None else convert_key(k),
+                    v if convert_item is None else convert_item(v),
+                )
+                for k, v in value.items()
+            ]
+
+        return pa.map_(key, item), convert_map
+    # uuid, timeuuid, inet, decimal, varint, duration, tuple, UDT, vector: text.
+    return pa.string(), _text
+
+
+@dataclass(frozen=True)
+class ColumnSpec:
+    name: str
+    cqltype: Any
+    arrow: Any  # pa.DataType
+    convert: Converter | None
+
+
+def column_specs(metadata: Sequence[Any]) -> list[ColumnSpec]:
+    """Specs from a prepared statement's ``result_metadata`` / ``column_metadata``."""
+    specs = []
+    for column in metadata:
+        name, cqltype = column[2], column[3]
+        convert: Converter | None
+        if name == TIME:
+            import pyarrow as pa
+
+            arrow, convert = pa.string(), _text  # the UUID as text; write_time orders
+        else:
+            arrow, convert = arrow_type_and_converter(cqltype)
+        specs.append(ColumnSpec(name, cqltype, arrow, convert))
+    return specs
+
+
+def lake_schema(specs: Sequence[ColumnSpec], with_partitions: bool = True) -> pa.Schema:
+    """The Arrow schema of extracted rows (what the Spark job writes)."""
+    import pyarrow as pa
+
+    fields = [pa.field(s.name, s.arrow) for s in specs]
+    fields += [
+        pa.field("write_time", pa.timestamp("us", tz="UTC")),
+        pa.field("operation_name", pa.string()),
+        pa.field("base_token", pa.int64()),
+    ]
+    if with_partitions:
+        fields += [
+            pa.field("date", pa.string()),
+            pa.field("generation", pa.string()),
+            pa.field("window", pa.string()),
+            pa.field("bucket", pa.int32()),
+        ]
+    return pa.schema(fields)
+
+
+class BaseKeyHasher:
+    """Murmur3 of a base partition key from the log row's key columns.
+
+    Serializes each value with the driver's own type (exactly what the driver does for a
+    routing key) and, for a compound key, composes them as Cassandra does: per component
+    a 2-byte length, the bytes, a 0x00 byte.
+    """
+
+    def __init__(self, specs: Sequence[ColumnSpec], partition_key: Sequence[str], protocol: int):
+        by_name = {s.name: s for s in specs}
+        self._types = [by_name[name].cqltype for name in partition_key]
+        self._protocol = protocol
+
+    def token(self, values: Sequence[Any]) -> int | None:
+        if any(v is None for v in values):
+            return None
+        parts = [t.serialize(v, self._protocol) for t, v in zip(self._types, values, strict=True)]
+        if len(parts) == 1:
+            return murmur3_token(parts[0])
+        key = b"".join(len(p).to_bytes(2, "big") + p + b"\x00" for p in parts)
+        return murmur3_token(key)
+
+
+@dataclass(frozen=True)
+class Placement:
+    """The partition values of one stream read's rows (``date`` comes per row)."""
+
+    generation: str
+    window: str
+    bucket: int
+
+
+class LakeBatchBuilder:
+    """Turns a stream's driver rows into Arrow record batches of the lake schema.
+
+    Drops rows already seen for the same stream (same ``cdc$time`` and
+    ``cdc$batch_seq_no``): upstream delivery is at least once, the lake is exactly once.
+    """
+
+    def __init__(
+        self,
+        specs: Sequence[ColumnSpec],
+        partition_key: Sequence[str],
+        protocol: int,
+        schema: pa.Schema,
+    ) -> None:
+        self._specs = list(specs)
+        self._schema = schema
+        names = [s.name for s in self._specs]
+        self._time = names.index(TIME)
+        self._seq = names.index("cdc$batch_seq_no")
+        self._op = names.index(OPERATION)
+        self._stream = names.index(STREAM_ID)
+        self._pk = [names.index(n) for n in partition_key]
+        self._hasher = BaseKeyHasher(self._specs, partition_key, protocol)
+
+    def unique_rows(self, rows: Sequence[Sequence[Any]], seen: set[tuple[Any, Any]]) -> list[Any]:
+        """Rows whose (``cdc$time``, ``cdc$batch_seq_no``) was not seen in this stream yet."""
+        fresh = []
+        for row in rows:
+            key = (row[self._time], row[self._seq])
+            if key in seen:
+                continue
+            seen.add(key)
+            fresh.append(row)
+        return fresh
+
+    def to_batch(self, segments: Sequence[tuple[Sequence[Any], Placement]]) -> pa.RecordBatch:
+        """One record batch from driver tuples, each segment being one stream read's rows."""
+        import pyarrow as pa
+
+        rows = [row for segment, _ in segments for row in segment]
+        count = len(rows)
+        columns = list(zip(*rows, strict=True)) if count else [() for _ in self._specs]
+        arrays = []
+        for spec, values in zip(self._specs, columns, strict=True):
+            if spec.convert is not None:
+                values = tuple(spec.convert(v) for v in values)
+            arrays.append(pa.array(values, type=spec.arrow))
+        micros = [micros_of_timeuuid(t) for t in columns[self._time]]
+        arrays.append(pa.array(micros, type=pa.int64()).cast(pa.timestamp("us", tz="UTC")))
+        arrays.append(pa.array([operation_name(op) for op in columns[self._op]], pa.string()))
+        keys = zip(*(columns[i] for i in self._pk), strict=True)
+        arrays.append(pa.array([self._hasher.token(k) for k in keys], type=pa.int64()))
+        arrays.append(pa.array([day_label(m) for m in micros], type=pa.string()))
+        generations: list[str] = []
+        windows: list[str] = []
+        buckets: list[int] = []
+        for segment, placement in segments:
+            size = len(segment)
+            generations += [placement.generation] * size
+            windows += [placement.window] * size
+            buckets += [placement.bucket] * size
+        arrays.append(pa.array(generations, type=pa.string()))
+        arrays.append(pa.array(windows, type=pa.string()))
+        arrays.append(pa.array(buckets, type=pa.int32()))
+        return pa.RecordBatch.from_arrays(arrays, schema=self._schema)

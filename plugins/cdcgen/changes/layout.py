@@ -1,0 +1,99 @@
+"""Where a table's changes live in the lake, and what is already there.
+
+One Parquet dataset per table, Hive-partitioned::
+
+    <lake>/<keyspace>.<table>/date=2026-11-22/generation=<T_g>/window=<start>_<end>/bucket=<k>/
+
+``date`` (UTC day of the write) and ``generation`` are what users filter on; ``window``
+and ``bucket`` make each extraction's output its own partitions, so that Spark's dynamic
+partition overwrite replaces exactly one window of one bucket and nothing else. Labels
+are millisecond UTC times (``20261122T101500.000Z``), which need no escaping.
+
+The bucket count is recorded in ``_cdcgen_layout.json`` on first write (Spark ignores
+``_``-prefixed files) because changing it would reshuffle streams between buckets and
+break the resume rule of :mod:`cdcgen.changes.windows`.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from cdcgen.changes.windows import LakeWindow, TableRef, parse_window_label
+
+LAYOUT_FILE = "_cdcgen_layout.json"
+LAYOUT_VERSION = 1
+PARTITION_COLUMNS = ("date", "generation", "window", "bucket")
+
+
+class LayoutError(Exception):
+    """Terminal: the lake directory does not look like this project wrote it."""
+
+
+def table_root(lake: Path, table: TableRef) -> Path:
+    return Path(lake) / table.qualified
+
+
+def lake_buckets(root: Path, wanted: int) -> int:
+    """The table's bucket count: the recorded one, or ``wanted`` recorded now."""
+    path = root / LAYOUT_FILE
+    if path.is_file():
+        try:
+            recorded = json.loads(path.read_text())
+            buckets = int(recorded["buckets"])
+        except (ValueError, KeyError, TypeError) as exc:
+            raise LayoutError(f"{path} is unreadable: {exc}") from exc
+        if buckets < 1:
+            raise LayoutError(f"{path} records {buckets} buckets")
+        return buckets
+    root.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps({"version": LAYOUT_VERSION, "buckets": wanted}) + "\n")
+    tmp.replace(path)
+    return wanted
+
+
+def _value(directory: Path, column: str) -> str:
+    name = directory.name
+    prefix = column + "="
+    if not name.startswith(prefix):
+        raise LayoutError(f"{directory}: expected a {column}=... partition directory")
+    return name[len(prefix) :]
+
+
+def list_windows(root: Path) -> list[LakeWindow]:
+    """Every (generation, window, bucket) with at least one data file, de-duplicated over dates."""
+    found: set[LakeWindow] = set()
+    if not root.is_dir():
+        return []
+    for bucket_dir in root.glob("date=*/generation=*/window=*/bucket=*"):
+        if not any(p.suffix == ".parquet" for p in bucket_dir.iterdir()):
+            continue
+        window_dir = bucket_dir.parent
+        generation_dir = window_dir.parent
+        try:
+            start, end = parse_window_label(_value(window_dir, "window"))
+            bucket = int(_value(bucket_dir, "bucket"))
+        except ValueError as exc:
+            raise LayoutError(f"{bucket_dir}: {exc}") from exc
+        found.add(LakeWindow(_value(generation_dir, "generation"), start, end, bucket))
+    return sorted(found)
+
+
+def window_dirs(root: Path, window: LakeWindow) -> list[Path]:
+    """The bucket directories of one lake window, one per date it has rows on."""
+    pattern = f"date=*/generation={window.generation}/window={window.label}/bucket={window.bucket}"
+    return sorted(root.glob(pattern))
+
+
+def remove_window(root: Path, window: LakeWindow) -> int:
+    """Delete one window's files (every date); returns the directories removed."""
+    removed = 0
+    for directory in window_dirs(root, window):
+        shutil.rmtree(directory)
+        removed += 1
+        for parent in (directory.parent, directory.parent.parent, directory.parent.parent.parent):
+            if parent != root and parent.is_dir() and not any(parent.iterdir()):
+                parent.rmdir()
+    return removed

@@ -1,0 +1,166 @@
+"""Send every per-stream read to a replica of the stream's own token.
+
+A CDC log table is partitioned by ScyllaDB's ``CDCPartitioner``: a log partition's token
+is the first 8 bytes of its stream ID, not a hash. cassandra-driver (and scylla-driver)
+does not know that partitioner and hashes the ID with Murmur3 (scylladb/python-driver
+#96, #407), so its token-aware routing sends each stream's query to some unrelated node,
+which then coordinates a remote read. Here the token comes from the ID (``cdc`` mode) and
+the replicas from the driver's own token map, which does know the ring and the keyspace's
+replication. ``murmur3`` mode is for the sandbox, whose log table lives on Apache
+Cassandra and really is hashed.
+
+Two uses: :func:`plan_tasks` groups the reads of a run by their stream's primary replica
+(each Spark task then talks to one node), and :func:`stream_routing_policy` is a
+load-balancing policy that puts a statement's replicas first in its query plan (the
+driver then fails over to the other replicas, then to any node).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator, Sequence
+from functools import cache
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from cdcgen.changes.settings import LogPartitioner
+from cdcgen.changes.windows import LOG_SUFFIX
+from cdcgen.core.stream_id import cdc_partitioner_token
+from cdcgen.core.tokens import MAX_TOKEN, MIN_TOKEN
+
+if TYPE_CHECKING:
+    from cassandra.metadata import Metadata
+    from cassandra.policies import LoadBalancingPolicy
+    from cassandra.pool import Host
+
+T = TypeVar("T")
+
+ANY_REPLICA = "any"
+"""Group name for reads whose replicas are unknown (no token map): any node will do."""
+
+
+class RoutingError(Exception):
+    """The partitioner of a log table could not be determined."""
+
+
+def murmur3_token(key: bytes) -> int:
+    """Murmur3Partitioner's token of serialized key bytes (``Long.MIN_VALUE`` -> MAX)."""
+    from cassandra.murmur3 import murmur3
+
+    token = int(murmur3(key))
+    return MAX_TOKEN if token == MIN_TOKEN else token
+
+
+def log_token(stream: bytes, partitioner: LogPartitioner) -> int:
+    """The ring token of a CDC log partition (``cdc$stream_id`` bytes)."""
+    if partitioner is LogPartitioner.CDC:
+        return cdc_partitioner_token(stream)
+    if partitioner is LogPartitioner.MURMUR3:
+        return murmur3_token(stream)
+    raise RoutingError(f"resolve the log partitioner first (got {partitioner.value!r})")
+
+
+def replicas_for_token(metadata: Metadata, keyspace: str, token: int) -> list[Host]:
+    """The replicas of ``token`` in ``keyspace``, primary first, from the driver's token map."""
+    from cassandra.metadata import Murmur3Token
+
+    token_map = metadata.token_map
+    if token_map is None:
+        return []
+    return list(token_map.get_replicas(keyspace, Murmur3Token(token)))
+
+
+def host_name(host: Host) -> str:
+    endpoint = getattr(host, "endpoint", None)
+    address = getattr(endpoint, "address", None) or getattr(host, "address", None)
+    return str(address)
+
+
+def primary_replica(
+    metadata: Metadata, keyspace: str, stream: bytes, partitioner: LogPartitioner
+) -> str:
+    """Address of the first replica of a stream, or :data:`ANY_REPLICA` if unknown."""
+    replicas = replicas_for_token(metadata, keyspace, log_token(stream, partitioner))
+    return host_name(replicas[0]) if replicas else ANY_REPLICA
+
+
+def plan_tasks(
+    reads: Sequence[T], replica_of: Callable[[T], str], max_per_task: int, min_tasks: int = 1
+) -> list[tuple[str, list[T]]]:
+    """Split reads into tasks that each touch one primary replica.
+
+    A replica's reads are cut into equal chunks of at most ``max_per_task``, smaller
+    when needed to make at least ``min_tasks`` tasks overall (so a one-node cluster
+    still keeps every Spark core busy); tasks are then ordered round-robin over
+    replicas, so that the first tasks Spark runs in parallel hit different nodes rather
+    than queueing on one.
+    """
+    if max_per_task < 1 or min_tasks < 1:
+        raise ValueError("max_per_task and min_tasks must be at least 1")
+    per_task = min(max_per_task, max(1, math.ceil(len(reads) / min_tasks)))
+    groups: dict[str, list[T]] = {}
+    for read in reads:
+        groups.setdefault(replica_of(read), []).append(read)
+    chunked: list[list[tuple[str, list[T]]]] = []
+    for replica in sorted(groups):
+        items = groups[replica]
+        count = math.ceil(len(items) / per_task)
+        size = math.ceil(len(items) / count)
+        chunked.append([(replica, items[i : i + size]) for i in range(0, len(items), size)])
+    tasks: list[tuple[str, list[T]]] = []
+    for round_ in range(max((len(c) for c in chunked), default=0)):
+        for chunks in chunked:
+            if round_ < len(chunks):
+                tasks.append(chunks[round_])
+    return tasks
+
+
+def _statement_table(query: Any) -> str | None:
+    prepared = getattr(query, "prepared_statement", None)
+    meta = getattr(prepared, "column_metadata", None)
+    if meta:
+        return str(meta[0].table_name)
+    return None
+
+
+@cache
+def _policy_class() -> type[LoadBalancingPolicy]:
+    from cassandra.policies import HostDistance, TokenAwarePolicy
+
+    class StreamRoutingPolicy(TokenAwarePolicy):  # type: ignore[misc]
+        """Token-aware routing that reads a CDC log's token from the stream ID."""
+
+        def __init__(self, child: LoadBalancingPolicy, partitioner: LogPartitioner) -> None:
+            super().__init__(child, shuffle_replicas=False)
+            self.partitioner = partitioner
+
+        def make_query_plan(
+            self, working_keyspace: str | None = None, query: Any = None
+        ) -> Iterator[Host]:
+            routing_key = getattr(query, "routing_key", None)
+            table = _statement_table(query)
+            keyspace = getattr(query, "keyspace", None) or working_keyspace
+            if routing_key is None or keyspace is None or not (table or "").endswith(LOG_SUFFIX):
+                yield from super().make_query_plan(working_keyspace, query)
+                return
+            child = self._child_policy
+            token = log_token(routing_key, self.partitioner)
+            replicas = replicas_for_token(self._cluster_metadata, keyspace, token)
+            for replica in replicas:
+                if replica.is_up and child.distance(replica) == HostDistance.LOCAL:
+                    yield replica
+            for host in child.make_query_plan(keyspace, query):
+                if host not in replicas or child.distance(host) == HostDistance.REMOTE:
+                    yield host
+
+    return StreamRoutingPolicy
+
+
+def stream_routing_policy(
+    partitioner: LogPartitioner, child: LoadBalancingPolicy | None = None
+) -> LoadBalancingPolicy:
+    """A load-balancing policy for CDC log reads (child: DC-aware round robin)."""
+    from cassandra.policies import DCAwareRoundRobinPolicy
+
+    if partitioner is LogPartitioner.AUTO:
+        raise RoutingError("resolve the log partitioner before building the policy")
+    return _policy_class()(child or DCAwareRoundRobinPolicy(), partitioner)

@@ -1,0 +1,50 @@
+"""Airflow for the e2e tests: the project's Airflow home, set before anything imports airflow.
+
+Importing ``airflow`` reads (and, if missing, writes) ``$AIRFLOW_HOME/airflow.cfg``;
+without this a test run would create ``~/airflow``.  In-process tests (trigger,
+sensor) only need the configuration; DAG parsing and ``airflow dags test`` run in
+subprocesses against copies of a migrated home, so each run has its own SQLite DB.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from cdcgen.airflow.home import clone_home, migrate, write_config
+from cdcgen.config import REPO_ROOT
+
+#: A pristine home: migrated once, never run in (var/airflow is the developer's and the
+#: demo's, with their runs and Asset events); each test runs in a copy of it.
+TEMPLATE_HOME = REPO_ROOT / "var" / "airflow-e2e-template"
+
+if "airflow" in sys.modules and "AIRFLOW_HOME" not in os.environ:
+    warnings.warn(
+        "airflow was imported before tests/e2e/conftest.py set AIRFLOW_HOME; in-process "
+        "Airflow tests use whatever home it found",
+        stacklevel=1,
+    )
+# Only the home: subprocesses get their full environment from airflow_env(), and other
+# e2e suites (the full stack) must not inherit this home's config or connections.
+os.environ.setdefault("AIRFLOW_HOME", str(TEMPLATE_HOME))
+if Path(os.environ["AIRFLOW_HOME"]) == TEMPLATE_HOME:
+    write_config(TEMPLATE_HOME)
+
+
+@pytest.fixture(scope="session")
+def airflow_template_home() -> Path:
+    """A home with a migrated, empty metadata DB (about 10 s the first time)."""
+    write_config(TEMPLATE_HOME)
+    migrate(TEMPLATE_HOME)
+    return TEMPLATE_HOME
+
+
+@pytest.fixture
+def airflow_home(airflow_template_home: Path, tmp_path: Path) -> Iterator[Path]:
+    """A private copy of the migrated home: runs in one test cannot see another's."""
+    yield clone_home(airflow_template_home, tmp_path / "airflow")

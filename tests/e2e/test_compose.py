@@ -1,0 +1,328 @@
+"""docker-compose.yaml agrees with the code (no Docker engine runs here, so we read it).
+
+Checks what would otherwise break only on someone's laptop: settings the
+pipeline does not read (or misses), connection ids the DAGs do not use, mounts of
+paths that do not exist, floating image tags, services started before what they
+need is healthy, and Airflow components started with the wrong sub-command.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from cdcgen.airflow import connections
+from cdcgen.config import PipelineConfig
+from cdcgen.schema import SourceSchema
+
+REPO = Path(__file__).resolve().parents[2]
+COMPOSE = REPO / "docker-compose.yaml"
+#: Where the image puts the repository (cdcgen.config.REPO_ROOT inside the containers).
+CONTAINER_ROOT = "/opt/cdcgen"
+#: Bind-mounted directories that runs create (git-ignored), not sources.
+RUNTIME_DIRS = {"lake", "reports"}
+AIRFLOW_COMMANDS = {
+    "airflow-api-server": ["api-server"],
+    "airflow-scheduler": ["scheduler"],
+    "airflow-dag-processor": ["dag-processor"],
+    "airflow-triggerer": ["triggerer"],
+}
+SCYLLA_NODES = ("scylla-1", "scylla-2", "scylla-3")
+#: CDCGEN_* settings compose may leave to their defaults (none so far: every default
+#: is the sandbox's, which is wrong against a real cluster).
+OPTIONAL_SETTINGS: frozenset[str] = frozenset()
+
+
+@pytest.fixture(scope="module")
+def compose() -> dict[str, Any]:
+    data = yaml.safe_load(COMPOSE.read_text())
+    assert isinstance(data, dict)
+    return data
+
+
+@pytest.fixture(scope="module")
+def services(compose: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return compose["services"]
+
+
+def env_of(service: Mapping[str, Any]) -> dict[str, str]:
+    env = service.get("environment") or {}
+    if isinstance(env, list):  # KEY=VALUE form
+        env = dict(item.split("=", 1) for item in env)
+    return {str(k): "" if v is None else str(v) for k, v in env.items()}
+
+
+def airflow_services(services: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    return {name: s for name, s in services.items() if name.startswith("airflow-")}
+
+
+def bind_mounts(service: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
+    """(repo-relative source, container target) of each ``./...`` bind mount."""
+    for volume in service.get("volumes") or ():
+        source, target, *_ = str(volume).split(":")
+        if source.startswith("./"):
+            yield source[2:].rstrip("/"), target
+
+
+class RecordingEnv(Mapping[str, str]):
+    """An environment that remembers which names were looked up."""
+
+    def __init__(self, values: Mapping[str, str]) -> None:
+        self.values = dict(values)
+        self.asked: set[str] = set()
+
+    def __getitem__(self, key: str) -> str:
+        self.asked.add(key)
+        return self.values[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.values)
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+
+def settings_read_by_the_pipeline() -> set[str]:
+    env = RecordingEnv({})
+    PipelineConfig.from_env(env)
+    return {name for name in env.asked if name.startswith("CDCGEN_")}
+
+
+def conn_ids_used_by_dags() -> set[str]:
+    """Connection ids the DAG files pass: constants of cdcgen.airflow.connections or literals."""
+    used: set[str] = set()
+    for path in sorted((REPO / "dags").glob("*.py")):
+        tree = ast.parse(path.read_text(), filename=str(path))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.keyword) and node.arg and node.arg.endswith("conn_id"):
+                value = node.value
+                if isinstance(value, ast.Name) and hasattr(connections, value.id):
+                    used.add(getattr(connections, value.id))
+                elif isinstance(value, ast.Constant) and isinstance(value.value, str):
+                    used.add(value.value)
+    return used
+
+
+# --- services and images ----------------------------------------------------------------
+
+
+def test_every_component_is_there(services: dict[str, Any]) -> None:
+    expected = {
+        *SCYLLA_NODES,
+        "postgres",
+        "airflow-init",
+        *AIRFLOW_COMMANDS,
+        "spark-master",
+        "spark-worker",
+    }
+    assert expected <= set(services)
+
+
+def test_images_are_pinned(services: dict[str, Any]) -> None:
+    for name, service in services.items():
+        image = service.get("image")
+        assert image, f"{name}: no image (a built service still needs a pinned tag)"
+        assert re.fullmatch(r"[\w./-]+:[\w.-]*\d[\w.-]*", image), f"{name}: unpinned {image}"
+        assert not image.endswith(":latest")
+
+
+def test_built_images_come_from_a_pinned_dockerfile(services: dict[str, Any]) -> None:
+    built = {s["build"]["dockerfile"] for s in services.values() if "build" in s}
+    assert built == {"deploy/airflow.Dockerfile"}
+    dockerfile = (REPO / "deploy/airflow.Dockerfile").read_text()
+    bases = re.findall(r"^FROM\s+(\S+)", dockerfile, flags=re.M)
+    assert bases == ["apache/airflow:3.3.2-python3.11"], "the base must match the pinned stack"
+    for sources in re.findall(r"^COPY\s+(?:--\S+\s+)*(.+)\s+\S+$", dockerfile, flags=re.M):
+        for source in sources.split():
+            if "[" not in source:  # README.m[d]: optional by design
+                assert (REPO / source).exists(), f"Dockerfile copies missing {source}"
+    constraints = (REPO / "constraints.txt").read_text()
+    assert "apache-airflow==3.3.2" in constraints and "pyspark==4.1.3" in constraints
+
+
+def test_scylla_is_a_small_cdc_capable_three_node_cluster(services: dict[str, Any]) -> None:
+    for i, name in enumerate(SCYLLA_NODES):
+        node = services[name]
+        assert node["image"].startswith("scylladb/scylla:")
+        args = [str(a) for a in node["command"]]
+        joined = " ".join(args)
+        assert "--seeds=scylla-1" in args
+        assert re.search(r"--smp 1\b", joined)
+        assert re.search(r"--memory \d+[MG]\b", joined)
+        assert re.search(r"--overprovisioned 1\b", joined)
+        assert node.get("healthcheck"), f"{name} needs a health check"
+        if i:  # joins one at a time, after the previous node is up
+            previous = SCYLLA_NODES[i - 1]
+            assert node["depends_on"][previous]["condition"] == "service_healthy"
+    init = services["scylla-init"]
+    cql_file = init["entrypoint"][-1]
+    mounts = dict((t, s) for s, t in bind_mounts(init))
+    source = next(s for t, s in mounts.items() if cql_file.startswith(t + "/"))
+    cql = (REPO / source / Path(cql_file).name).read_text()
+    assert "cdc = {'enabled': true" in cql
+    assert "tablets = {'enabled': false}" in cql  # vnode generations, what the DAG follows
+
+
+def test_airflow_components_run_the_right_commands(services: dict[str, Any]) -> None:
+    for name, command in AIRFLOW_COMMANDS.items():
+        assert services[name]["command"] == command, name
+    init = " ".join(str(part) for part in services["airflow-init"]["command"])
+    assert "airflow db migrate" in init
+
+
+def test_services_wait_for_what_they_need(services: dict[str, Any]) -> None:
+    for name in AIRFLOW_COMMANDS:
+        needs = services[name]["depends_on"]
+        assert needs["postgres"]["condition"] == "service_healthy", name
+        assert needs["airflow-init"]["condition"] == "service_completed_successfully", name
+        assert services[name].get("healthcheck"), f"{name} needs a health check"
+    scheduler = services["airflow-scheduler"]["depends_on"]
+    assert scheduler["spark-master"]["condition"] == "service_healthy"
+    assert scheduler["scylla-3"]["condition"] == "service_healthy"
+    for name, service in services.items():
+        for target, rule in (service.get("depends_on") or {}).items():
+            assert target in services, f"{name} depends on unknown {target}"
+            if rule["condition"] == "service_healthy":
+                assert services[target].get("healthcheck"), f"{target} has no health check"
+
+
+def test_api_server_health_check_is_the_monitor_endpoint(services: dict[str, Any]) -> None:
+    check = " ".join(services["airflow-api-server"]["healthcheck"]["test"])
+    assert "/api/v2/monitor/health" in check
+    assert (
+        env_of(services["airflow-scheduler"])["AIRFLOW__CORE__EXECUTION_API_SERVER_URL"]
+        == "http://airflow-api-server:8080/execution/"
+    )
+
+
+def test_ports_listen_on_loopback_only(services: dict[str, Any]) -> None:
+    for name, service in services.items():
+        for port in service.get("ports") or ():
+            assert str(port).startswith("127.0.0.1:"), f"{name} publishes {port} publicly"
+
+
+# --- settings ---------------------------------------------------------------------------
+
+
+def test_cdcgen_settings_are_exactly_those_the_pipeline_reads(services: dict[str, Any]) -> None:
+    read = settings_read_by_the_pipeline()
+    assert "CDCGEN_CONTACT_POINTS" in read  # the recorder works
+    for name in (*airflow_services(services), "spark-master", "spark-worker"):
+        given = {k for k in env_of(services[name]) if k.startswith("CDCGEN_")}
+        assert given <= read, f"{name} sets settings nothing reads: {sorted(given - read)}"
+        missing = read - given - OPTIONAL_SETTINGS
+        assert not missing, f"{name} leaves {sorted(missing)} at the sandbox default"
+
+
+def test_settings_point_at_scyllas_real_tables(services: dict[str, Any]) -> None:
+    env = env_of(services["airflow-scheduler"])
+    config = PipelineConfig.from_env(env)
+    assert env["CDCGEN_SOURCE_KEYSPACE_PREFIX"] == ""
+    assert config.source_schema == SourceSchema.scylla()
+    assert config.clock_source == "cql"
+    assert config.target_keyspace == "system_distributed"
+    assert config.contact_points == SCYLLA_NODES
+    assert config.source_mode.value == "raft"
+
+
+def test_lake_and_reports_are_shared_mounts(services: dict[str, Any]) -> None:
+    for name in ("airflow-scheduler", "airflow-api-server", "spark-worker"):
+        service = services[name]
+        config = PipelineConfig.from_env(env_of(service))
+        mounts = dict(bind_mounts(service))
+        assert str(config.lake_path) == mounts["lake"], name
+        assert str(config.report_dir) == mounts["reports"], name
+
+
+# --- connections ------------------------------------------------------------------------
+
+
+def test_connections_are_the_ones_the_dags_use(services: dict[str, Any]) -> None:
+    used = conn_ids_used_by_dags()
+    assert {connections.SOURCE_CONN_ID, connections.SPARK_CONN_ID} <= used
+    for name in airflow_services(services):
+        defined = {
+            k.removeprefix("AIRFLOW_CONN_").lower()
+            for k in env_of(services[name])
+            if k.startswith("AIRFLOW_CONN_")
+        }
+        assert defined == used, f"{name}: defines {sorted(defined)}, DAGs use {sorted(used)}"
+
+
+def test_source_connection_configures_the_pipeline(services: dict[str, Any]) -> None:
+    from cdcgen.airflow.hooks import EXTRA_SETTINGS, config_from_connection
+
+    env = env_of(services["airflow-scheduler"])
+    conn = json.loads(env[connections.env_var_name(connections.SOURCE_CONN_ID)])
+    assert conn["conn_type"] == "cassandra"
+    assert set(conn["extra"]) <= set(EXTRA_SETTINGS)
+    config = config_from_connection(conn["host"], conn["port"], conn["extra"], env=env)
+    assert config.contact_points == SCYLLA_NODES
+    assert config.source_schema == SourceSchema.scylla()
+    assert config.clock_source == "cql"
+    assert conn == connections.source_connection(SCYLLA_NODES, 9042, conn["extra"])
+
+
+def test_spark_connection_is_the_compose_master(
+    services: dict[str, Any], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
+
+    env = env_of(services["airflow-scheduler"])
+    name = connections.env_var_name(connections.SPARK_CONN_ID)
+    monkeypatch.setenv("AIRFLOW_HOME", str(tmp_path))
+    monkeypatch.setenv(name, env[name])
+    master = SparkSubmitHook(conn_id=connections.SPARK_CONN_ID)._connection["master"]
+    args = [str(a) for a in services["spark-master"]["command"]]
+    host, port = args[args.index("--host") + 1], args[args.index("--port") + 1]
+    assert master == f"spark://{host}:{port}" == f"spark://spark-master:{port}"
+    worker = [str(a) for a in services["spark-worker"]["command"]]
+    assert "org.apache.spark.deploy.worker.Worker" in worker and master in worker
+    assert "org.apache.spark.deploy.master.Master" in args
+
+
+# --- paths ------------------------------------------------------------------------------
+
+
+def test_mounted_sources_exist_and_sit_where_the_package_expects_them(
+    services: dict[str, Any],
+) -> None:
+    ignored = (REPO / ".gitignore").read_text().split()
+    for name, service in services.items():
+        for source, target in bind_mounts(service):
+            if source in RUNTIME_DIRS:
+                assert f"/{source}/" in ignored, f"{source}/ must be git-ignored"
+            else:
+                assert (REPO / source).exists(), f"{name} mounts missing ./{source}"
+            if target.startswith(CONTAINER_ROOT):
+                assert target == f"{CONTAINER_ROOT}/{source}", f"{name}: {source} -> {target}"
+
+
+def test_airflow_folders_are_the_mounted_dags_and_plugins(services: dict[str, Any]) -> None:
+    for name, service in airflow_services(services).items():
+        env, mounts = env_of(service), dict(bind_mounts(service))
+        assert env["AIRFLOW__CORE__DAGS_FOLDER"] == mounts["dags"], name
+        assert env["AIRFLOW__CORE__PLUGINS_FOLDER"] == mounts["plugins"], name
+        assert "postgresql" in env["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"]
+        assert "@postgres:" in env["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"]
+    assert (REPO / "plugins" / "cdcgen_reports_plugin.py").exists()
+    assert (REPO / "dags" / "cdc_generations.py").exists()
+
+
+def test_spark_job_and_package_reach_driver_and_executors(services: dict[str, Any]) -> None:
+    from cdcgen.config import REPO_ROOT
+    from cdcgen.pipeline.generations import EXTRACT_APPLICATION
+
+    application = EXTRACT_APPLICATION.relative_to(REPO_ROOT)
+    assert (REPO / application).exists(), f"the DAG submits {application}, which is missing"
+    top = application.parts[0]
+    for name in ("airflow-scheduler", "spark-worker"):
+        mounts = dict(bind_mounts(services[name]))
+        assert top in mounts and "plugins" in mounts, name

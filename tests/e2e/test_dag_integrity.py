@@ -1,0 +1,225 @@
+"""Every DAG parses cleanly and cheaply; the wait step's trigger and sensor behave.
+
+The first three checks are Airflow's own example-DAG tests: the file imports
+without errors, parsing issues no metadata-DB query and fetches no connection.
+Each DAG file is parsed in a fresh interpreter (tests/e2e/dag_probe.py) so what
+it imports is measured, not what earlier tests imported.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import subprocess
+import sys
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cdcgen.airflow.home import airflow_env
+from cdcgen.config import REPO_ROOT
+from cdcgen.ports import NodeClock
+
+DAG_FILES = sorted((REPO_ROOT / "dags").glob("*.py"))
+PROBE = Path(__file__).with_name("dag_probe.py")
+
+
+@pytest.fixture(scope="module")
+def parse_reports(airflow_template_home: Path) -> dict[str, dict[str, Any]]:
+    reports = {}
+    for path in DAG_FILES:
+        result = subprocess.run(
+            [sys.executable, str(PROBE), str(path)],
+            env=airflow_env(airflow_template_home),
+            capture_output=True,
+            text=True,
+            timeout=180,
+            check=False,
+        )
+        assert result.returncode == 0, result.stderr[-3000:]
+        reports[path.name] = json.loads(result.stdout.strip().splitlines()[-1])
+    return reports
+
+
+def test_there_are_dags() -> None:
+    assert [p.name for p in DAG_FILES if p.name == "cdc_generations.py"]
+
+
+@pytest.mark.parametrize("dag_file", [p.name for p in DAG_FILES])
+def test_should_be_importable(parse_reports: dict[str, dict[str, Any]], dag_file: str) -> None:
+    report = parse_reports[dag_file]
+    assert report["import_errors"] == {}
+    assert report["dag_ids"], f"{dag_file} defines no DAG"
+
+
+@pytest.mark.parametrize("dag_file", [p.name for p in DAG_FILES])
+def test_should_not_do_database_queries(
+    parse_reports: dict[str, dict[str, Any]], dag_file: str
+) -> None:
+    assert parse_reports[dag_file]["queries"] == []
+
+
+@pytest.mark.parametrize("dag_file", [p.name for p in DAG_FILES])
+def test_should_not_run_hook_connections(
+    parse_reports: dict[str, dict[str, Any]], dag_file: str
+) -> None:
+    # Operators and sensors must create hooks in execute, never in __init__ or at parse time.
+    assert parse_reports[dag_file]["get_connection_calls"] == 0
+
+
+@pytest.mark.parametrize("dag_file", [p.name for p in DAG_FILES])
+def test_should_not_import_heavy_sdks(
+    parse_reports: dict[str, dict[str, Any]], dag_file: str
+) -> None:
+    assert parse_reports[dag_file]["heavy_modules"] == []
+
+
+# --- the DAG's shape -----------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def cdc_dag() -> Any:
+    from airflow.dag_processing.dagbag import DagBag
+
+    bag = DagBag(dag_folder=str(REPO_ROOT / "dags" / "cdc_generations.py"))
+    assert bag.import_errors == {}
+    return bag.dags["cdc_generations"]
+
+
+def test_schedule_has_data_intervals(cdc_dag: Any) -> None:
+    from airflow.sdk import CronDataIntervalTimetable
+
+    assert isinstance(cdc_dag.timetable, CronDataIntervalTimetable)
+    assert cdc_dag.catchup is False
+    assert cdc_dag.max_active_runs == 1
+    assert set(cdc_dag.params) == {"generation_id", "force", "lake_path"}
+
+
+def test_one_mapped_group_per_generation(cdc_dag: Any) -> None:
+    from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+
+    from cdcgen.airflow.connections import SPARK_CONN_ID
+    from cdcgen.airflow.sensors import GenerationStartedSensor
+
+    group = cdc_dag.task_group_dict["generation"]
+    assert type(group).__name__ == "MappedTaskGroup"
+    wait = cdc_dag.get_task("generation.wait")
+    extract = cdc_dag.get_task("generation.extract")
+    assert isinstance(wait, GenerationStartedSensor) and wait.deferrable
+    assert isinstance(extract, SparkSubmitOperator)
+    assert extract._conn_id == SPARK_CONN_ID
+    assert Path(extract.application).name == "extract_generation.py"
+    chain = ["generation.wait", "generation.extract", "generation.validate", "publish", "summarize"]
+    for upstream, downstream in itertools.pairwise(chain):
+        assert downstream in cdc_dag.get_task(upstream).downstream_task_ids
+    # One ordered publication step, emitting one Asset event per generation via an alias.
+    assert [type(o).__name__ for o in cdc_dag.get_task("publish").outlets] == ["AssetAlias"]
+
+
+# --- trigger and sensor --------------------------------------------------------------
+
+TS_MS = 1_790_000_000_000
+SOURCE = {
+    "contact_points": ["127.0.0.1", "127.0.0.2"],
+    "port": 9042,
+    "source_mode": "raft",
+    "source_keyspace_prefix": "sandbox_",
+    "clock_source": "sandbox",
+}
+
+
+def test_trigger_serialize_round_trip() -> None:
+    from airflow.sdk._shared.module_loading import import_string
+    from airflow.sdk.serde import deserialize, serialize
+
+    from cdcgen.airflow.triggers import GenerationStartedTrigger
+
+    trigger = GenerationStartedTrigger(
+        generation_ts_ms=TS_MS,
+        source=SOURCE,
+        leeway_seconds=5.0,
+        timeout_seconds=30.0,
+        poll_interval=0.5,
+    )
+    classpath, kwargs = trigger.serialize()
+    assert classpath == "cdcgen.airflow.triggers.GenerationStartedTrigger"
+    # What the triggerer does: kwargs go through Airflow's serde, then the class is rebuilt.
+    rebuilt = import_string(classpath)(**deserialize(serialize(kwargs)))
+    assert rebuilt.serialize() == (classpath, kwargs)
+
+
+class _FakeHook:
+    def __init__(self, *_args: Any, **_kwargs: Any) -> None:
+        pass
+
+    def get_config(self, **overrides: Any) -> Any:
+        from cdcgen.airflow.triggers import config_from_clock_settings
+
+        return config_from_clock_settings(SOURCE).with_overrides(
+            generation_leeway=timedelta(seconds=5), clock_wait_timeout=timedelta(seconds=42)
+        )
+
+
+def _clocks(*offsets: float | None) -> list[NodeClock]:
+    """Node clocks at generation timestamp + offset seconds (None: unreachable)."""
+    base = datetime.fromtimestamp(TS_MS / 1000, tz=UTC)
+    return [
+        NodeClock(f"10.0.0.{i + 1}", None, "timed out")
+        if off is None
+        else NodeClock(f"10.0.0.{i + 1}", base + timedelta(seconds=off))
+        for i, off in enumerate(offsets)
+    ]
+
+
+@pytest.fixture
+def sensor(monkeypatch: pytest.MonkeyPatch) -> Any:
+    from cdcgen.airflow import sensors
+
+    monkeypatch.setattr(sensors, "CdcSourceHook", _FakeHook)
+    return sensors.GenerationStartedSensor(
+        task_id="wait", generation={"timestamp_ms": TS_MS, "id": "g"}
+    )
+
+
+def test_sensor_defers_while_a_node_lags(sensor: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    from airflow.sdk.exceptions import TaskDeferred
+
+    from cdcgen.airflow import sensors
+    from cdcgen.airflow.triggers import GenerationStartedTrigger
+
+    # Node 2 is past T but not past T + leeway (5 s): the generation may still get writes.
+    monkeypatch.setattr(sensors, "read_clocks_once", lambda _config: _clocks(10, 4.5))
+    with pytest.raises(TaskDeferred) as deferred:
+        sensor.execute(context={})
+    trigger = deferred.value.trigger
+    assert isinstance(trigger, GenerationStartedTrigger)
+    assert trigger.generation_ts_ms == TS_MS
+    assert trigger.leeway_seconds == 5.0
+    assert trigger.timeout_seconds == 42.0
+    assert trigger.source == SOURCE
+    assert deferred.value.method_name == "execute_complete"
+
+
+def test_sensor_does_not_defer_once_every_clock_passed(
+    sensor: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from cdcgen.airflow import sensors
+
+    monkeypatch.setattr(sensors, "read_clocks_once", lambda _config: _clocks(6, 5.0))
+    assert sensor.execute(context={})["generation_ts_ms"] == TS_MS
+
+
+def test_sensor_fails_naming_the_nodes(sensor: Any) -> None:
+    from airflow.sdk.exceptions import AirflowException
+
+    event = {
+        "status": "timeout",
+        "message": "... node 10.0.0.2 unreachable (timed out)",
+        "lagging": [{"node": "10.0.0.2", "clock": None, "error": "timed out"}],
+    }
+    with pytest.raises(AirflowException, match=r"10\.0\.0\.2 unreachable"):
+        sensor.execute_complete(context={}, event=event)
+    ok = {"status": "started", "generation_ts_ms": TS_MS, "target": "t", "clocks": {}}
+    assert sensor.execute_complete(context={}, event=ok)["generation_ts_ms"] == TS_MS

@@ -1,0 +1,139 @@
+"""The wait step's rule: every node's clock past T + leeway, else wait, then name the nodes.
+
+Driven through :func:`wait_until_started` and the trigger's ``run`` with scripted
+clock readings (the real readers are exercised by the DAG test against the sandbox).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from cdcgen.ports import NodeClock
+
+TS_MS = 1_790_000_000_000
+T = datetime.fromtimestamp(TS_MS / 1000, tz=UTC)
+LEEWAY = timedelta(seconds=5)
+
+
+def reading(**offsets: float | None) -> list[NodeClock]:
+    """Clocks at T + offset seconds per node name; None = unreachable."""
+    return [
+        NodeClock(node, None, "OperationTimedOut: 2 s")
+        if off is None
+        else NodeClock(node, T + timedelta(seconds=off))
+        for node, off in offsets.items()
+    ]
+
+
+class Script:
+    """Scripted readings, one per poll; the last one repeats."""
+
+    def __init__(self, *readings: list[NodeClock] | Exception) -> None:
+        self._readings: Iterator[list[NodeClock] | Exception] = iter(readings)
+        self._last: list[NodeClock] | Exception = readings[-1]
+        self.calls = 0
+
+    async def __call__(self) -> Sequence[NodeClock]:
+        self.calls += 1
+        item = next(self._readings, self._last)
+        if isinstance(item, Exception):
+            raise item
+        return item
+
+
+def wait(script: Script, timeout: float = 0.3) -> dict[str, Any]:
+    from cdcgen.airflow.triggers import wait_until_started
+
+    return asyncio.run(
+        wait_until_started(
+            script,
+            generation_ts_ms=TS_MS,
+            leeway=LEEWAY,
+            timeout=timedelta(seconds=timeout),
+            poll_interval=0.01,
+        )
+    )
+
+
+def test_started_when_every_clock_reaches_t_plus_leeway() -> None:
+    event = wait(Script(reading(a=5.0, b=7.5)))
+    assert event["status"] == "started"
+    assert event["target"] == (T + LEEWAY).isoformat()
+    assert set(event["clocks"]) == {"a", "b"}
+
+
+def test_keeps_waiting_while_one_node_is_behind() -> None:
+    script = Script(reading(a=9, b=1), reading(a=9, b=4.9), reading(a=9.1, b=5.2))
+    event = wait(script, timeout=5)
+    assert event["status"] == "started"
+    assert script.calls == 3
+
+
+def test_skewed_node_times_out_and_is_named() -> None:
+    event = wait(Script(reading(a=60, b=-3)))
+    assert event["status"] == "timeout"
+    assert [n["node"] for n in event["lagging"]] == ["b"]
+    assert "node b clock" in event["message"] and "8.000 s before" in event["message"]
+    assert "node a clock" not in event["message"]
+
+
+def test_unreachable_node_keeps_it_waiting() -> None:
+    event = wait(Script(reading(a=60, b=None)))
+    assert event["status"] == "timeout"
+    assert "node b unreachable (OperationTimedOut: 2 s)" in event["message"]
+
+
+def test_no_clock_at_all_is_not_started() -> None:
+    event = wait(Script([]))
+    assert event["status"] == "timeout"
+    assert "no node reported a clock" in event["message"]
+
+
+def test_transient_errors_are_retried_then_named() -> None:
+    from cdcgen.adapters.cql import ConnectionFailed
+
+    recovered = wait(Script(ConnectionFailed("no CQL node answered"), reading(a=6)), timeout=5)
+    assert recovered["status"] == "started"
+    failed = wait(Script(ConnectionFailed("no CQL node answered at 127.0.0.1:9042")))
+    assert failed["status"] == "timeout"
+    assert "no CQL node answered at 127.0.0.1:9042" in failed["message"]
+
+
+def test_a_bug_is_not_retried() -> None:
+    script = Script(KeyError("clock"))
+    event = wait(script, timeout=5)
+    assert event["status"] == "error"
+    assert script.calls == 1
+
+
+def test_trigger_run_yields_one_event(monkeypatch: pytest.MonkeyPatch) -> None:
+    from cdcgen.airflow import triggers
+
+    readings = iter([reading(a=1), reading(a=5)])
+    monkeypatch.setattr(triggers._ClockSession, "read_blocking", lambda self: next(readings))
+    monkeypatch.setattr(triggers._ClockSession, "close", lambda self: None)
+    trigger = triggers.GenerationStartedTrigger(
+        generation_ts_ms=TS_MS,
+        source={
+            "contact_points": ["127.0.0.1"],
+            "port": 9042,
+            "source_mode": "gossip",
+            "source_keyspace_prefix": "sandbox_",
+            "clock_source": "sandbox",
+        },
+        leeway_seconds=5,
+        timeout_seconds=10,
+        poll_interval=0.01,
+    )
+
+    async def collect() -> list[Any]:
+        return [event async for event in trigger.run()]
+
+    events = asyncio.run(collect())
+    assert len(events) == 1
+    assert events[0].payload["status"] == "started"

@@ -1,0 +1,357 @@
+"""``airflow dags test cdc_generations`` end to end, against the Cassandra sandbox.
+
+Each test emulates a ScyllaDB cluster under its own keyspace prefix (so tests
+cannot see each other's generations), runs the real DAG in a subprocess against a
+private copy of the migrated Airflow home (SQLite), then reads the published
+tables back and compares them with what the source says.  Every run really
+defers the mapped sensor to its trigger (inline under ``dags test``), really runs
+spark-submit on ``local[2]`` and really runs the GX suites.
+
+Timing: a generation costs about a Spark job plus a GX validation on 2 cores, so
+the scenarios keep to the fewest generations that still prove each point; the
+ring delay is 1 s, so a fresh generation starts operating about 12 s after it is
+created (2 x ring delay + leeway, then + leeway for every clock).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import sqlite3
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cdcgen.airflow.connections import source_connection
+from cdcgen.airflow.local_run import DagTestRun, dags_test, latest_summary
+from cdcgen.config import REPO_ROOT, PipelineConfig
+from cdcgen.ports import SourceMode
+
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.integration,
+    pytest.mark.timeout(1200),
+    # Opt-in until they have run green on a clean clone within CI's time budget.
+    pytest.mark.skipif(
+        os.environ.get("CDCGEN_E2E") != "1",
+        reason="set CDCGEN_E2E=1 to run the `airflow dags test` scenarios",
+    ),
+]
+
+RING_DELAY = timedelta(seconds=1)
+LOGS = REPO_ROOT / "var" / "e2e-logs"
+
+
+@dataclass
+class Scenario:
+    """One emulated cluster, one Airflow home, one lake and report directory."""
+
+    name: str
+    config: PipelineConfig
+    home: Path
+    runs: list[DagTestRun] = field(default_factory=list)
+
+    def client(self) -> Any:
+        from cdcgen.adapters.cql import client_for
+
+        return client_for(self.config)
+
+    def cluster(self, client: Any) -> Any:
+        from cdcgen.sandbox.emulator import SandboxCluster
+
+        return SandboxCluster.from_config(client, self.config)
+
+    def run(
+        self,
+        conf: dict[str, Any] | None = None,
+        extra: dict[str, Any] | None = None,
+        on_line: Callable[[str], None] | None = None,
+    ) -> tuple[DagTestRun, dict[str, Any]]:
+        """``airflow dags test cdc_generations``; returns the run and its summary."""
+        return self.run_dag("cdc_generations", conf, extra, on_line)
+
+    def run_dag(
+        self,
+        dag_id: str,
+        conf: dict[str, Any] | None = None,
+        extra: dict[str, Any] | None = None,
+        on_line: Callable[[str], None] | None = None,
+    ) -> tuple[DagTestRun, dict[str, Any]]:
+        c = self.config
+        source = source_connection(
+            c.contact_points,
+            c.port,
+            {
+                "source_mode": str(c.source_mode),
+                "source_keyspace_prefix": c.source_keyspace_prefix,
+                "clock_source": "sandbox",
+                "ring_delay_seconds": RING_DELAY.total_seconds(),
+                "clock_wait_timeout_seconds": 300,
+                **(extra or {}),
+            },
+        )
+        env = {
+            "CDCGEN_TARGET_KEYSPACE": c.target_keyspace,
+            "CDCGEN_LAKE_PATH": str(c.lake_path),
+            "CDCGEN_REPORT_DIR": str(c.report_dir),
+        }
+        # Kept outside tmp_path (which pytest rotates away): var/e2e-logs/<scenario>/.
+        log = LOGS / self.name / f"{dag_id}-{len(self.runs) + 1}.log"
+        run = dags_test(
+            dag_id,
+            home=self.home,
+            source=source,
+            env=env,
+            conf=conf,
+            log_path=log,
+            on_line=on_line,
+        )
+        self.runs.append(run)
+        summary = latest_summary(c.report_dir, since=run.started_at) or {}
+        return run, summary
+
+    def compare(self) -> dict[str, Any]:
+        from cdcgen.pipeline.readback import compare_with_source
+
+        return compare_with_source(self.config)
+
+    def asset_events(self) -> list[str]:
+        """``extra`` of every event of this scenario's published-generations Asset."""
+        from cdcgen.pipeline.generations import expected_asset_uri
+
+        with sqlite3.connect(self.home / "airflow.db") as db:
+            rows = db.execute(
+                "SELECT e.extra FROM asset_event e JOIN asset a ON a.id = e.asset_id "
+                "WHERE a.uri = ?",
+                (expected_asset_uri(self.config),),
+            )
+            return [row[0] for row in rows]
+
+
+@pytest.fixture
+def cassandra_points(request: pytest.FixtureRequest) -> tuple[tuple[str, ...], int]:
+    """The sandbox's contact points, or ``$CDCGEN_E2E_CONTACT_POINTS`` (host[,host]) if set.
+
+    The override lets a developer point these slow tests at a private Cassandra while
+    other test sessions stop and start the shared sandbox.
+    """
+    override = os.environ.get("CDCGEN_E2E_CONTACT_POINTS")
+    if override:
+        return tuple(p.strip() for p in override.split(",") if p.strip()), 9042
+    handle = request.getfixturevalue("cassandra_single")
+    return tuple(handle.contact_points), handle.port
+
+
+@pytest.fixture
+def scenario(
+    cassandra_points: tuple[tuple[str, ...], int], airflow_home: Path, tmp_path: Path
+) -> Callable[[str, SourceMode], Scenario]:
+    """Factory: a fresh emulated cluster under prefix ``e2e_<name>_`` (dropped first)."""
+    contact_points, port = cassandra_points
+
+    def make(name: str, mode: SourceMode) -> Scenario:
+        from cdcgen.adapters.cql import client_for
+        from cdcgen.sandbox.emulator.schema_setup import drop_keyspaces
+
+        prefix = f"e2e_{name}_"
+        config = PipelineConfig(
+            contact_points=contact_points,
+            port=port,
+            source_mode=mode,
+            source_keyspace_prefix=prefix,
+            clock_source="sandbox",
+            target_keyspace=f"{prefix}system_distributed",
+            lake_path=tmp_path / "lake",
+            report_dir=tmp_path / "reports",
+            ring_delay=RING_DELAY,
+        )
+        with client_for(config) as client:
+            drop_keyspaces(client, config.source_schema)
+        shutil.rmtree(LOGS / name, ignore_errors=True)
+        return Scenario(name, config, airflow_home)
+
+    return make
+
+
+def assert_ok(run: DagTestRun) -> None:
+    assert run.succeeded, f"airflow dags test failed ({run.returncode}):\n{run.tail(80)}"
+
+
+# --- the scenarios --------------------------------------------------------------------
+
+
+def test_raft_generations_published_as_at_source(scenario: Callable[..., Scenario]) -> None:
+    scn = scenario("raft", SourceMode.RAFT)
+    with scn.client() as client:
+        cluster = scn.cluster(client)
+        joined = [cluster.join_node(SourceMode.RAFT, seed=s) for s in (1, 2)]
+        # node2's clock an hour behind: nothing may be treated as started until it catches up.
+        cluster.set_clock_skew("node2", timedelta(hours=-1))
+
+    def catch_up_once_deferred(line: str) -> None:
+        # The sensor handed the wait to its trigger (run inline by `dags test`): let the
+        # lagging clock catch up a moment later, as NTP would.
+        if "[DAG TEST] running trigger in line" in line and not catch_up.is_alive():
+            catch_up.start()
+
+    def reset_skew() -> None:
+        time.sleep(3)
+        with scn.client() as client:
+            scn.cluster(client).set_clock_skew("node2", timedelta(0))
+
+    catch_up = threading.Thread(target=reset_skew, daemon=True)
+    run, summary = scn.run(on_line=catch_up_once_deferred)
+    assert_ok(run)
+    assert run.deferred_inline() >= 1, run.tail(80)
+    assert "node node2 clock" in run.output  # the wait named the lagging node
+    assert summary["generations_published"] == 2
+    assert summary["validation"] == "passed"
+    assert summary["streams_published"] == sum(j.description.stream_count() for j in joined)
+    comparison = scn.compare()
+    assert comparison == {"published": 2, "matching": 2, "mismatches": [], "unpublished": []}
+    # Spark wrote one lake partition per generation; one Asset event per publication.
+    partitions = sorted((scn.config.lake_path / "generations").glob("generation_ts=*"))
+    assert len(partitions) == 2 and all(list(p.glob("*.parquet")) for p in partitions)
+    events = scn.asset_events()
+    assert len(events) == 2
+    assert all(str(j.generation.id) in " ".join(events) for j in joined)
+    for report in summary["reports"]:
+        assert Path(report).name == "index.html" and Path(report).exists()
+
+    # Nothing left to publish: the next run detects nothing and changes nothing.
+    again, summary = scn.run()
+    assert_ok(again)
+    assert summary["generations_detected"] == 0
+    assert scn.compare()["matching"] == 2
+
+
+def test_unreachable_node_fails_the_wait_naming_it(scenario: Callable[..., Scenario]) -> None:
+    scn = scenario("down", SourceMode.RAFT)
+    with scn.client() as client:
+        cluster = scn.cluster(client)
+        for seed in (11, 12):
+            cluster.join_node(SourceMode.RAFT, seed=seed)
+        cluster.set_node_up("node2", False)
+    run, summary = scn.run(extra={"clock_wait_timeout_seconds": 5})
+    assert not run.succeeded
+    assert "node node2 unreachable" in run.output, run.tail(80)
+    assert summary["generations_published"] == 0
+    assert len(summary["not_validated"]) == 2
+    assert scn.compare()["published"] == 0
+
+
+def test_gossip_generation_published(scenario: Callable[..., Scenario]) -> None:
+    scn = scenario("gossip", SourceMode.GOSSIP)
+    with scn.client() as client:
+        cluster = scn.cluster(client)
+        for seed in (3, 4):
+            cluster.join_node(SourceMode.GOSSIP, seed=seed)
+    run, summary = scn.run()
+    assert_ok(run)
+    # Gossip only carries the current generation's id: that is what a reader can find.
+    assert summary["generations_published"] == 1
+    assert summary["validation"] == "passed"
+    comparison = scn.compare()
+    assert comparison["published"] == comparison["matching"] == 1
+    assert comparison["mismatches"] == []
+
+
+def test_v1_before_and_after_rewritten(scenario: Callable[..., Scenario]) -> None:
+    from cdcgen.adapters.generation_sources import detect_legacy_mode
+    from cdcgen.sandbox.emulator import create_cdc_table, orders_table
+
+    scn = scenario("v1", SourceMode.V1)
+    with scn.client() as client:
+        cluster = scn.cluster(client)
+        for seed in (5, 6):
+            cluster.join_node(SourceMode.V1, seed=seed)
+        # A CDC table (24 h TTL): both generations may still hold rows, so both are rewritten.
+        create_cdc_table(cluster, orders_table("e2e_v1_shop"))
+        assert detect_legacy_mode(client, scn.config.source_schema) is SourceMode.V1
+    run, summary = scn.run()
+    assert_ok(run)
+    assert summary["generations_published"] == 2
+    assert scn.compare()["matching"] == 2
+
+    # The 4.3 -> 4.4 rewrite (maintenance DAG) writes V2 and the `rewritten` marker ...
+    maintenance, _ = scn.run_dag("cdc_generations_maintenance")
+    assert_ok(maintenance)
+    with scn.client() as client:
+        assert detect_legacy_mode(client, scn.config.source_schema) is not SourceMode.V1
+    # ... after which the same DAG reads the V2 tables and re-publishes identically.
+    forced, summary = scn.run(conf={"force": True})
+    assert_ok(forced)
+    assert summary["generations_published"] == 2
+    comparison = scn.compare()
+    assert comparison["matching"] == 2 and comparison["mismatches"] == []
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the GX suites apply vnode rules to tablets stream sets (index bits = entry index, "
+    "shard colocation), so both sets are rejected; validate_generation must branch on "
+    "config.source_mode == tablets",
+)
+def test_tablets_table_stream_sets_published(scenario: Callable[..., Scenario]) -> None:
+    from cdcgen.sandbox.emulator import create_cdc_table, orders_table, split_tablets
+
+    scn = scenario("tablets", SourceMode.TABLETS)
+    keyspace = "e2e_tablets_shop"
+    with scn.client() as client:
+        cluster = scn.cluster(client)
+        cluster.join_node(SourceMode.TABLETS, seed=7)
+        create_cdc_table(cluster, orders_table(keyspace), tablets=4, seed=7)
+        split_tablets(cluster, keyspace, "orders", seed=8)
+    run, summary = scn.run(extra={"cdc_tables": f"{keyspace}.orders"})
+    assert_ok(run)
+    assert summary["generations_published"] == 2  # the first stream set and the split
+    assert summary["streams_published"] == 4 + 8
+    comparison = scn.compare()
+    assert comparison["matching"] == 2 and comparison["mismatches"] == []
+
+
+def test_corrupted_generation_is_not_published(scenario: Callable[..., Scenario]) -> None:
+    from cdcgen.sandbox.emulator import FaultKind, GenerationFault
+
+    # V1 lists keep the stored order, so the reader hands a duplicated stream through
+    # and only the validation can stop it (raft/gossip readers already refuse it).
+    scn = scenario("corrupt", SourceMode.V1)
+    with scn.client() as client:
+        cluster = scn.cluster(client)
+        good = cluster.join_node(SourceMode.V1, seed=9)
+        bad = cluster.join_node(
+            SourceMode.V1, seed=10, faults=[GenerationFault(FaultKind.DUPLICATE_STREAM, 1)]
+        )
+    run, summary = scn.run()
+    assert not run.succeeded, "a rejected generation must fail the run"
+    assert "failed validation and will not be published" in run.output
+    assert summary["generations_published"] == 1
+    assert summary["validation"] == "failed"
+    bad_ts = bad.generation.timestamp.isoformat(timespec="milliseconds")
+    good_ts = good.generation.timestamp.isoformat(timespec="milliseconds")
+    assert summary["rejected"] == [bad_ts]
+    assert summary["published"] == [good_ts]
+    comparison = scn.compare()
+    assert comparison["matching"] == 1 and comparison["unpublished"] == [bad_ts]
+    # The rejected generation's Data Docs say which expectations failed, on which streams.
+    bad_ms = str(int(bad.generation.timestamp.timestamp() * 1000))
+    docs = [Path(r) for r in summary["reports"] if bad_ms in r]
+    assert docs and docs[0].exists(), summary["reports"]
+    pages = [p for p in docs[0].parent.glob("validations/generation_format/**/*.html")]
+    assert pages, "no Data Docs page for the format suite"
+    text = re.sub(r"<[^>]+>", " ", pages[0].read_text())
+    assert "Status: Failed" in " ".join(text.split())
+    assert "No stream ID appears twice in the generation" in text
+    # ... and the report site's page for it says it was not published, and links them.
+    from cdcgen.reports.records import slug
+
+    site = list((scn.config.report_dir / "generations").glob(f"*{slug(bad.generation.id)}.html"))
+    assert site, "no report page for the rejected generation"
+    assert "stream IDs unique" in site[0].read_text()

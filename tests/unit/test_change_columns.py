@@ -1,0 +1,152 @@
+"""Driver rows to lake batches: types, decoded operations, base tokens, dedupe, layout."""
+
+from __future__ import annotations
+
+import random
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from cassandra import cqltypes
+from cassandra.metadata import Murmur3Token
+
+from cdcgen.changes.columns import (
+    BaseKeyHasher,
+    LakeBatchBuilder,
+    Placement,
+    arrow_type_and_converter,
+    column_specs,
+    day_label,
+    lake_schema,
+    micros_of_timeuuid,
+)
+from cdcgen.changes.layout import (
+    LAYOUT_FILE,
+    LayoutError,
+    lake_buckets,
+    list_windows,
+    remove_window,
+)
+from cdcgen.changes.operations import Operation, operation_name
+from cdcgen.changes.windows import LakeWindow, window_label
+from cdcgen.sandbox.emulator.cdc_time import timeuuid_from_micros
+
+T0 = datetime(2026, 11, 22, 23, 59, 59, 999_000, tzinfo=UTC)
+T0_US = 1_795_391_999_999_000
+
+
+def test_operation_names_cover_scylla_codes() -> None:
+    assert [operation_name(op.value) for op in Operation] == [
+        "pre_image", "update", "insert", "row_delete", "partition_delete",
+        "range_delete_start_inclusive", "range_delete_start_exclusive",
+        "range_delete_end_inclusive", "range_delete_end_exclusive", "post_image",
+    ]  # fmt: skip
+    assert operation_name(42) == "unknown(42)"
+    assert operation_name(None) is None
+
+
+def test_cql_types_map_to_arrow() -> None:
+    set_of_text = cqltypes.SetType.apply_parameters([cqltypes.UTF8Type])
+    map_type = cqltypes.MapType.apply_parameters([cqltypes.TimeUUIDType, cqltypes.Int32Type])
+    frozen = cqltypes.FrozenType.apply_parameters([set_of_text])
+    assert arrow_type_and_converter(cqltypes.Int32Type)[0] == pa.int32()
+    assert arrow_type_and_converter(cqltypes.ByteType)[0] == pa.int8()
+    assert arrow_type_and_converter(cqltypes.BytesType)[0] == pa.binary()
+    assert arrow_type_and_converter(cqltypes.DateType)[0] == pa.timestamp("us", tz="UTC")
+    assert arrow_type_and_converter(frozen)[0] == pa.list_(pa.string())
+    arrow, convert = arrow_type_and_converter(map_type)
+    assert arrow == pa.map_(pa.string(), pa.int32())
+    key = uuid.uuid1()
+    assert convert is not None and convert({key: 7}) == [(str(key), 7)]
+    arrow, convert = arrow_type_and_converter(cqltypes.UUIDType)
+    assert arrow == pa.string() and convert is not None and convert(key) == str(key)
+
+
+def test_timeuuid_write_time_and_day_label() -> None:
+    stamp = timeuuid_from_micros(T0_US, random.Random(1))
+    assert micros_of_timeuuid(stamp) == T0_US
+    assert day_label(T0_US) == "2026-11-22"
+    assert day_label(T0_US + 1000) == "2026-11-23"
+
+
+def test_base_key_hash_matches_cassandra_tokens() -> None:
+    specs = column_specs(
+        [("ks", "t", "pk", cqltypes.Int32Type), ("ks", "t", "name", cqltypes.UTF8Type)]
+    )
+    single = BaseKeyHasher(specs, ["pk"], 4)
+    assert single.token([1]) == -4069959284402364209  # cassandra-from-jars.md
+    assert single.token([None]) is None
+    compound = BaseKeyHasher(specs, ["pk", "name"], 4)
+    composite = b"\x00\x04\x00\x00\x00\x01\x00" + b"\x00\x01a\x00"
+    assert compound.token([1, "a"]) == Murmur3Token.from_key(composite).value
+
+
+LOG_METADATA = [
+    ("ks", "t_scylla_cdc_log", "cdc$stream_id", cqltypes.BytesType),
+    ("ks", "t_scylla_cdc_log", "cdc$time", cqltypes.TimeUUIDType),
+    ("ks", "t_scylla_cdc_log", "cdc$batch_seq_no", cqltypes.Int32Type),
+    ("ks", "t_scylla_cdc_log", "cdc$end_of_batch", cqltypes.BooleanType),
+    ("ks", "t_scylla_cdc_log", "cdc$operation", cqltypes.ByteType),
+    ("ks", "t_scylla_cdc_log", "cdc$ttl", cqltypes.LongType),
+    ("ks", "t_scylla_cdc_log", "pk", cqltypes.Int32Type),
+    ("ks", "t_scylla_cdc_log", "v", cqltypes.UTF8Type),
+]
+
+
+def test_builder_dedupes_decodes_and_places_rows() -> None:
+    specs = column_specs(LOG_METADATA)
+    schema = lake_schema(specs)
+    builder = LakeBatchBuilder(specs, ["pk"], 4, schema)
+    stamp = timeuuid_from_micros(T0_US, random.Random(2))
+    sid = bytes(range(16))
+    rows = [
+        (sid, stamp, 0, None, 2, None, 1, "a"),
+        (sid, stamp, 1, True, 9, None, 1, "b"),
+        (sid, stamp, 0, None, 2, None, 1, "a"),  # delivered twice upstream
+    ]
+    seen: set = set()
+    fresh = builder.unique_rows(rows, seen)
+    assert len(fresh) == 2
+    assert builder.unique_rows(rows[2:], seen) == []
+    batch = builder.to_batch([(fresh, Placement("G", "W", 3))])
+    data = batch.to_pydict()
+    assert data["operation_name"] == ["insert", "post_image"]
+    assert data["base_token"] == [-4069959284402364209] * 2
+    assert data["cdc$time"] == [str(stamp)] * 2
+    assert data["date"] == ["2026-11-22"] * 2
+    assert data["write_time"][0] == T0
+    assert (data["generation"], data["window"], data["bucket"]) == (["G"] * 2, ["W"] * 2, [3] * 2)
+    empty = builder.to_batch([])
+    assert empty.num_rows == 0 and empty.schema == schema
+
+
+# --- lake layout ------------------------------------------------------------------------------
+
+
+def test_layout_records_bucket_count_once(tmp_path: Path) -> None:
+    root = tmp_path / "shop.orders"
+    assert lake_buckets(root, 8) == 8
+    assert lake_buckets(root, 16) == 8  # recorded wins: buckets must not reshuffle
+    (root / LAYOUT_FILE).write_text("{nope")
+    with pytest.raises(LayoutError):
+        lake_buckets(root, 8)
+
+
+def test_windows_are_listed_across_dates_and_removed_everywhere(tmp_path: Path) -> None:
+    root = tmp_path / "shop.orders"
+    start, end = T0.replace(hour=23, minute=0, second=0, microsecond=0), T0.replace(microsecond=0)
+    label = window_label(start, end)
+    for date in ("2026-11-22", "2026-11-23"):
+        directory = root / f"date={date}" / "generation=G1" / f"window={label}" / "bucket=2"
+        directory.mkdir(parents=True)
+        (directory / "part-0.parquet").write_bytes(b"x")
+    empty = root / "date=2026-11-22" / "generation=G1" / f"window={label}" / "bucket=3"
+    empty.mkdir(parents=True)
+    windows = list_windows(root)
+    assert windows == [LakeWindow("G1", start, end, 2)]
+    assert remove_window(root, windows[0]) == 2
+    assert list_windows(root) == []
+    assert not (root / "date=2026-11-23").exists()
+    assert empty.exists()  # another bucket's directory is not touched
