@@ -29,7 +29,8 @@ integration: setup
 	$(BIN)/pytest -p no:cacheprovider -m integration
 
 bench: setup
-	$(BIN)/python benchmarks/bench_lookup.py
+	OMP_NUM_THREADS=1 $(BIN)/python benchmarks/bench_lookup.py
+	$(BIN)/python benchmarks/bench_generation_pipeline.py
 
 sandbox-up: setup
 	$(BIN)/cdcgen sandbox up
