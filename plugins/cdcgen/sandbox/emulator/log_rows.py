@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from enum import IntEnum
 from typing import Any
 
+from cdcgen.changes.operations import Operation
 from cdcgen.sandbox.emulator.log_schema import (
     BATCH_SEQ_NO,
     END_OF_BATCH,
@@ -28,22 +28,6 @@ from cdcgen.sandbox.emulator.log_schema import (
     deleted_column,
     log_columns,
 )
-
-
-class Operation(IntEnum):
-    """``cdc$operation`` (``cdc::operation``)."""
-
-    PRE_IMAGE = 0
-    UPDATE = 1
-    INSERT = 2
-    ROW_DELETE = 3
-    PARTITION_DELETE = 4
-    RANGE_DELETE_START_INCLUSIVE = 5
-    RANGE_DELETE_START_EXCLUSIVE = 6
-    RANGE_DELETE_END_INCLUSIVE = 7
-    RANGE_DELETE_END_EXCLUSIVE = 8
-    POST_IMAGE = 9
-
 
 WRITE_OPERATIONS = (
     Operation.INSERT,
