@@ -134,6 +134,7 @@ def cdc_generations() -> None:
             conf=SPARK_CONF,
             env_vars=spark_env(),
             name="cdcgen-extract-generation",
+            retries=1,  # a node restarting is common; a corrupt generation fails twice
             doc_md="Spark: the generation's description to Parquet, one row per stream.",
         )
         wait >> extract >> validate(generation)

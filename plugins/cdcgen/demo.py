@@ -234,12 +234,11 @@ def main() -> int:
         lake=str(config.lake_path),
         seconds=round(time.monotonic() - began, 1),
     )
+    published, streams = summary["generations_published"], summary["streams_published"]
     say("")
-    say(
-        f"Emulated {len(joined)} generations; the DAG published {summary['generations_published']} "
-    )
-    say(f"with {summary['streams_published']} streams to {config.target_keyspace}.")
-    say(f"Validation: {summary['validation']}. Read back: {comparison['matching']} of ")
+    say(f"Emulated {len(joined)} generations; the DAG published {published} of them")
+    say(f"({streams} streams) to {config.target_keyspace}, oldest first.")
+    say(f"Validation: {summary['validation']}. Read back: {comparison['matching']} of")
     say(f"{comparison['published']} published generations match the source exactly.")
     say(f"Report: {result['report']}")
     ok = (

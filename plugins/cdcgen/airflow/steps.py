@@ -19,6 +19,15 @@ from cdcgen.airflow.connections import SOURCE_CONN_ID
 from cdcgen.config import PipelineConfig
 from cdcgen.pipeline import generations as pipeline
 
+#: ``DagRun.run_type`` of a backfill run (``airflow.utils.types.DagRunType.BACKFILL_JOB``).
+BACKFILL = "backfill"
+
+#: Where run summaries are written, under the report directory.
+SUMMARIES_DIR = "summaries"
+
+#: XCom key under which validate records its outcome, passed or not.
+VALIDATION_KEY = "validation"
+
 
 def run_config(params: Mapping[str, Any], cdc_conn_id: str = SOURCE_CONN_ID) -> PipelineConfig:
     """The source connection's configuration with this run's Params applied."""
@@ -53,16 +62,6 @@ def detect(
         force=bool(params.get("force")),
     )
     return pipeline.expand_kwargs(config, found)
-
-
-#: ``DagRun.run_type`` of a backfill run (``airflow.utils.types.DagRunType.BACKFILL_JOB``).
-BACKFILL = "backfill"
-
-#: Where run summaries are written, under the report directory.
-SUMMARIES_DIR = "summaries"
-
-#: XCom key under which validate records its outcome, passed or not.
-VALIDATION_KEY = "validation"
 
 
 def validate(params: Mapping[str, Any], generation: Mapping[str, Any], ti: Any) -> dict[str, Any]:
