@@ -96,6 +96,47 @@ def test_ranges_too_small_for_every_shard_pass_by_the_range_end_rule(
     assert result.report_index.is_file()
 
 
+def _tablet_set(tablets: int, seed: int) -> DescriptionColumns:
+    from cdcgen.adapters.generation_sources import tablets_description
+    from cdcgen.core.tablets import TabletStreamSet, tablet_stream_id
+
+    rng = random.Random(seed)
+    last_tokens = sorted({rng.randrange(-(2**63) + 1, 2**63) for _ in range(tablets)})
+    streams = tuple(tablet_stream_id(token, rng) for token in last_tokens)
+    return DescriptionColumns.from_description(tablets_description(TabletStreamSet(T1, streams)))
+
+
+def test_a_tablets_stream_set_passes_the_tablets_rules(spark: SparkSession, tmp_path: Path) -> None:
+    lake = tmp_path / "lake"
+    config = PipelineConfig(lake_path=lake, report_dir=tmp_path / "reports")
+    write_generation(lake, _tablet_set(4, 1), T1, "log-id", table="shop.orders")
+    split = extract_generation(spark, lake, _tablet_set(8, 2), T2, "log-id", table="shop.orders")
+    result = validate_generation(config, split.artifact.directory, spark=spark)
+    assert result.passed, result.summary
+    checks = {c.check for c in result.checks}
+    assert {"one stream per tablet", "stream on its tablet's last token"} <= checks
+    assert "shard colocation" not in checks  # a vnode rule: tablets streams sit on no shard j
+    assert result.report_index.parent.parent.name == "table=shop.orders"
+
+
+def test_a_tablet_stream_off_its_last_token_fails(spark: SparkSession, tmp_path: Path) -> None:
+    good = _tablet_set(6, 3).to_description()
+    moved = StreamId.from_parts(good.entries[2].streams[0].token - 1, 0, 77)
+    bad = copy.deepcopy(description_to_json(good))
+    bad["entries"][2]["streams"] = [moved.hex]
+    lake = tmp_path / "lake"
+    config = PipelineConfig(lake_path=lake, report_dir=tmp_path / "reports")
+    artifact = write_generation(
+        lake, DescriptionColumns.from_json(bad), T1, "log-id", table="shop.orders"
+    )
+    result = validate_generation(config, artifact.directory, spark=spark)
+    failed = {c.check: c for c in result.failures}
+    assert set(failed) == {"stream on its tablet's last token"}, result.summary
+    assert [
+        row["stream_id_hex"] for row in failed["stream on its tablet's last token"].samples
+    ] == [moved.hex]
+
+
 # --- corruptions --------------------------------------------------------------------------
 
 

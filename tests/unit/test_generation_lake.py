@@ -130,3 +130,39 @@ def test_a_bad_suite_is_an_error_naming_the_file(tmp_path: Path) -> None:
     with pytest.raises(SuiteError, match="moon"):
         load_suite(path)
     assert expectations_dir({"CDCGEN_EXPECTATIONS_DIR": str(tmp_path)}) == tmp_path
+
+
+def test_a_tablets_stream_set_has_its_own_partition_per_table(tmp_path: Path) -> None:
+    vnodes = write_generation(tmp_path, _columns(1), WHEN, "gen")
+    orders = write_generation(tmp_path, _columns(2), WHEN, "log-id-1", table="shop.orders")
+    items = write_generation(tmp_path, _columns(3), WHEN, "log-id-2", table="shop.items")
+    # Same millisecond, three different partitions: nothing overwrote anything.
+    assert len({vnodes.directory, orders.directory, items.directory}) == 3
+    assert orders.directory == partition_dir(tmp_path, orders.timestamp_ms, "shop.orders")
+    assert (vnodes.layout, orders.layout) == ("vnodes", "tablets")
+    assert orders.label == f"table=shop.orders/generation_ts={orders.timestamp_ms}"
+    assert orders.lake == vnodes.lake == tmp_path
+    assert read_artifact(orders.directory) == orders
+    assert [a.generation_id for a in list_artifacts(tmp_path)] == ["gen"]
+    assert [a.generation_id for a in list_artifacts(tmp_path, "shop.items")] == ["log-id-2"]
+    later = datetime(2026, 11, 23, tzinfo=UTC)
+    split = write_generation(tmp_path, _columns(4), later, "log-id-1", table="shop.orders")
+    found = previous_artifact(tmp_path, split.timestamp_ms, "shop.orders")
+    assert found == orders
+
+
+def test_suites_for_tablets_leave_out_vnode_rules_and_add_tablet_rules() -> None:
+    def checks(layout: str) -> set[str]:
+        suites = load_suites(available={"topology", "previous"}, layout=layout)
+        return {str(e["meta"]["check"]) for s in suites for e in s.expectations}
+
+    vnodes, tablets = checks("vnodes"), checks("tablets")
+    vnode_only = {"shard colocation", "index bits equal the entry index"}
+    tablet_only = {"one stream per tablet", "stream on its tablet's last token"}
+    assert vnode_only <= vnodes and not vnode_only & tablets
+    assert tablet_only <= tablets and not tablet_only & vnodes
+    assert {"vnode colocation", "stream IDs unique", "range ends unique"} <= vnodes & tablets
+    # A rule of the other layout does not apply: it is not reported as skipped either.
+    assert not any("shard" in s for suite in load_suites(layout="tablets") for s in suite.skipped)
+    with pytest.raises(SuiteError, match="unknown stream layout"):
+        load_suites(layout="vnode")

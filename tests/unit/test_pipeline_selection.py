@@ -96,9 +96,9 @@ def test_spark_args_carry_the_source_not_the_description() -> None:
     assert expand_kwargs(config, [generation]) == [{"generation": generation, "spark_args": args}]
 
 
-def _validation(i: int, passed: bool) -> dict:  # type: ignore[type-arg]
+def _validation(i: int, passed: bool, table: str | None = None) -> dict:  # type: ignore[type-arg]
     return {
-        "generation": generation_record(REFS[i], "unpublished"),
+        "generation": generation_record(REFS[i], "unpublished", table),
         "passed": passed,
         "report": f"/r/generation_ts={i}/index.html",
     }
@@ -166,5 +166,13 @@ def test_an_older_unpublished_generation_outside_the_run_holds_back() -> None:
 def test_tablets_tables_are_ordered_independently() -> None:
     a = generation_record(REFS[0], "unpublished", table="ks.a")
     b = generation_record(REFS[1], "unpublished", table="ks.b")
-    plan = _plan([b, a], [_validation(0, False), _validation(1, True)])
+    plan = _plan([b, a], [_validation(0, False, "ks.a"), _validation(1, True, "ks.b")])
     assert plan == [("gen-0", "it failed validation"), ("gen-1", None)]
+
+
+def test_tablets_sets_of_two_tables_in_one_millisecond_keep_their_own_verdicts() -> None:
+    a = generation_record(REFS[0], "unpublished", table="ks.a")
+    b = {**generation_record(REFS[0], "unpublished", table="ks.b"), "id": "log-b"}
+    failed_b = {**_validation(0, False, "ks.b"), "generation": b}
+    plan = _plan([a, b], [_validation(0, True, "ks.a"), failed_b])
+    assert plan == [("gen-0", None), ("log-b", "it failed validation")]

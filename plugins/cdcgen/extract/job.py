@@ -52,6 +52,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--generation-id", required=True, help="the source's id of the generation")
     parser.add_argument("--lake", required=True, type=Path, help="lake root directory")
     parser.add_argument("--topology", metavar="FILE", help="the ring it was made for (optional)")
+    parser.add_argument(
+        "--table",
+        metavar="KEYSPACE.TABLE",
+        default=None,
+        help="the base table of a tablets stream set (the generation id is its log table id)",
+    )
     return parser
 
 
@@ -111,7 +117,7 @@ def run(argv: Sequence[str] | None = None) -> dict[str, Any]:
     loaded = time.monotonic()
     spark = spark_session("cdcgen-extract")
     result = extract_generation(
-        spark, args.lake, columns, timestamp, args.generation_id, nodes=nodes
+        spark, args.lake, columns, timestamp, args.generation_id, nodes=nodes, table=args.table
     )
     done = time.monotonic()
     return {

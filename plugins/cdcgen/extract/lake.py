@@ -2,7 +2,8 @@
 
 ::
 
-    <lake>/generations/generation_ts=<ms>/
+    <lake>/generations/generation_ts=<ms>/                       a vnode generation
+    <lake>/generations/table=<keyspace.table>/generation_ts=<ms>/  a tablets stream set
         part-00000.parquet ...   one row per stream (STREAMS_SCHEMA), entry then shard order
         description.json         the exact description that was flattened (and is published)
         topology.json            the ring it was made for, when known (enables optimality checks)
@@ -37,6 +38,9 @@ from cdcgen.extract.streams_table import flatten_generation, timestamp_millis
 
 GENERATIONS_DIR = "generations"
 PARTITION_PREFIX = "generation_ts="
+TABLE_PREFIX = "table="
+VNODES = "vnodes"
+TABLETS = "tablets"
 DESCRIPTION_FILE = "description.json"
 TOPOLOGY_FILE = "topology.json"
 MANIFEST_FILE = "_manifest.json"
@@ -49,8 +53,16 @@ class ArtifactError(Exception):
     """Terminal: a lake partition that is missing, incomplete or altered since extraction."""
 
 
-def partition_dir(lake: Path, timestamp_ms: int) -> Path:
-    return Path(lake) / GENERATIONS_DIR / f"{PARTITION_PREFIX}{int(timestamp_ms)}"
+def partition_dir(lake: Path, timestamp_ms: int, table: str | None = None) -> Path:
+    """Where one generation goes; a tablets stream set (``table`` set) under its table.
+
+    Stream sets of different tables may start at the same millisecond, so the table is
+    part of the path; vnode generations are cluster-wide and keyed by timestamp alone.
+    """
+    base = Path(lake) / GENERATIONS_DIR
+    if table:
+        base = base / f"{TABLE_PREFIX}{table}"
+    return base / f"{PARTITION_PREFIX}{int(timestamp_ms)}"
 
 
 @dataclass(frozen=True)
@@ -65,6 +77,17 @@ class GenerationArtifact:
     description_sha256: str
     files: tuple[str, ...]
     has_topology: bool
+    table: str | None = None  # ``keyspace.table`` of a tablets stream set
+
+    @property
+    def layout(self) -> str:
+        """``tablets`` (one stream per tablet, per table) or ``vnodes`` (a generation)."""
+        return TABLETS if self.table else VNODES
+
+    @property
+    def lake(self) -> Path:
+        """The lake root this partition belongs to (see :func:`partition_dir`)."""
+        return self.directory.parents[2 if self.table else 1]
 
     @property
     def timestamp(self) -> datetime:
@@ -72,7 +95,10 @@ class GenerationArtifact:
 
     @property
     def label(self) -> str:
-        """``generation_ts=<ms>``: the name used for the partition and its reports."""
+        """The partition's path under ``generations/``, also used for its reports:
+        ``generation_ts=<ms>``, or ``table=<keyspace.table>/generation_ts=<ms>``."""
+        if self.table:
+            return f"{TABLE_PREFIX}{self.table}/{self.directory.name}"
         return self.directory.name
 
     @property
@@ -108,6 +134,7 @@ class GenerationArtifact:
             "description_sha256": self.description_sha256,
             "files": list(self.files),
             "has_topology": self.has_topology,
+            "table": self.table,
         }
 
 
@@ -118,23 +145,27 @@ def write_generation(
     generation_id: str,
     *,
     nodes: Sequence[Node] | None = None,
+    table: str | None = None,
     rows_per_file: int = ROWS_PER_FILE,
 ) -> GenerationArtifact:
-    """Flatten and write one generation's partition, replacing any previous extraction."""
+    """Flatten and write one generation's partition, replacing any previous extraction.
+
+    ``table`` (``keyspace.table``) marks a tablets stream set of that table.
+    """
     millis = timestamp_millis(timestamp)
-    final = partition_dir(lake, millis)
+    final = partition_dir(lake, millis, table)
     final.parent.mkdir(parents=True, exist_ok=True)
     token = uuid.uuid4().hex[:12]
     staging = final.parent / f".staging-{final.name}-{token}"
     staging.mkdir()
     try:
-        table = flatten_generation(columns, timestamp, generation_id)
+        rows = flatten_generation(columns, timestamp, generation_id)
         files = []
-        for number, offset in enumerate(range(0, max(table.num_rows, 1), rows_per_file)):
+        for number, offset in enumerate(range(0, max(rows.num_rows, 1), rows_per_file)):
             name = f"part-{number:05d}.parquet"
-            pq.write_table(table.slice(offset, rows_per_file), staging / name, compression="snappy")
+            pq.write_table(rows.slice(offset, rows_per_file), staging / name, compression="snappy")
             files.append(name)
-        del table
+        del rows
         write_description_file(staging / DESCRIPTION_FILE, columns)
         if nodes is not None:
             (staging / TOPOLOGY_FILE).write_text(json.dumps(nodes_to_json(nodes)), encoding="utf-8")
@@ -149,6 +180,7 @@ def write_generation(
             ).hexdigest(),
             files=tuple(files),
             has_topology=nodes is not None,
+            table=table or None,
         )
         (staging / MANIFEST_FILE).write_text(
             json.dumps(artifact.to_json(), indent=1), encoding="utf-8"
@@ -186,6 +218,7 @@ def read_artifact(directory: Path) -> GenerationArtifact:
             description_sha256=str(raw["description_sha256"]),
             files=tuple(raw["files"]),
             has_topology=bool(raw.get("has_topology", False)),
+            table=raw.get("table") or None,
         )
     except FileNotFoundError:
         raise ArtifactError(
@@ -196,9 +229,10 @@ def read_artifact(directory: Path) -> GenerationArtifact:
         raise ArtifactError(f"{manifest} is unreadable: {exc}") from exc
 
 
-def list_artifacts(lake: Path) -> list[GenerationArtifact]:
-    """Every complete extraction in the lake, oldest first (incomplete ones are ignored)."""
-    base = Path(lake) / GENERATIONS_DIR
+def list_artifacts(lake: Path, table: str | None = None) -> list[GenerationArtifact]:
+    """Every complete extraction of the vnode generations (or of ``table``'s stream sets),
+    oldest first; incomplete ones are ignored."""
+    base = partition_dir(lake, 0, table).parent
     found = []
     for child in base.glob(f"{PARTITION_PREFIX}*"):
         if (child / MANIFEST_FILE).is_file():
@@ -206,7 +240,9 @@ def list_artifacts(lake: Path) -> list[GenerationArtifact]:
     return sorted(found, key=lambda a: a.timestamp_ms)
 
 
-def previous_artifact(lake: Path, timestamp_ms: int) -> GenerationArtifact | None:
-    """The newest extracted generation older than ``timestamp_ms``, if any."""
-    older = [a for a in list_artifacts(lake) if a.timestamp_ms < timestamp_ms]
+def previous_artifact(
+    lake: Path, timestamp_ms: int, table: str | None = None
+) -> GenerationArtifact | None:
+    """The newest extracted generation (of the same table) older than ``timestamp_ms``."""
+    older = [a for a in list_artifacts(lake, table) if a.timestamp_ms < timestamp_ms]
     return older[-1] if older else None

@@ -82,6 +82,15 @@ def generation_record(ref: GenerationRef, reason: str, table: str | None = None)
     return record
 
 
+def generation_key(generation: Mapping[str, Any]) -> tuple[str, int]:
+    """What identifies a generation record in a run: its lane (table, or "") and timestamp.
+
+    Two tablets tables may open stream sets in the same millisecond; the timestamp
+    alone names a vnode generation only.
+    """
+    return str(generation.get("table") or ""), int(generation["timestamp_ms"])
+
+
 def ref_of(generation: Mapping[str, Any]) -> GenerationRef:
     return GenerationRef(from_millis(int(generation["timestamp_ms"])), str(generation["id"]))
 
@@ -204,8 +213,11 @@ def _tablet_publications(publisher: Any, tables: Iterable[str]) -> dict[str, set
 
 
 def generation_dir(config: PipelineConfig, generation: Mapping[str, Any]) -> Path:
-    """``<lake>/generations/generation_ts=<ms>``: the extract job's output for a generation."""
-    return Path(config.lake_path) / "generations" / f"generation_ts={generation['timestamp_ms']}"
+    """The extract job's output for a generation (see :func:`cdcgen.extract.lake.partition_dir`)."""
+    from cdcgen.extract.lake import partition_dir
+
+    table = generation.get("table")
+    return partition_dir(config.lake_path, int(generation["timestamp_ms"]), table or None)
 
 
 def spark_args(config: PipelineConfig, generation: Mapping[str, Any]) -> list[str]:
@@ -230,6 +242,7 @@ def spark_args(config: PipelineConfig, generation: Mapping[str, Any]) -> list[st
         str(config.source_mode),
         "--source-keyspace-prefix",
         config.source_keyspace_prefix,
+        *(["--table", str(generation["table"])] if generation.get("table") else []),
     ]
 
 
@@ -337,16 +350,15 @@ def publication_plan(
     (``keyspace.table`` for tablets, ``""`` for vnodes) to the committed generations
     (ms) not yet in the target.
     """
-    outcome = {int(v["generation"]["timestamp_ms"]): v for v in validations}
+    outcome = {generation_key(v["generation"]): v for v in validations}
     plan: list[tuple[Mapping[str, Any], Mapping[str, Any] | None, str | None]] = []
     blocked: dict[str, str] = {}  # lane -> why newer generations wait
-    ordered = sorted(detected, key=lambda g: (str(g.get("table", "")), int(g["timestamp_ms"])))
-    in_run = {int(g["timestamp_ms"]) for g in detected}
+    ordered = sorted(detected, key=generation_key)
+    in_run = {generation_key(g) for g in detected}
     for generation in ordered:
-        lane = str(generation.get("table", ""))
-        ms = int(generation["timestamp_ms"])
-        validation = outcome.get(ms)
-        older = [t for t in unpublished.get(lane, ()) if t < ms and t not in in_run]
+        lane, ms = generation_key(generation)
+        validation = outcome.get((lane, ms))
+        older = [t for t in unpublished.get(lane, ()) if t < ms and (lane, t) not in in_run]
         if lane in blocked:
             reason: str | None = blocked[lane]
         elif older:
@@ -481,9 +493,9 @@ def summarize(
     and passed; ``failed`` when any failed; ``incomplete`` when some never reached
     validation (wait timed out, extract failed); ``none`` when nothing was detected.
     """
-    outcome = {v["generation"]["timestamp_ms"]: v for v in validations}
+    outcome = {generation_key(v["generation"]): v for v in validations}
     failed = [v for v in validations if not v.get("passed")]
-    missing = [g for g in detected if g["timestamp_ms"] not in outcome]
+    missing = [g for g in detected if generation_key(g) not in outcome]
     if failed:
         status = "failed"
     elif missing:

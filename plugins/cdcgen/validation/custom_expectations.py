@@ -88,6 +88,17 @@ class ExpectEntryStreamCountToMatchOwnerShards(UnexpectedRowsExpectation):
     check: ClassVar[str] = "stream count equals the owner's shard count"
 
 
+class ExpectOneStreamPerTablet(UnexpectedRowsExpectation):
+    """Tablets: each tablet has exactly one stream (``create_table_streams_mutation``)."""
+
+    unexpected_rows_query: str = (
+        "SELECT entry_index, range_start, range_end, stream_count FROM {batch} "
+        "WHERE stream_count <> 1"
+    )
+    description: str = "Every tablet (entry) of a stream set has exactly one stream."
+    check: ClassVar[str] = "one stream per tablet"
+
+
 # --- streams (format) -------------------------------------------------------------------
 
 
@@ -121,6 +132,17 @@ class ExpectIndexBitsToEqualEntryIndex(UnexpectedRowsExpectation):
     )
     description: str = "Every stream ID's index bits equal its entry's index."
     check: ClassVar[str] = "index bits equal the entry index"
+
+
+class ExpectTabletStreamIndexZero(UnexpectedRowsExpectation):
+    """Tablets streams are ``stream_id(last_token, 0)``: no vnode index to encode."""
+
+    unexpected_rows_query: str = (
+        f"SELECT {_STREAM}, index_bits FROM {{batch}} "
+        "WHERE length(stream_id) = 16 AND index_bits <> 0"
+    )
+    description: str = "Every tablet stream ID has index bits 0."
+    check: ClassVar[str] = "tablet stream index bits are 0"
 
 
 class ExpectStreamIdsUniqueInGeneration(UnexpectedRowsExpectation):
@@ -198,19 +220,33 @@ class ExpectStreamTokenOnItsShard(UnexpectedRowsExpectation):
     check: ClassVar[str] = "shard colocation"
 
 
+class ExpectStreamTokenToBeTabletLastToken(UnexpectedRowsExpectation):
+    """Tablets colocation: the stream's token is its tablet's last token, so the log write
+    goes to the tablet's replicas (and shard) like the base write."""
+
+    unexpected_rows_query: str = (
+        f"SELECT {_STREAM}, range_start, range_end FROM {{batch}} WHERE stream_token <> range_end"
+    )
+    description: str = "Every tablet stream's token is its tablet's last token."
+    check: ClassVar[str] = "stream on its tablet's last token"
+
+
 CUSTOM_EXPECTATIONS: tuple[type[UnexpectedRowsExpectation], ...] = (
     ExpectRangeEndsStrictlyIncreasing,
     ExpectRangeEndsUnique,
     ExpectEveryEntryToHaveStreams,
     ExpectRangeEndsToBeRingTokens,
     ExpectEntryStreamCountToMatchOwnerShards,
+    ExpectOneStreamPerTablet,
     ExpectStreamIdsToBeSixteenBytes,
     ExpectStreamIdVersionOne,
     ExpectIndexBitsToEqualEntryIndex,
+    ExpectTabletStreamIndexZero,
     ExpectStreamIdsUniqueInGeneration,
     ExpectNoStreamReusedFromPreviousGeneration,
     ExpectShardingToBePossible,
     ExpectStreamTokenInsideEntryRange,
     ExpectStreamTokenOnItsShard,
+    ExpectStreamTokenToBeTabletLastToken,
 )
 """Importing this module registers every class with GX; the tuple documents them."""

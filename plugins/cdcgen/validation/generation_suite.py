@@ -118,8 +118,7 @@ def validate_generation(
     session = spark or spark_session("cdcgen-validate")
     ring = list(nodes) if nodes is not None else artifact.read_nodes()
     if previous == "auto":
-        lake = Path(generation_dir).parent.parent
-        found = previous_artifact(lake, artifact.timestamp_ms)
+        found = previous_artifact(artifact.lake, artifact.timestamp_ms, artifact.table)
         previous = found.directory if found else None
     return validate_frames(
         session,
@@ -130,6 +129,7 @@ def validate_generation(
         report_dir=Path(report_dir or Path(config.report_dir) / artifact.label),
         label=_label(artifact),
         expectations_dir=expectations_dir,
+        layout=artifact.layout,
     )
 
 
@@ -176,8 +176,10 @@ def validate_frames(
     ring_vnodes: int | None = None,
     previous_ids: DataFrame | None = None,
     expectations_dir: Path | None = None,
+    layout: str = "vnodes",
 ) -> ValidationResult:
-    """Run every suite; ``previous_ids`` is a DataFrame with a ``stream_id`` column.
+    """Run every suite of ``layout``; ``previous_ids`` is a DataFrame with a ``stream_id``
+    column.
 
     The streams are cached for the run (every check scans them); the previous IDs are
     exposed to the reuse check as a temporary view, dropped afterwards.
@@ -191,7 +193,7 @@ def validate_frames(
     if previous_ids is not None:
         available.add("previous")
         previous_ids.select("stream_id").createOrReplaceTempView(PREVIOUS_STREAM_IDS_VIEW)
-    suites = load_suites(expectations_dir, available)
+    suites = load_suites(expectations_dir, available, layout)
     streams = streams.cache()
     try:
         raw, index = run_suites(
@@ -222,6 +224,8 @@ def validate_frames(
 
 def _label(artifact: GenerationArtifact) -> str:
     when = artifact.timestamp.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    if artifact.table:
+        return f"{artifact.table} stream set {when} ({artifact.generation_id})"
     return f"{when} ({artifact.generation_id})" if artifact.generation_id else when
 
 

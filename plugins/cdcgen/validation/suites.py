@@ -8,6 +8,10 @@ A suite file is Great Expectations' own suite JSON (``name``, ``expectations`` w
 * expectation ``meta.requires``: inputs a check needs (``"topology"``: the ring the
   generation was made for; ``"previous"``: the previous generation). Without them the
   check is skipped, and the skip is reported, never silent.
+* expectation ``meta.layouts``: the stream layouts a rule belongs to, ``"vnodes"``
+  (a generation: streams per vnode and shard) and/or ``"tablets"`` (a table's stream
+  set: one stream per tablet, on the tablet's last token, index 0); both when absent.
+  A rule of the other layout does not apply at all, so it is left out, not "skipped".
 
 Keeping this apart from GX lets the CLI and tests inspect suites cheaply.
 """
@@ -30,6 +34,7 @@ SUITE_FILES: tuple[str, ...] = (
 )
 BATCHES = frozenset({"streams", "entries"})
 REQUIREMENTS = frozenset({"topology", "previous"})
+LAYOUTS = frozenset({"vnodes", "tablets"})
 EXPECTATIONS_DIR_ENV = "CDCGEN_EXPECTATIONS_DIR"
 
 
@@ -62,7 +67,10 @@ def check_name(expectation: Mapping[str, Any]) -> str:
     return str(meta.get("check") or expectation.get("type"))
 
 
-def load_suite(path: Path, available: Iterable[str] = ()) -> SuiteSpec:
+def load_suite(path: Path, available: Iterable[str] = (), layout: str = "vnodes") -> SuiteSpec:
+    """One suite with the expectations of ``layout`` whose inputs are ``available``."""
+    if layout not in LAYOUTS:
+        raise SuiteError(f"unknown stream layout {layout!r}; known: {sorted(LAYOUTS)}")
     have = set(available)
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
@@ -86,6 +94,14 @@ def load_suite(path: Path, available: Iterable[str] = ()) -> SuiteSpec:
     for i, expectation in enumerate(raw["expectations"]):
         if not isinstance(expectation, dict) or not isinstance(expectation.get("type"), str):
             raise SuiteError(f"suite {path}: expectations[{i}] needs a 'type'")
+        layouts = (expectation.get("meta") or {}).get("layouts") or sorted(LAYOUTS)
+        if set(layouts) - LAYOUTS:
+            raise SuiteError(
+                f"suite {path}: expectations[{i}] names unknown layout(s) "
+                f"{sorted(set(layouts) - LAYOUTS)}; known: {sorted(LAYOUTS)}"
+            )
+        if layout not in layouts:
+            continue
         needs = (expectation.get("meta") or {}).get("requires") or []
         unknown = set(needs) - REQUIREMENTS
         if unknown:
@@ -101,8 +117,10 @@ def load_suite(path: Path, available: Iterable[str] = ()) -> SuiteSpec:
     return SuiteSpec(name, batch, tuple(kept), tuple(skipped), meta, path)
 
 
-def load_suites(directory: Path | None = None, available: Iterable[str] = ()) -> list[SuiteSpec]:
-    """Every generation suite, in :data:`SUITE_FILES` order."""
+def load_suites(
+    directory: Path | None = None, available: Iterable[str] = (), layout: str = "vnodes"
+) -> list[SuiteSpec]:
+    """Every generation suite for ``layout``, in :data:`SUITE_FILES` order."""
     base = directory or expectations_dir()
     have = tuple(available)
-    return [load_suite(base / name, have) for name in SUITE_FILES]
+    return [load_suite(base / name, have, layout) for name in SUITE_FILES]
