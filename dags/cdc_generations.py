@@ -31,8 +31,6 @@ from datetime import timedelta
 import pendulum
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk import (
-    Asset,
-    AssetAlias,
     CronDataIntervalTimetable,
     Param,
     dag,
@@ -41,24 +39,12 @@ from airflow.sdk import (
 )
 
 from cdcgen.airflow import steps
+from cdcgen.airflow.assets import PUBLICATIONS, published_generations
 from cdcgen.airflow.connections import SOURCE_CONN_ID, SPARK_CONN_ID
 from cdcgen.airflow.sensors import GenerationStartedSensor
-from cdcgen.config import PipelineConfig
-from cdcgen.pipeline.generations import (
-    EXTRACT_APPLICATION,
-    SPARK_CONF,
-    expected_asset_uri,
-    spark_env,
-)
+from cdcgen.pipeline.generations import EXTRACT_APPLICATION, SPARK_CONF, spark_env
 
-_settings = PipelineConfig.from_env()  # environment only: no I/O at parse time
-PUBLISHED = Asset(
-    name=f"{_settings.target_keyspace}.cdc_generation_timestamps",
-    uri=expected_asset_uri(_settings),
-    group="cdc",
-)
-# A task emits one event per Asset outlet; through an alias, one per published generation.
-PUBLICATIONS = AssetAlias(name="cdc_published_generations", group="cdc")
+PUBLISHED = published_generations()  # environment only: no I/O at parse time
 
 
 @dag(

@@ -44,7 +44,22 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--target-keyspace", default=None)
     parser.add_argument("--source-mode", default=None)
     parser.add_argument("--source-keyspace-prefix", default=None)
+    parser.add_argument(
+        "--output", type=Path, default=None, help="also write the run's JSON to this file"
+    )
     return parser.parse_args(argv)
+
+
+def _write(path: Path | None, output: dict[str, Any]) -> None:
+    """The result file the DAG's summary reads; written whole (rename), success or not."""
+    text = json.dumps(output, indent=1, default=str)
+    print(text)
+    if path is None:
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(f".{path.name}.partial")
+    partial.write_text(text + "\n", encoding="utf-8")
+    partial.replace(path)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -70,6 +85,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.source_mode is not None:
         overrides["source_mode"] = SourceMode(args.source_mode)
     config = PipelineConfig.from_env().with_overrides(**overrides)
+    failed: dict[str, Any] = {"table": args.table, "mode": args.mode, "run_id": args.run_id}
+    if args.output is not None:
+        args.output.unlink(missing_ok=True)  # a re-run's result replaces the last one's
     try:
         output = run_changes(
             config,
@@ -82,14 +100,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     except ChangesInvalid as exc:
         print(exc, file=sys.stderr)
+        _write(args.output, {**failed, **(exc.output or {}), "error": str(exc)})
         return EXIT_CHECKS_FAILED
     except DataExpired as exc:
         print(exc, file=sys.stderr)
+        status = "data expired: re-bootstrap needed"
+        _write(args.output, {**failed, "status": status, "error": str(exc)})
         return EXIT_DATA_EXPIRED
     except TransientReadError as exc:
         print(exc, file=sys.stderr)
+        _write(args.output, {**failed, "status": "transient read error", "error": str(exc)})
         return EXIT_TRANSIENT
-    print(json.dumps(output, indent=1, default=str))
+    _write(args.output, output)
     return 0
 
 

@@ -62,6 +62,33 @@ class PipelineConfig:
     def with_overrides(self, **changes: Any) -> PipelineConfig:
         return replace(self, **changes)
 
+    def to_env(self) -> dict[str, str]:
+        """The ``CDCGEN_*`` variables :meth:`from_env` turns back into this configuration.
+
+        How a task hands its whole configuration (connection and run Params applied) to
+        a process it starts, such as a spark-submit job, without a flag per setting.
+        ``extra`` is not included: it holds adapter options the caller passes itself.
+        """
+
+        def secs(value: timedelta) -> str:
+            return repr(value.total_seconds())
+
+        return {
+            "CDCGEN_CONTACT_POINTS": ",".join(self.contact_points),
+            "CDCGEN_PORT": str(self.port),
+            "CDCGEN_SOURCE_MODE": str(self.source_mode),
+            "CDCGEN_SOURCE_KEYSPACE_PREFIX": self.source_keyspace_prefix,
+            "CDCGEN_CLOCK_SOURCE": self.clock_source,
+            "CDCGEN_TARGET_KEYSPACE": self.target_keyspace,
+            "CDCGEN_LAKE_PATH": str(self.lake_path),
+            "CDCGEN_REPORT_DIR": str(self.report_dir),
+            "CDCGEN_RING_DELAY_SECONDS": secs(self.ring_delay),
+            "CDCGEN_LEEWAY_SECONDS": secs(self.generation_leeway),
+            "CDCGEN_CONFIDENCE_WINDOW_SECONDS": secs(self.confidence_window),
+            "CDCGEN_CLOCK_WAIT_TIMEOUT_SECONDS": secs(self.clock_wait_timeout),
+            "CDCGEN_PUBLISH_CONCURRENCY": str(self.publish_concurrency),
+        }
+
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> PipelineConfig:
         env = os.environ if env is None else env

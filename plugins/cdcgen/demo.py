@@ -3,16 +3,21 @@
 1. start the local Cassandra (``cdcgen sandbox up``; reused if running);
 2. prepare the Airflow home ``var/airflow``;
 3. emulate a raft-mode ScyllaDB cluster under the ``demo_`` keyspace prefix
-   (reset first): nodes join one after another, each join commits a generation;
+   (reset first): nodes join one after another, each join commits a generation,
+   while a workload writes to the CDC table ``demo_shop.orders`` across them;
 4. run ``airflow dags test cdc_generations``: detect, wait for the node clocks
    (deferred to a trigger), extract with Spark, validate with Great Expectations,
    publish to ``demo_system_distributed``;
-5. read the published tables back and compare them with the source.
+5. read the published tables back and compare them with the source;
+6. run ``airflow dags test cdc_changes``: wait until the window is closed on every
+   node, extract every change stream by stream into the lake, check the rows (GX),
+   then count the lake against the source's log table.
 
 It prints what happens and, as its **last line**, one JSON object with
-``generations_published``, ``streams_published``, ``validation`` and ``report``
-(an ``index.html``).  When a part of the pipeline is missing or a step fails, it
-says which and exits non-zero instead of printing numbers it did not measure.
+``generations_published``, ``streams_published``, ``validation``, ``report`` (an
+``index.html``), ``changes_rows`` and ``colocation``.  When a part of the pipeline
+is missing or a step fails, it says which and exits non-zero instead of printing
+numbers it did not measure.
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ import re
 import shutil
 import sys
 import time
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +37,10 @@ from cdcgen.ports import SourceMode
 
 PREFIX = "demo_"
 NODES = 3
+SHOP = f"{PREFIX}shop"
+TABLE = f"{SHOP}.orders"
+#: The demo's confidence window: short, so the demo does not sit idle for the default 30 s.
+CONFIDENCE_SECONDS = 3
 RING_DELAY = timedelta(seconds=1)
 DEMO_DIR = REPO_ROOT / "var" / "demo"
 
@@ -78,20 +87,31 @@ def prepare_home() -> Path:
     return home
 
 
-def emulate_cluster(config: PipelineConfig) -> list[dict[str, Any]]:
-    """A fresh raft-mode cluster: NODES joins, so NODES generations."""
+def emulate_cluster(config: PipelineConfig) -> tuple[list[dict[str, Any]], int]:
+    """A fresh raft-mode cluster: NODES joins (so NODES generations), with a workload on
+    ``demo_shop.orders`` that runs until a few seconds after the last generation starts.
+    Returns the generations and the number of writes."""
     from cdcgen.adapters.cql import client_for
-    from cdcgen.sandbox.emulator import SandboxCluster
+    from cdcgen.sandbox.emulator import (
+        SandboxCluster,
+        WorkloadSpec,
+        create_cdc_table,
+        orders_table,
+        run_workload,
+    )
     from cdcgen.sandbox.emulator.schema_setup import drop_keyspaces
 
     joined = []
     shutil.rmtree(config.lake_path, ignore_errors=True)
     with client_for(config) as client:
         drop_keyspaces(client, config.source_schema)
+        client.session.execute(f"DROP KEYSPACE IF EXISTS {SHOP}", timeout=120)
         cluster = SandboxCluster.from_config(client, config)
+        last = None
         for seed in range(NODES):
             result = cluster.join_node(SourceMode.RAFT, seed=seed)
             assert result.generation is not None and result.description is not None
+            last = result.generation.timestamp
             joined.append(
                 {
                     "node": result.node.name,
@@ -103,7 +123,16 @@ def emulate_cluster(config: PipelineConfig) -> list[dict[str, Any]]:
                 f"      {result.node.name} joined: generation {joined[-1]['generation']} "
                 f"({joined[-1]['streams']} streams)"
             )
-    return joined
+            if seed == 0:
+                create_cdc_table(cluster, orders_table(SHOP))
+                say(f"      CDC table {TABLE} created")
+        assert last is not None
+        duration = max(last - datetime.now(UTC), timedelta(0)) + timedelta(seconds=3)
+        report = run_workload(
+            cluster, WorkloadSpec(keyspace=SHOP, rate=100, duration=duration, keys=200, seed=1)
+        )
+        say(f"      workload: {report.writes} writes to {TABLE} over {duration.seconds} s")
+    return joined, report.writes
 
 
 _TASK_START = re.compile(r"\[DAG TEST\] starting task_id=(\S+) map_index=(-?\d+)")
@@ -119,9 +148,15 @@ def progress(line: str) -> None:
         say("      a node's clock is not past T + leeway yet: waiting in the trigger")
 
 
-def run_dag(config: PipelineConfig, home: Path) -> dict[str, Any]:
+def run_dag(
+    config: PipelineConfig,
+    home: Path,
+    dag_id: str = "cdc_generations",
+    conf: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     from cdcgen.airflow.connections import source_connection
     from cdcgen.airflow.local_run import dags_test, latest_summary
+    from cdcgen.pipeline.changes import SUMMARIES_DIR as CHANGES_SUMMARIES
 
     source = source_connection(
         config.contact_points,
@@ -131,6 +166,7 @@ def run_dag(config: PipelineConfig, home: Path) -> dict[str, Any]:
             "source_keyspace_prefix": config.source_keyspace_prefix,
             "clock_source": config.clock_source,
             "ring_delay_seconds": config.ring_delay.total_seconds(),
+            "confidence_window_seconds": CONFIDENCE_SECONDS,
         },
     )
     env = {
@@ -138,15 +174,16 @@ def run_dag(config: PipelineConfig, home: Path) -> dict[str, Any]:
         "CDCGEN_LAKE_PATH": str(config.lake_path),
         "CDCGEN_REPORT_DIR": str(config.report_dir),
     }
-    log = DEMO_DIR / "airflow-dags-test.log"
+    log = DEMO_DIR / f"airflow-dags-test-{dag_id}.log"
     run = dags_test(
-        "cdc_generations", home=home, source=source, env=env, log_path=log, on_line=progress
+        dag_id, home=home, source=source, env=env, conf=conf, log_path=log, on_line=progress
     )
     say(
         f"      exit status {run.returncode} after {run.seconds} s; the sensor deferred "
         f"{run.deferred_inline()} time(s) to its trigger; full log: {log}"
     )
-    summary = latest_summary(config.report_dir, since=run.started_at)
+    folder = config.report_dir / CHANGES_SUMMARIES if dag_id == "cdc_changes" else None
+    summary = latest_summary(config.report_dir, since=run.started_at, folder=folder)
     if not run.succeeded or summary is None:
         say(run.tail(40))
         raise DemoFailed(f"the DAG run failed (exit {run.returncode}); see {log}")
@@ -164,6 +201,27 @@ def read_back(config: PipelineConfig) -> dict[str, Any]:
             "published tables differ from the source: " + "; ".join(comparison["mismatches"])
         )
     return comparison
+
+
+def count_changes(config: PipelineConfig) -> dict[str, int]:
+    """The lake's rows of the demo table against the source log table's (a full scan,
+    which only a check like this one may do: the pipeline reads stream by stream)."""
+    import pyarrow.dataset as ds
+
+    from cdcgen.adapters.cql import client_for
+
+    with client_for(config) as client:
+        source = sum(
+            1
+            for _ in client.session.execute(
+                f'SELECT "cdc$stream_id" FROM {TABLE}_scylla_cdc_log', timeout=60
+            )
+        )
+    root = Path(config.lake_path) / "changes" / TABLE
+    lake = ds.dataset(root, format="parquet").count_rows() if root.exists() else 0
+    if lake != source:
+        raise DemoFailed(f"the lake holds {lake} changes of {TABLE}, the source {source}")
+    return {"source": source, "lake": lake}
 
 
 def report_index(config: PipelineConfig, summary: dict[str, Any]) -> str | None:
@@ -190,13 +248,17 @@ def main() -> int:
         "streams_published": 0,
         "validation": "not run",
         "report": None,
+        "changes_rows": 0,
+        "colocation": "not run",
     }
     steps = [
-        "1/5 Cassandra sandbox (cdcgen sandbox up)",
-        "2/5 Airflow home",
-        f"3/5 emulating a raft-mode ScyllaDB cluster (prefix {PREFIX}, {NODES} nodes)",
-        "4/5 airflow dags test cdc_generations",
-        f"5/5 reading {config.target_keyspace} back and comparing with the source",
+        "1/6 Cassandra sandbox (cdcgen sandbox up)",
+        "2/6 Airflow home",
+        f"3/6 emulating a raft-mode ScyllaDB cluster (prefix {PREFIX}, {NODES} nodes), "
+        "with a workload",
+        "4/6 airflow dags test cdc_generations",
+        f"5/6 reading {config.target_keyspace} back and comparing with the source",
+        f"6/6 airflow dags test cdc_changes ({TABLE}), then the lake against the source",
     ]
     try:
         say(steps[0])
@@ -204,11 +266,14 @@ def main() -> int:
         say(steps[1])
         home = prepare_home()
         say(steps[2])
-        joined = emulate_cluster(config)
+        joined, writes = emulate_cluster(config)
         say(steps[3])
         summary = run_dag(config, home)
         say(steps[4])
         comparison = read_back(config)
+        say(steps[5])
+        changes = run_dag(config, home, "cdc_changes", conf={"tables": TABLE})
+        counted = count_changes(config)
     except ModuleNotFoundError as exc:
         if not (exc.name or "").startswith("cdcgen"):
             raise
@@ -230,6 +295,12 @@ def main() -> int:
         data_docs=summary.get("reports", []),
         generations_matching_source=comparison["matching"],
         sensor_deferrals=summary["deferrals"],
+        changes_rows=changes["changes_rows"],
+        colocation=changes["colocation"],
+        row_checks=changes["checks"],
+        changes_matching_source=counted["lake"] == counted["source"],
+        watermark=changes["watermarks"].get(TABLE),
+        workload_writes=writes,
         target_keyspace=config.target_keyspace,
         lake=str(config.lake_path),
         seconds=round(time.monotonic() - began, 1),
@@ -240,11 +311,16 @@ def main() -> int:
     say(f"({streams} streams) to {config.target_keyspace}, oldest first.")
     say(f"Validation: {summary['validation']}. Read back: {comparison['matching']} of")
     say(f"{comparison['published']} published generations match the source exactly.")
+    say(f"Changes: {changes['changes_rows']} rows of {TABLE} in the lake (the source's log")
+    say(f"table holds {counted['source']}); colocation {changes['colocation']}, row checks")
+    say(f"{changes['checks']}; watermark {result['watermark']}.")
     say(f"Report: {result['report']}")
     ok = (
         summary["validation"] == "passed"
         and summary["generations_published"] == len(joined)
         and comparison["matching"] == len(joined)
+        and changes["colocation"] == "passed"
+        and changes["changes_rows"] == counted["source"] > 0
     )
     result["status"] = "ok" if ok else "unexpected"
     print(json.dumps(result))

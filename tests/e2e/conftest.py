@@ -9,15 +9,18 @@ subprocesses against copies of a migrated home, so each run has its own SQLite D
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from dag_scenarios import LOGS, RING_DELAY, Scenario
 
 from cdcgen.airflow.home import clone_home, migrate, write_config
-from cdcgen.config import REPO_ROOT
+from cdcgen.config import REPO_ROOT, PipelineConfig
+from cdcgen.ports import SourceMode
 
 #: A pristine home: migrated once, never run in (var/airflow is the developer's and the
 #: demo's, with their runs and Asset events); each test runs in a copy of it.
@@ -48,3 +51,48 @@ def airflow_template_home() -> Path:
 def airflow_home(airflow_template_home: Path, tmp_path: Path) -> Iterator[Path]:
     """A private copy of the migrated home: runs in one test cannot see another's."""
     yield clone_home(airflow_template_home, tmp_path / "airflow")
+
+
+@pytest.fixture
+def cassandra_points(request: pytest.FixtureRequest) -> tuple[tuple[str, ...], int]:
+    """The sandbox's contact points, or ``$CDCGEN_E2E_CONTACT_POINTS`` (host[,host]) if set.
+
+    The override lets a developer point these slow tests at a private Cassandra while
+    other test sessions stop and start the shared sandbox.
+    """
+    override = os.environ.get("CDCGEN_E2E_CONTACT_POINTS")
+    if override:
+        return tuple(p.strip() for p in override.split(",") if p.strip()), 9042
+    handle = request.getfixturevalue("cassandra_single")
+    return tuple(handle.contact_points), handle.port
+
+
+@pytest.fixture
+def scenario(
+    cassandra_points: tuple[tuple[str, ...], int], airflow_home: Path, tmp_path: Path
+) -> Callable[[str, SourceMode], Scenario]:
+    """Factory: a fresh emulated cluster under prefix ``e2e_<name>_`` (dropped first)."""
+    contact_points, port = cassandra_points
+
+    def make(name: str, mode: SourceMode) -> Scenario:
+        from cdcgen.adapters.cql import client_for
+        from cdcgen.sandbox.emulator.schema_setup import drop_keyspaces
+
+        prefix = f"e2e_{name}_"
+        config = PipelineConfig(
+            contact_points=contact_points,
+            port=port,
+            source_mode=mode,
+            source_keyspace_prefix=prefix,
+            clock_source="sandbox",
+            target_keyspace=f"{prefix}system_distributed",
+            lake_path=tmp_path / "lake",
+            report_dir=tmp_path / "reports",
+            ring_delay=RING_DELAY,
+        )
+        with client_for(config) as client:
+            drop_keyspaces(client, config.source_schema)
+        shutil.rmtree(LOGS / name, ignore_errors=True)
+        return Scenario(name, config, airflow_home)
+
+    return make

@@ -118,6 +118,34 @@ def test_one_mapped_group_per_generation(cdc_dag: Any) -> None:
     assert [type(o).__name__ for o in cdc_dag.get_task("publish").outlets] == ["AssetAlias"]
 
 
+def test_changes_dag_runs_on_time_and_on_published_generations() -> None:
+    from airflow.dag_processing.dagbag import DagBag
+    from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+    from airflow.sdk import AssetOrTimeSchedule, CronDataIntervalTimetable
+
+    from cdcgen.airflow.assets import published_generations
+    from cdcgen.airflow.sensors import WindowClosedSensor
+
+    bag = DagBag(dag_folder=str(REPO_ROOT / "dags" / "cdc_changes.py"))
+    assert bag.import_errors == {}
+    dag = bag.dags["cdc_changes"]
+    schedule = dag.timetable
+    assert isinstance(schedule, AssetOrTimeSchedule)
+    assert isinstance(schedule.timetable, CronDataIntervalTimetable)
+    assert [a.uri for a in schedule.asset_condition.objects] == [published_generations().uri]
+    assert dag.max_active_runs == 1 and set(dag.params) == {"tables", "lake_path"}
+    wait, extract = dag.get_task("table.wait"), dag.get_task("table.extract")
+    assert isinstance(wait, WindowClosedSensor) and wait.deferrable
+    assert isinstance(extract, SparkSubmitOperator)
+    assert Path(extract.application).name == "extract_changes.py"
+    assert extract.retries == 0  # a retry would not re-check rows already checkpointed
+    chain = ["plan", "table.wait", "table.extract", "summarize"]
+    for upstream, downstream in itertools.pairwise(chain):
+        assert downstream in dag.get_task(upstream).downstream_task_ids
+    assert dag.get_task("summarize").trigger_rule == "all_done"
+    assert all(task.doc_md for task in dag.tasks), [t.task_id for t in dag.tasks if not t.doc_md]
+
+
 # --- trigger and sensor --------------------------------------------------------------
 
 TS_MS = 1_790_000_000_000

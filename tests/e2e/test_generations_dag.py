@@ -17,21 +17,15 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
-import sqlite3
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
 
 import pytest
+from dag_scenarios import Scenario, assert_ok
 
-from cdcgen.airflow.connections import source_connection
-from cdcgen.airflow.local_run import DagTestRun, dags_test, latest_summary
-from cdcgen.config import REPO_ROOT, PipelineConfig
 from cdcgen.ports import SourceMode
 
 pytestmark = [
@@ -44,145 +38,6 @@ pytestmark = [
         reason="set CDCGEN_E2E=1 to run the `airflow dags test` scenarios",
     ),
 ]
-
-RING_DELAY = timedelta(seconds=1)
-LOGS = REPO_ROOT / "var" / "e2e-logs"
-
-
-@dataclass
-class Scenario:
-    """One emulated cluster, one Airflow home, one lake and report directory."""
-
-    name: str
-    config: PipelineConfig
-    home: Path
-    runs: list[DagTestRun] = field(default_factory=list)
-
-    def client(self) -> Any:
-        from cdcgen.adapters.cql import client_for
-
-        return client_for(self.config)
-
-    def cluster(self, client: Any) -> Any:
-        from cdcgen.sandbox.emulator import SandboxCluster
-
-        return SandboxCluster.from_config(client, self.config)
-
-    def run(
-        self,
-        conf: dict[str, Any] | None = None,
-        extra: dict[str, Any] | None = None,
-        on_line: Callable[[str], None] | None = None,
-    ) -> tuple[DagTestRun, dict[str, Any]]:
-        """``airflow dags test cdc_generations``; returns the run and its summary."""
-        return self.run_dag("cdc_generations", conf, extra, on_line)
-
-    def run_dag(
-        self,
-        dag_id: str,
-        conf: dict[str, Any] | None = None,
-        extra: dict[str, Any] | None = None,
-        on_line: Callable[[str], None] | None = None,
-    ) -> tuple[DagTestRun, dict[str, Any]]:
-        c = self.config
-        source = source_connection(
-            c.contact_points,
-            c.port,
-            {
-                "source_mode": str(c.source_mode),
-                "source_keyspace_prefix": c.source_keyspace_prefix,
-                "clock_source": "sandbox",
-                "ring_delay_seconds": RING_DELAY.total_seconds(),
-                "clock_wait_timeout_seconds": 300,
-                **(extra or {}),
-            },
-        )
-        env = {
-            "CDCGEN_TARGET_KEYSPACE": c.target_keyspace,
-            "CDCGEN_LAKE_PATH": str(c.lake_path),
-            "CDCGEN_REPORT_DIR": str(c.report_dir),
-        }
-        # Kept outside tmp_path (which pytest rotates away): var/e2e-logs/<scenario>/.
-        log = LOGS / self.name / f"{dag_id}-{len(self.runs) + 1}.log"
-        run = dags_test(
-            dag_id,
-            home=self.home,
-            source=source,
-            env=env,
-            conf=conf,
-            log_path=log,
-            on_line=on_line,
-        )
-        self.runs.append(run)
-        summary = latest_summary(c.report_dir, since=run.started_at) or {}
-        return run, summary
-
-    def compare(self) -> dict[str, Any]:
-        from cdcgen.pipeline.readback import compare_with_source
-
-        return compare_with_source(self.config)
-
-    def asset_events(self) -> list[str]:
-        """``extra`` of every event of this scenario's published-generations Asset."""
-        from cdcgen.pipeline.generations import expected_asset_uri
-
-        with sqlite3.connect(self.home / "airflow.db") as db:
-            rows = db.execute(
-                "SELECT e.extra FROM asset_event e JOIN asset a ON a.id = e.asset_id "
-                "WHERE a.uri = ?",
-                (expected_asset_uri(self.config),),
-            )
-            return [row[0] for row in rows]
-
-
-@pytest.fixture
-def cassandra_points(request: pytest.FixtureRequest) -> tuple[tuple[str, ...], int]:
-    """The sandbox's contact points, or ``$CDCGEN_E2E_CONTACT_POINTS`` (host[,host]) if set.
-
-    The override lets a developer point these slow tests at a private Cassandra while
-    other test sessions stop and start the shared sandbox.
-    """
-    override = os.environ.get("CDCGEN_E2E_CONTACT_POINTS")
-    if override:
-        return tuple(p.strip() for p in override.split(",") if p.strip()), 9042
-    handle = request.getfixturevalue("cassandra_single")
-    return tuple(handle.contact_points), handle.port
-
-
-@pytest.fixture
-def scenario(
-    cassandra_points: tuple[tuple[str, ...], int], airflow_home: Path, tmp_path: Path
-) -> Callable[[str, SourceMode], Scenario]:
-    """Factory: a fresh emulated cluster under prefix ``e2e_<name>_`` (dropped first)."""
-    contact_points, port = cassandra_points
-
-    def make(name: str, mode: SourceMode) -> Scenario:
-        from cdcgen.adapters.cql import client_for
-        from cdcgen.sandbox.emulator.schema_setup import drop_keyspaces
-
-        prefix = f"e2e_{name}_"
-        config = PipelineConfig(
-            contact_points=contact_points,
-            port=port,
-            source_mode=mode,
-            source_keyspace_prefix=prefix,
-            clock_source="sandbox",
-            target_keyspace=f"{prefix}system_distributed",
-            lake_path=tmp_path / "lake",
-            report_dir=tmp_path / "reports",
-            ring_delay=RING_DELAY,
-        )
-        with client_for(config) as client:
-            drop_keyspaces(client, config.source_schema)
-        shutil.rmtree(LOGS / name, ignore_errors=True)
-        return Scenario(name, config, airflow_home)
-
-    return make
-
-
-def assert_ok(run: DagTestRun) -> None:
-    assert run.succeeded, f"airflow dags test failed ({run.returncode}):\n{run.tail(80)}"
-
 
 # --- the scenarios --------------------------------------------------------------------
 

@@ -31,6 +31,7 @@ EXTRA_SETTINGS: dict[str, str] = {
     "clock_source": "CLOCK_SOURCE",
     "ring_delay_seconds": "RING_DELAY_SECONDS",
     "leeway_seconds": "LEEWAY_SECONDS",
+    "confidence_window_seconds": "CONFIDENCE_WINDOW_SECONDS",
     "clock_wait_timeout_seconds": "CLOCK_WAIT_TIMEOUT_SECONDS",
 }
 #: Connection extras passed through as ``PipelineConfig.extra`` (adapter-specific options).

@@ -46,13 +46,18 @@ class DagTestRun:
         return "\n".join(self.output.splitlines()[-lines:])
 
 
-def latest_summary(report_dir: Path, since: float = 0.0) -> dict[str, Any] | None:
+def latest_summary(
+    report_dir: Path, since: float = 0.0, folder: Path | None = None
+) -> dict[str, Any] | None:
     """The newest run summary written at or after ``since`` (``time.time()``), if any.
+
+    ``folder``: where the DAG writes its summaries; default the generations DAG's
+    ``<report_dir>/summaries`` (the changes DAG's are in ``summaries/changes``).
 
     ``airflow dags test`` names its run after the moment it starts, so the caller
     cannot know the run id in advance; the summary task writes one file per run.
     """
-    folder = Path(report_dir) / SUMMARIES_DIR
+    folder = folder or Path(report_dir) / SUMMARIES_DIR
     files = [p for p in folder.glob("*.json") if p.stat().st_mtime >= since - 1]
     if not files:
         return None

@@ -80,8 +80,15 @@ class GenerationStartedSensor(BaseSensorOperator):
     def _config(self) -> PipelineConfig:
         return CdcSourceHook(self.cdc_conn_id).get_config()
 
+    #: Named in the timeout message; ``None``: "generation <timestamp>".
+    subject: str | None = None
+
+    def _margin(self, config: PipelineConfig) -> timedelta:
+        """How far past the timestamp every clock must be."""
+        return config.generation_leeway
+
     def _check(self, config: PipelineConfig) -> ClockCheck:
-        target = from_millis(generation_ts_ms(self.generation)) + config.generation_leeway
+        target = from_millis(generation_ts_ms(self.generation)) + self._margin(config)
         return ClockCheck(target, tuple(read_clocks_once(config)))
 
     def execute(self, context: Context) -> Any:
@@ -107,9 +114,10 @@ class GenerationStartedSensor(BaseSensorOperator):
             trigger=GenerationStartedTrigger(
                 generation_ts_ms=ts_ms,
                 source=clock_settings(config),
-                leeway_seconds=config.generation_leeway.total_seconds(),
+                leeway_seconds=self._margin(config).total_seconds(),
                 timeout_seconds=timeout.total_seconds(),
                 poll_interval=self.clock_poll_interval,
+                subject=self.subject,
             ),
             method_name="execute_complete",
             timeout=timeout + _DEFER_MARGIN,
@@ -130,3 +138,18 @@ class GenerationStartedSensor(BaseSensorOperator):
         if not check.ready:
             self.log.info("not yet: %s", check.describe())
         return check.ready
+
+
+class WindowClosedSensor(GenerationStartedSensor):
+    """Succeeds once every node's clock is past a window end + leeway + confidence window.
+
+    The changes DAG's wait: a log row may carry a write time up to a node's clock skew
+    in the past, so a window ``[start, end)`` is complete only when no node can still
+    write below ``end``. ``generation`` is the window end (a record with
+    ``timestamp_ms`` or milliseconds), the same deferral and messages as a generation's.
+    """
+
+    subject = "changes window end"
+
+    def _margin(self, config: PipelineConfig) -> timedelta:
+        return config.generation_leeway + config.confidence_window

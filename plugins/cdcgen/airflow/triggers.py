@@ -140,6 +140,7 @@ async def wait_until_started(
     log: Callable[[str], None] = lambda _msg: None,
     monotonic: Callable[[], float] = time.monotonic,
     is_transient: Callable[[BaseException], bool] | None = None,
+    subject: str | None = None,
 ) -> dict[str, Any]:
     """Poll ``read_clocks`` until every node's clock >= T + leeway; return the event payload.
 
@@ -185,8 +186,9 @@ async def wait_until_started(
                 "target": target.isoformat(),
                 "lagging": last.lagging_json() if last else [],
                 "message": (
-                    f"generation {from_millis(generation_ts_ms).isoformat()} has not started "
-                    f"on every node after {timeout.total_seconds():g} s (needs every clock past "
+                    f"{subject or 'generation ' + from_millis(generation_ts_ms).isoformat()} "
+                    f"has not started on every node after {timeout.total_seconds():g} s "
+                    "(needs every clock past "
                     f"{target.isoformat()}): {why}"
                 ),
             }
@@ -206,7 +208,11 @@ async def wait_until_started(
 
 
 class GenerationStartedTrigger(BaseTrigger):
-    """Fires once every node's clock is past ``generation_ts_ms + leeway`` (or on timeout)."""
+    """Fires once every node's clock is past ``generation_ts_ms + leeway`` (or on timeout).
+
+    ``subject`` names what is waited for in the timeout message (default: the generation);
+    the changes DAG waits for a window end the same way, with a larger ``leeway``.
+    """
 
     def __init__(
         self,
@@ -216,8 +222,10 @@ class GenerationStartedTrigger(BaseTrigger):
         leeway_seconds: float,
         timeout_seconds: float,
         poll_interval: float = 1.0,
+        subject: str | None = None,
     ) -> None:
         super().__init__()
+        self.subject = subject
         self.generation_ts_ms = int(generation_ts_ms)
         self.source = dict(source)
         self.leeway_seconds = float(leeway_seconds)
@@ -233,6 +241,7 @@ class GenerationStartedTrigger(BaseTrigger):
                 "leeway_seconds": self.leeway_seconds,
                 "timeout_seconds": self.timeout_seconds,
                 "poll_interval": self.poll_interval,
+                "subject": self.subject,
             },
         )
 
@@ -251,6 +260,7 @@ class GenerationStartedTrigger(BaseTrigger):
                 timeout=timedelta(seconds=self.timeout_seconds),
                 poll_interval=self.poll_interval,
                 log=self.log.info,
+                subject=self.subject,
             )
         finally:
             await asyncio.shield(asyncio.to_thread(session.close))

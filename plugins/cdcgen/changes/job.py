@@ -24,6 +24,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+#: Offending rows per check carried in the run's JSON (the report pages list them all).
+SAMPLES_IN_OUTPUT = 5
+
 
 def window_close_time(config: PipelineConfig, interval_end: datetime) -> datetime:
     """Every node's clock must be at or past this before ``interval_end`` can be read."""
@@ -55,7 +58,7 @@ def run_changes(
     from cdcgen.changes.generations import load_generations
     from cdcgen.changes.log_table import describe_log_table
     from cdcgen.changes.report import record_changes_run
-    from cdcgen.changes.row_checks import validate_extraction
+    from cdcgen.changes.row_checks import ChangesInvalid, validate_extraction
 
     settings = settings or ChangesSettings.from_env()
     session = spark or changes_spark_session()
@@ -86,11 +89,26 @@ def run_changes(
                 "passed": checks.passed,
                 "summary": checks.summary,
                 "data_docs": str(checks.report_index),
+                "checks": [
+                    {
+                        "check": c.check,
+                        "passed": c.passed,
+                        "observed": c.observed,
+                        "samples": [dict(row) for row in c.samples[:SAMPLES_IN_OUTPUT]],
+                    }
+                    for c in checks.checks
+                ],
+                "failed": [c.describe() for c in checks.failures],
             }
         page = record_changes_run(config.report_dir, result, checks, dag_id=dag_id)
         output["report"] = str(page)
-        if checks is not None:
-            checks.raise_if_failed()
+        if checks is not None and checks.page is not None:
+            output["checks"]["page"] = str(checks.page)
+        output["status"] = "done" if checks is None or checks.passed else "row checks failed"
+        if checks is not None and not checks.passed:
+            failure = ChangesInvalid(checks)
+            failure.output = output  # what was written and why it failed, for the caller
+            raise failure
         return output
     finally:
         client.close()

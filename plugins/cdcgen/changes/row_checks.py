@@ -55,6 +55,8 @@ class ChangesInvalid(Exception):
     def __init__(self, result: RowCheckResult) -> None:
         super().__init__(result.summary)
         self.result = result
+        #: The run's JSON (rows written, windows, checks) when raised by ``run_changes``.
+        self.output: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,115 @@
+"""
+### CDC changes: every change of every CDC table, complete and in order, in the lake
+
+Runs on a schedule and whenever `cdc_generations` publishes a generation (its
+Asset). For each CDC table (a mapped task group):
+
+1. **wait** until every node's clock is past the window end + leeway + the
+   confidence window (deferrable: the triggerer waits, not a worker), so no node
+   can still write a change inside the window;
+2. **extract** with Spark: one query per stream and window, spread over Spark tasks
+   by the replica owning each stream, into Parquet partitioned by date and
+   generation; per-stream checkpoints and the table's consistency watermark in the
+   target keyspace; then the row checks (colocation, windows, batches,
+   duplicates, counts) with Great Expectations.
+
+Then **summarize** every table (rows, watermark, checks; one JSON file per run) and
+fail the run naming any table not extracted or whose checks failed.
+
+Scheduled and manual runs are incremental (each stream from its checkpoint); a
+**backfill** (Airflow UI or `airflow backfill create`) re-reads its data
+intervals and replaces exactly their output, while the log still holds them.
+A failed extraction is not retried: its checkpoints stand, the next run resumes
+from them, and a retry would not re-check rows already checkpointed.
+
+Logic lives in the `cdcgen` package (`cdcgen.pipeline.changes`,
+`cdcgen.changes`); this file only wires it.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pendulum
+from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+from airflow.sdk import AssetOrTimeSchedule, CronDataIntervalTimetable, Param, dag, task, task_group
+
+from cdcgen.airflow import steps
+from cdcgen.airflow.assets import published_generations
+from cdcgen.airflow.connections import SOURCE_CONN_ID, SPARK_CONN_ID
+from cdcgen.airflow.sensors import WindowClosedSensor
+from cdcgen.pipeline.changes import CHANGES_APPLICATION
+from cdcgen.pipeline.generations import SPARK_CONF
+
+
+@dag(
+    dag_id="cdc_changes",
+    schedule=AssetOrTimeSchedule(
+        timetable=CronDataIntervalTimetable("*/15 * * * *", timezone="UTC"),
+        assets=[published_generations()],
+    ),
+    start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
+    catchup=False,
+    max_active_runs=1,  # checkpoints are per stream: one run at a time per table
+    dagrun_timeout=timedelta(hours=4),
+    tags=["cdc", "scylladb", "changes"],
+    doc_md=__doc__,
+    default_args={"retries": 0, "retry_delay": timedelta(seconds=30)},
+    params={
+        "tables": Param(
+            "",
+            type="string",
+            title="Tables",
+            description="keyspace.table[,...]; empty: the connection's cdc_tables, else every "
+            "CDC-enabled table.",
+        ),
+        "lake_path": Param(
+            "",
+            type="string",
+            title="Lake path",
+            description="Where the changes go; empty: CDCGEN_LAKE_PATH or lake/.",
+        ),
+    },
+)
+def cdc_changes() -> None:
+    @task(
+        doc_md="The tables this run extracts, its interval and mode, and each Spark job.",
+        retries=2,  # the cluster may be briefly unreachable; planning reads only
+    )
+    def plan(params=None, dag_run=None, data_interval_start=None, data_interval_end=None):
+        return steps.changes_plan(params, dag_run, data_interval_start, data_interval_end)
+
+    @task_group(group_id="table")
+    def per_table(table, window_end, spark_args, env_vars):
+        wait = WindowClosedSensor(
+            task_id="wait",
+            generation=window_end,
+            cdc_conn_id=SOURCE_CONN_ID,
+            deferrable=True,
+            doc_md="Every node's clock past the window end + leeway + confidence window.",
+        )
+        extract = SparkSubmitOperator(
+            task_id="extract",
+            conn_id=SPARK_CONN_ID,
+            application=str(CHANGES_APPLICATION),
+            application_args=spark_args,
+            conf=SPARK_CONF,
+            env_vars=env_vars,
+            name="cdcgen-extract-changes",
+            doc_md="Spark: the table's closed windows, stream by stream, into the lake; "
+            "checkpoints, watermark, row checks (exit 2: checks failed, 3: data expired).",
+        )
+        wait >> extract
+
+    @task(
+        trigger_rule="all_done",
+        doc_md="Rows, watermark and checks per table (also a JSON file); fails on any problem.",
+    )
+    def summarize(planned, params=None, run_id=None):
+        return steps.changes_summarize(params, run_id, planned)
+
+    planned = plan()
+    per_table.expand_kwargs(planned) >> summarize(planned)
+
+
+cdc_changes()

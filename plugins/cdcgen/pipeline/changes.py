@@ -1,0 +1,259 @@
+"""The ``cdc_changes`` pipeline, one function per DAG step: plan the tables, summarise.
+
+The extraction itself is ``spark/extract_changes.py`` (spark-submit), which calls
+:func:`cdcgen.changes.job.run_changes` and writes its JSON result to the file
+:func:`result_path` names; this module decides what each run extracts and reads those
+files back. Like :mod:`cdcgen.pipeline.generations`, it knows nothing of Airflow: plain
+JSON in and out, because results travel through XCom and mapped task groups.
+
+Which interval a run covers:
+
+* a **scheduled** run: its data interval; windows still start at each stream's
+  checkpoint, so a late or skipped run loses nothing;
+* a **backfill** run: its data interval, in ``backfill`` mode (the interval's windows
+  are re-read and replace exactly their own lake output);
+* a **manual** or **asset-triggered** run (a generation was just published): from its
+  data interval's start up to the moment it was triggered, so it takes every change
+  written so far instead of stopping at the last cron tick.
+
+Every window is read only once every node's clock is past its end + leeway + the
+confidence window (the DAG's wait step, :func:`window_close_ms`).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import sys
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from cdcgen.config import REPO_ROOT, PipelineConfig
+
+log = logging.getLogger(__name__)
+
+#: The spark-submit entry point of the extract step.
+CHANGES_APPLICATION = REPO_ROOT / "spark" / "extract_changes.py"
+
+#: Under the report directory: one folder per run, one result file per table.
+RESULTS_DIR = "changes-results"
+
+#: Under the report directory: one summary per run (``make demo`` reads the newest).
+SUMMARIES_DIR = "summaries/changes"
+
+#: ``DagRun.run_type`` values (``airflow.utils.types.DagRunType``).
+BACKFILL, SCHEDULED = "backfill", "scheduled"
+
+#: Exit statuses of ``spark/extract_changes.py`` and what each means for the table.
+EXIT_STATUSES: Mapping[int, str] = {
+    0: "done",
+    2: "row checks failed",
+    3: "data expired: re-bootstrap needed",
+    4: "transient read error",
+}
+
+
+class NoTables(Exception):
+    """Nothing to extract: no CDC table configured or found; the message says where to look."""
+
+
+def run_interval(
+    run_type: str,
+    interval_start: datetime | None,
+    interval_end: datetime | None,
+    run_after: datetime | None,
+) -> tuple[datetime, datetime, str]:
+    """``(start, end, mode)`` of a run (see the module doc). Times are UTC, ms precision."""
+    on_schedule = run_type in (BACKFILL, SCHEDULED) and interval_end is not None
+    end = _ms(interval_end if on_schedule and interval_end else run_after or datetime.now(UTC))
+    start = _ms(interval_start) if interval_start is not None else end
+    if start >= end:  # no data interval (an asset event alone): the last millisecond
+        start = end - timedelta(milliseconds=1)
+    mode = "backfill" if run_type == BACKFILL else "incremental"
+    return start, end, mode
+
+
+def _ms(moment: datetime) -> datetime:
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    moment = moment.astimezone(UTC)
+    return moment.replace(microsecond=moment.microsecond // 1000 * 1000)
+
+
+def window_close_ms(config: PipelineConfig, end: datetime) -> int:
+    """The window end in ms: the wait step needs every clock past it + leeway + confidence."""
+    return int(_ms(end).timestamp() * 1000)
+
+
+def configured_tables(config: PipelineConfig, requested: str = "") -> list[str]:
+    """The run's tables: the ``tables`` Param, else the connection's ``cdc_tables``, else
+    every CDC-enabled table the cluster has (``keyspace.table``, sorted)."""
+    from cdcgen.changes.windows import TableRef
+
+    text = requested.strip() or str(config.extra.get("cdc_tables", "")).strip()
+    if text:
+        names = [part.strip() for part in text.split(",") if part.strip()]
+        return sorted({TableRef.parse(name).qualified for name in names})
+    from cdcgen.adapters.cql import client_for
+    from cdcgen.changes.log_table import list_cdc_tables
+
+    with client_for(config) as client:
+        found = [t.qualified for t in list_cdc_tables(client)]
+    if not found:
+        raise NoTables(
+            f"no CDC-enabled table on {','.join(config.contact_points)}; enable CDC on a "
+            "table, or name tables in the cdc_source connection's cdc_tables extra or "
+            "the run's `tables` Param"
+        )
+    return found
+
+
+def result_path(config: PipelineConfig, run_id: str, table: str) -> Path:
+    """Where the extract job of ``table`` in run ``run_id`` writes its JSON result."""
+    return Path(config.report_dir) / RESULTS_DIR / _safe(run_id) / f"{_safe(table)}.json"
+
+
+def _safe(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", text)
+
+
+def plan(
+    config: PipelineConfig,
+    *,
+    run_type: str,
+    interval_start: datetime | None,
+    interval_end: datetime | None,
+    run_after: datetime | None,
+    run_id: str,
+    dag_id: str,
+    tables: str = "",
+) -> list[dict[str, Any]]:
+    """One mapping per table for the mapped task group: what to read and how to start Spark.
+
+    The Spark job gets the whole configuration as ``CDCGEN_*`` variables
+    (:meth:`PipelineConfig.to_env`): the connection and the run's Params reach it
+    exactly as the tasks saw them.
+    """
+    start, end, mode = run_interval(run_type, interval_start, interval_end, run_after)
+    env = {
+        "PYSPARK_PYTHON": sys.executable,
+        "PYSPARK_DRIVER_PYTHON": sys.executable,
+        **config.to_env(),
+    }
+    planned = []
+    for table in configured_tables(config, tables):
+        arguments = {
+            "--table": table,
+            "--interval-start": start.isoformat(),
+            "--interval-end": end.isoformat(),
+            "--mode": mode,
+            "--run-id": run_id,
+            "--dag-id": dag_id,
+            "--output": str(result_path(config, run_id, table)),
+        }
+        planned.append(
+            {
+                "table": table,
+                "window_end": {"timestamp_ms": window_close_ms(config, end)},
+                "spark_args": [part for pair in arguments.items() for part in pair],
+                "env_vars": env,
+            }
+        )
+    log.info(
+        "%s run: %s [%s, %s) for %d table(s): %s",
+        run_type,
+        mode,
+        start.isoformat(),
+        end.isoformat(),
+        len(planned),
+        ", ".join(p["table"] for p in planned),
+    )
+    return planned
+
+
+def read_result(config: PipelineConfig, run_id: str, table: str) -> dict[str, Any] | None:
+    """The extract job's result for ``table`` in this run, or ``None`` if it wrote none."""
+    path = result_path(config, run_id, table)
+    try:
+        data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        return {"table": table, "status": "failed", "error": f"unreadable result {path}: {exc}"}
+    return data
+
+
+def colocation_verdict(result: Mapping[str, Any]) -> str | None:
+    """``passed``/``failed`` for the colocation check of one table's run, ``None`` if not run."""
+    checks = result.get("checks") or {}
+    for check in checks.get("checks", ()):
+        if "colocation" in str(check.get("check", "")):
+            return "passed" if check.get("passed") else "failed"
+    return None
+
+
+def summarize(
+    config: PipelineConfig, run_id: str, planned: Sequence[Mapping[str, Any]] | None
+) -> dict[str, Any]:
+    """What a run did for every table, as one JSON object (also written for ``make demo``).
+
+    ``changes_rows``: rows written to the lake; ``colocation``: ``passed`` only if
+    every table that extracted rows ran the check and passed it; ``checks`` the same
+    over all row checks; ``problems`` says why a run must fail (table not extracted,
+    checks failed, data expired), and is empty on success.
+    """
+    tables: dict[str, Any] = {}
+    problems: list[str] = []
+    if planned is None:
+        problems.append("planning failed: no table was examined")
+    for item in planned or ():
+        table = str(item["table"])
+        result = read_result(config, run_id, table)
+        if result is None:
+            problems.append(f"{table}: not extracted (its wait or Spark job failed)")
+            tables[table] = {"status": "not extracted"}
+            continue
+        status = str(result.get("status", "done"))
+        if status != "done":
+            problems.append(f"{table}: {status}: {result.get('error', '')}".rstrip(": "))
+        tables[table] = {
+            "status": status,
+            "rows": int(result.get("rows_written", 0)),
+            "windows": len(result.get("windows", ())),
+            "pending": len(result.get("pending", ())),
+            "watermark": result.get("watermark"),
+            "colocation": colocation_verdict(result),
+            "checks": (result.get("checks") or {}).get("passed"),
+            "failed_checks": (result.get("checks") or {}).get("failed", []),
+            "report": result.get("report"),
+            "data_docs": (result.get("checks") or {}).get("data_docs"),
+        }
+    verdicts = [t.get("colocation") for t in tables.values() if t.get("windows")]
+    checked = [t.get("checks") for t in tables.values() if t.get("windows")]
+    summary = {
+        "run_id": run_id,
+        "tables": tables,
+        "changes_rows": sum(int(t.get("rows", 0)) for t in tables.values()),
+        "colocation": _verdict(verdicts, failed="failed" in verdicts),
+        "checks": _verdict(checked, failed=False in checked),
+        "watermarks": {name: t.get("watermark") for name, t in tables.items()},
+        "problems": problems,
+        "status": "failed" if problems else "ok",
+    }
+    folder = Path(config.report_dir) / SUMMARIES_DIR
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{_safe(run_id)}.json").write_text(
+        json.dumps(summary, indent=2, sort_keys=True) + "\n", encoding="utf-8"
+    )
+    return summary
+
+
+def _verdict(values: Sequence[Any], *, failed: bool) -> str:
+    if failed:
+        return "failed"
+    if not values:
+        return "none"
+    return "passed" if all(v in (True, "passed") for v in values) else "incomplete"

@@ -1,0 +1,239 @@
+"""``airflow dags test cdc_changes`` end to end, against a sandbox workload.
+
+One emulated raft cluster (module fixture): a node joins, two CDC tables are created,
+a second node joins (a new generation about 7 s later) and a workload writes across
+the switch; a second workload on ``orders_bad`` misroutes some of its log rows. Then
+the DAG runs for real (deferred clock wait, spark-submit on ``local[2]``, GX row
+checks) and the lake is compared with a full scan of each log table (which only a
+test may do):
+
+* every row of ``orders`` is in the lake exactly once and in per-key order, across
+  both generations; the watermark is stored; a second run adds nothing;
+* the misrouted rows fail the colocation check, named in the run's report page;
+* a run whose Spark job is killed mid-way (SIGKILL of spark-submit's process group
+  after its first lake files appear) fails, and the next run resumes from the
+  checkpoints with nothing lost or duplicated.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pyarrow.parquet as pq
+import pytest
+from dag_scenarios import Scenario, assert_ok
+
+from cdcgen.ports import SourceMode
+
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.integration,
+    pytest.mark.timeout(1500),
+]
+
+KEYSPACE = "e2e_chg_shop"
+TABLES = {"orders": f"{KEYSPACE}.orders", "bad": f"{KEYSPACE}.orders_bad"}
+CONNECTION = {"confidence_window_seconds": 1}
+# Small lake buckets, one per Spark job: a kill lands between jobs that are committed.
+CHANGES_ENV = {"CDCGEN_CHANGES_BUCKETS": "4", "CDCGEN_CHANGES_BUCKETS_PER_JOB": "1"}
+
+Key = tuple[str, str, int]  # (stream hex, cdc$time, batch_seq_no)
+
+
+@dataclass
+class Workload:
+    scenario: Scenario
+    switch: datetime  # the second generation's timestamp
+    misrouted: int
+
+
+@pytest.fixture
+def workload(scenario: Callable[[str, SourceMode], Scenario]) -> Iterator[Workload]:
+    from cdcgen.sandbox.emulator import WorkloadSpec, create_cdc_table, orders_table, run_workload
+
+    scn = scenario("chg", SourceMode.RAFT)
+    with scn.client() as client:
+        client.session.execute(f"DROP KEYSPACE IF EXISTS {KEYSPACE}", timeout=120)
+        cluster = scn.cluster(client)
+        cluster.join_node(SourceMode.RAFT, shards=3, vnodes=4, seed=21)
+        create_cdc_table(cluster, orders_table(KEYSPACE))
+        create_cdc_table(cluster, orders_table(KEYSPACE, table="orders_bad"))
+        second = cluster.join_node(SourceMode.RAFT, shards=2, vnodes=4, seed=22)
+        assert second.generation is not None
+        switch = second.generation.timestamp
+        # Write until 3 s past the switch: changes in both generations.
+        duration = max(switch - datetime.now(UTC), timedelta(0)) + timedelta(seconds=3)
+        run_workload(
+            cluster,
+            WorkloadSpec(keyspace=KEYSPACE, rate=120, duration=duration, keys=100, seed=23),
+        )
+        bad = run_workload(
+            cluster,
+            WorkloadSpec(
+                keyspace=KEYSPACE,
+                table="orders_bad",
+                rate=80,
+                duration=timedelta(seconds=1),
+                keys=40,
+                seed=24,
+                misroute_fraction=0.05,
+            ),
+        )
+    yield Workload(scn, switch, bad.misrouted)
+
+
+def run_changes(scn: Scenario, tables: str, on_line: Callable[[str], None] | None = None) -> Any:
+    return scn.run_dag(
+        "cdc_changes",
+        conf={"tables": tables},
+        extra=CONNECTION,
+        env=CHANGES_ENV,
+        on_line=on_line,
+        summaries=scn.config.report_dir / "summaries" / "changes",
+    )
+
+
+def changes_result(scn: Scenario, table: str) -> dict[str, Any]:
+    """The newest result file the extract job wrote for ``table``."""
+    import json
+
+    folder = Path(scn.config.report_dir) / "changes-results"
+    files = sorted(folder.glob(f"*/{table}.json"), key=lambda p: p.stat().st_mtime)
+    assert files, f"no result file for {table} under {folder}"
+    result: dict[str, Any] = json.loads(files[-1].read_text())
+    return result
+
+
+def source_rows(scn: Scenario, table: str) -> dict[Key, tuple[int, int]]:
+    """Ground truth by a full scan: key -> (pk, position in the source's clustering order)."""
+    with scn.client() as client:
+        rows = client.session.execute(
+            f'SELECT "cdc$stream_id", "cdc$time", "cdc$batch_seq_no", pk '
+            f"FROM {KEYSPACE}.{table}_scylla_cdc_log",
+            timeout=60,
+        )
+        return {(bytes(r[0]).hex(), str(r[1]), r[2]): (r[3], i) for i, r in enumerate(rows)}
+
+
+def lake_rows(scn: Scenario, table: str) -> list[dict[str, Any]]:
+    root = Path(scn.config.lake_path) / "changes" / f"{KEYSPACE}.{table}"
+    rows = []
+    for path in sorted(root.rglob("*.parquet")):
+        columns = ["cdc$stream_id", "cdc$time", "cdc$batch_seq_no", "pk"]
+        for row in pq.read_table(path, columns=columns).to_pylist():
+            row["file"] = str(path)
+            rows.append(row)
+    return rows
+
+
+def key_of(row: dict[str, Any]) -> Key:
+    return (row["cdc$stream_id"].hex(), row["cdc$time"], row["cdc$batch_seq_no"])
+
+
+def assert_exactly_once_in_key_order(scn: Scenario, table: str) -> int:
+    truth = source_rows(scn, table)
+    rows = lake_rows(scn, table)
+    counts = Counter(key_of(r) for r in rows)
+    assert [k for k, n in counts.items() if n > 1] == [], "duplicated changes in the lake"
+    missing, unexpected = set(truth) - set(counts), set(counts) - set(truth)
+    assert not missing and not unexpected, f"missing {len(missing)}, unexpected {len(unexpected)}"
+    by_key_file: dict[tuple[int, str], list[Key]] = defaultdict(list)
+    for row in rows:
+        by_key_file[(row["pk"], row["file"])].append(key_of(row))
+    for keys in by_key_file.values():  # each key's changes in the source's order
+        assert keys == sorted(keys, key=lambda k: truth[k][1])
+    return len(truth)
+
+
+def test_every_change_lands_once_and_misrouted_rows_are_named(workload: Workload) -> None:
+    scn = workload.scenario
+    run, summary = run_changes(scn, ",".join(TABLES.values()))
+    # orders_bad fails its colocation check, so the run fails; orders is complete.
+    assert not run.succeeded, run.tail(60)
+    assert run.deferred_inline() >= 1, "the window wait never deferred to its trigger"
+    orders, bad = summary["tables"][TABLES["orders"]], summary["tables"][TABLES["bad"]]
+    assert orders["status"] == "done" and orders["colocation"] == "passed"
+    total = assert_exactly_once_in_key_order(scn, "orders")
+    assert orders["rows"] == total > 500
+    assert orders["watermark"] is not None
+    with scn.client() as client:
+        from cdcgen.changes.checkpoints import CheckpointStore
+        from cdcgen.changes.windows import TableRef
+
+        store = CheckpointStore(client, scn.config.target_keyspace)
+        progress = store.progress(TableRef(KEYSPACE, "orders"))
+    assert progress.watermark is not None
+    assert progress.watermark.isoformat() == orders["watermark"]
+    assert progress.watermark > workload.switch  # past the generation switch
+
+    assert bad["status"] == "row checks failed" and bad["colocation"] == "failed"
+    assert summary["colocation"] == "failed"
+    assert any(TABLES["bad"] in p for p in summary["problems"])
+    assert workload.misrouted > 0
+    # The run's checks page (on the report site) names the misrouted rows.
+    result = changes_result(scn, TABLES["bad"])
+    (colocation,) = [c for c in result["checks"]["checks"] if "colocation" in c["check"]]
+    assert colocation["observed"] >= workload.misrouted and colocation["samples"]
+    page = Path(result["checks"]["page"]).read_text()
+    for sample in colocation["samples"]:
+        assert sample["stream_hex"] in page and sample["cdc_time"] in page
+    assert any("colocation" in line for line in bad["failed_checks"])
+
+    # Nothing new: a second run of orders alone writes nothing and passes.
+    again, summary = run_changes(scn, TABLES["orders"])
+    assert_ok(again)
+    assert summary["changes_rows"] == 0 and summary["status"] == "ok"
+    assert assert_exactly_once_in_key_order(scn, "orders") == total
+
+
+def test_a_killed_extraction_resumes_from_its_checkpoints(workload: Workload) -> None:
+    scn = workload.scenario
+    lake = Path(scn.config.lake_path) / "changes" / TABLES["orders"]
+    killed = threading.Event()
+
+    def kill_spark_when_rows_land() -> None:
+        deadline = time.monotonic() + 600
+        while time.monotonic() < deadline and not killed.is_set():
+            if list(lake.rglob("*.parquet")):
+                for process in spark_submit_processes():
+                    for doomed in [*process.children(recursive=True), process]:
+                        with contextlib.suppress(psutil.NoSuchProcess):
+                            doomed.kill()
+                    killed.set()
+            time.sleep(0.05)
+
+    def on_line(line: str) -> None:
+        if "starting task_id=table.extract" in line and not watcher.is_alive():
+            watcher.start()
+
+    watcher = threading.Thread(target=kill_spark_when_rows_land, daemon=True)
+    run, _ = run_changes(scn, TABLES["orders"], on_line=on_line)
+    assert killed.is_set(), "the Spark job finished before it could be killed"
+    assert not run.succeeded
+    partial = len(lake_rows(scn, "orders"))
+    total = len(source_rows(scn, "orders"))
+    assert partial < total, "the kill came after everything was written"
+
+    resumed, summary = run_changes(scn, TABLES["orders"])
+    assert_ok(resumed)
+    assert summary["tables"][TABLES["orders"]]["colocation"] == "passed"
+    assert assert_exactly_once_in_key_order(scn, "orders") == total
+
+
+def spark_submit_processes() -> list[psutil.Process]:
+    """spark-submit JVMs (``SparkSubmit``) running the changes job."""
+    found = []
+    for process in psutil.process_iter(["cmdline"]):
+        command = " ".join(process.info["cmdline"] or ())
+        if "org.apache.spark.deploy.SparkSubmit" in command and "extract_changes.py" in command:
+            found.append(process)
+    return found

@@ -1,0 +1,123 @@
+"""The ``cdc_changes`` steps that need no cluster: intervals, plans, summaries, settings."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from cdcgen.config import PipelineConfig
+from cdcgen.pipeline import changes
+from cdcgen.ports import SourceMode
+
+START = datetime(2026, 11, 22, 10, 0, tzinfo=UTC)
+END = START + timedelta(minutes=15)
+LATER = END + timedelta(minutes=7, microseconds=123_456)
+
+
+def test_scheduled_and_backfill_runs_cover_their_data_interval() -> None:
+    assert changes.run_interval("scheduled", START, END, LATER) == (START, END, "incremental")
+    assert changes.run_interval("backfill", START, END, LATER) == (START, END, "backfill")
+
+
+def test_manual_and_asset_runs_read_up_to_when_they_were_triggered() -> None:
+    for run_type in ("manual", "asset_triggered"):
+        start, end, mode = changes.run_interval(run_type, START, END, LATER)
+        assert (start, mode) == (START, "incremental")
+        assert end == LATER - timedelta(microseconds=456)  # floored to the millisecond
+    # An asset event alone carries no data interval: still a valid, tiny interval.
+    start, end, _ = changes.run_interval("asset_triggered", None, None, LATER)
+    assert end - start == timedelta(milliseconds=1)
+
+
+def test_config_round_trips_through_its_environment(tmp_path: Path) -> None:
+    config = PipelineConfig(
+        contact_points=("10.0.0.1", "10.0.0.2"),
+        port=19042,
+        source_mode=SourceMode.TABLETS,
+        source_keyspace_prefix="",
+        clock_source="cql",
+        target_keyspace="cdc_target",
+        lake_path=tmp_path / "lake",
+        report_dir=tmp_path / "reports",
+        ring_delay=timedelta(seconds=2.5),
+        generation_leeway=timedelta(milliseconds=800),
+        confidence_window=timedelta(seconds=3),
+        clock_wait_timeout=timedelta(minutes=2),
+        publish_concurrency=7,
+    )
+    assert PipelineConfig.from_env(config.to_env()) == config
+
+
+def test_plan_gives_each_table_its_window_end_and_spark_job(tmp_path: Path) -> None:
+    config = PipelineConfig(report_dir=tmp_path / "reports", target_keyspace="tgt")
+    planned = changes.plan(
+        config,
+        run_type="scheduled",
+        interval_start=START,
+        interval_end=END,
+        run_after=LATER,
+        run_id="scheduled__2026-11-22T10:15:00+00:00",
+        dag_id="cdc_changes",
+        tables="shop.orders, shop.items,shop.orders",
+    )
+    assert [p["table"] for p in planned] == ["shop.items", "shop.orders"]
+    first = planned[0]
+    assert first["window_end"] == {"timestamp_ms": int(END.timestamp() * 1000)}
+    args = dict(zip(first["spark_args"][::2], first["spark_args"][1::2], strict=True))
+    assert args["--table"] == "shop.items" and args["--mode"] == "incremental"
+    assert args["--interval-start"] == START.isoformat()
+    assert args["--interval-end"] == END.isoformat()
+    assert Path(args["--output"]) == changes.result_path(config, args["--run-id"], "shop.items")
+    assert ":" not in Path(args["--output"]).parent.name  # a file-system-safe run folder
+    assert first["env_vars"]["CDCGEN_TARGET_KEYSPACE"] == "tgt"
+    with pytest.raises(ValueError, match="keyspace"):
+        changes.plan(
+            config,
+            run_type="manual",
+            interval_start=START,
+            interval_end=END,
+            run_after=LATER,
+            run_id="r",
+            dag_id="d",
+            tables="no_dot_here",
+        )
+
+
+def _result(config: PipelineConfig, run_id: str, table: str, **fields: object) -> None:
+    path = changes.result_path(config, run_id, table)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"table": table, **fields}))
+
+
+def test_summary_counts_rows_and_names_every_problem(tmp_path: Path) -> None:
+    config = PipelineConfig(report_dir=tmp_path)
+    ok_checks = {"passed": True, "checks": [{"check": "change in its key's stream (colocation)",
+                                             "passed": True}]}  # fmt: skip
+    bad_checks = {"passed": False, "failed": ["colocation: 3 offending row(s)"],
+                  "checks": [{"check": "change in its key's stream (colocation)",
+                              "passed": False}]}  # fmt: skip
+    window = [{"generation": "g"}]
+    _result(config, "r1", "ks.a", status="done", rows_written=10, windows=window,
+            checks=ok_checks, watermark="2026-11-22T10:15:00+00:00")  # fmt: skip
+    _result(config, "r1", "ks.b", status="row checks failed", rows_written=5, windows=window,
+            checks=bad_checks, error="colocation failed")  # fmt: skip
+    planned = [{"table": t} for t in ("ks.a", "ks.b", "ks.c")]
+    summary = changes.summarize(config, "r1", planned)
+    assert summary["changes_rows"] == 15
+    assert summary["colocation"] == "failed" and summary["checks"] == "failed"
+    assert summary["status"] == "failed"
+    assert [p.split(":")[0] for p in summary["problems"]] == ["ks.b", "ks.c"]
+    assert "not extracted" in summary["problems"][1]
+    assert summary["watermarks"]["ks.a"] == "2026-11-22T10:15:00+00:00"
+    written = json.loads((tmp_path / changes.SUMMARIES_DIR / "r1.json").read_text())
+    assert written == summary
+
+    passing = changes.summarize(config, "r1", planned[:1])
+    assert (passing["colocation"], passing["status"], passing["problems"]) == ("passed", "ok", [])
+    # Nothing new to read: no window, no check run; still a success.
+    _result(config, "r2", "ks.a", status="done", rows_written=0, windows=[])
+    idle = changes.summarize(config, "r2", planned[:1])
+    assert (idle["colocation"], idle["status"]) == ("none", "ok")
