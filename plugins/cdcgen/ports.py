@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
-from typing import Protocol
+from typing import Any, Protocol
 
 from cdcgen.core.topology import TopologyDescription
 
@@ -34,7 +34,16 @@ class IncompleteGeneration(MetadataError):
 
 
 class CorruptGeneration(MetadataError):
-    """Terminal: the metadata is wrong (bad stream IDs, unknown version, ...)."""
+    """Terminal: the metadata is wrong (bad stream IDs, unknown version, ...).
+
+    ``stored_rows``: the ``(range_end, streams, ignore_msb)`` rows as read, when the
+    reader got that far; the extract step then still puts them in the lake, so the
+    validation can name what is wrong in its report instead of the run only failing.
+    """
+
+    def __init__(self, message: str, stored_rows: list[tuple[Any, Any, Any]] | None = None):
+        super().__init__(message)
+        self.stored_rows = stored_rows
 
 
 @dataclass(frozen=True, order=True)

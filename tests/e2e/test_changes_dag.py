@@ -124,10 +124,19 @@ def source_rows(scn: Scenario, table: str) -> dict[Key, tuple[int, int]]:
         return {(bytes(r[0]).hex(), str(r[1]), r[2]): (r[3], i) for i, r in enumerate(rows)}
 
 
+def committed_files(root: Path) -> list[Path]:
+    """The lake's Parquet files as a reader sees them: staging (``.``/``_`` paths) excluded."""
+    return sorted(
+        path
+        for path in root.rglob("*.parquet")
+        if not any(part.startswith((".", "_")) for part in path.relative_to(root).parts)
+    )
+
+
 def lake_rows(scn: Scenario, table: str) -> list[dict[str, Any]]:
     root = Path(scn.config.lake_path) / "changes" / f"{KEYSPACE}.{table}"
     rows = []
-    for path in sorted(root.rglob("*.parquet")):
+    for path in committed_files(root):
         columns = ["cdc$stream_id", "cdc$time", "cdc$batch_seq_no", "pk"]
         for row in pq.read_table(path, columns=columns).to_pylist():
             row["file"] = str(path)
@@ -159,7 +168,8 @@ def test_every_change_lands_once_and_misrouted_rows_are_named(workload: Workload
     run, summary = run_changes(scn, ",".join(TABLES.values()))
     # orders_bad fails its colocation check, so the run fails; orders is complete.
     assert not run.succeeded, run.tail(60)
-    assert run.deferred_inline() >= 1, "the window wait never deferred to its trigger"
+    # The wait ran: it deferred, or every clock was already past end + leeway + confidence.
+    assert run.deferred_inline() >= 1 or "every node is past" in run.output, run.tail(60)
     orders, bad = summary["tables"][TABLES["orders"]], summary["tables"][TABLES["bad"]]
     assert orders["status"] == "done" and orders["colocation"] == "passed"
     total = assert_exactly_once_in_key_order(scn, "orders")
@@ -203,7 +213,7 @@ def test_a_killed_extraction_resumes_from_its_checkpoints(workload: Workload) ->
     def kill_spark_when_rows_land() -> None:
         deadline = time.monotonic() + 600
         while time.monotonic() < deadline and not killed.is_set():
-            if list(lake.rglob("*.parquet")):
+            if lake.exists() and committed_files(lake):  # a first job is committed
                 for process in spark_submit_processes():
                     for doomed in [*process.children(recursive=True), process]:
                         with contextlib.suppress(psutil.NoSuchProcess):

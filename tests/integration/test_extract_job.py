@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import random
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -69,3 +69,48 @@ def test_the_pipeline_spark_args_are_understood() -> None:
     args = build_parser().parse_args(spark_args(config, generation))
     assert args.generation_ts_ms == 1_795_305_600_000 and args.generation_id == "abc"
     assert args.contact_points == "10.0.0.1,10.0.0.2" and args.description is None
+
+
+def test_rows_the_source_reader_refuses_are_extracted_and_fail_validation_by_name(
+    spark: SparkSession, tmp_path: Path, cassandra_single: Any
+) -> None:
+    from cdcgen.adapters.cql import client_for
+    from cdcgen.ports import SourceMode
+    from cdcgen.sandbox.emulator import FaultKind, GenerationFault, SandboxCluster
+    from cdcgen.sandbox.emulator.schema_setup import drop_keyspaces
+    from cdcgen.validation.generation_suite import validate_generation
+
+    prefix = "t_refused_"
+    config = PipelineConfig(
+        contact_points=tuple(cassandra_single.contact_points),
+        port=cassandra_single.port,
+        source_mode=SourceMode.RAFT,
+        source_keyspace_prefix=prefix,
+        lake_path=tmp_path / "lake",
+        report_dir=tmp_path / "reports",
+    )
+    with client_for(config) as client:
+        drop_keyspaces(client, config.source_schema)
+        cluster = SandboxCluster.from_config(client, config)
+        joined = cluster.join_node(
+            SourceMode.RAFT, seed=3, faults=[GenerationFault(FaultKind.DUPLICATE_STREAM, 1)]
+        )
+    assert joined.generation is not None
+    ms = int(joined.generation.timestamp.timestamp() * 1000)
+    summary = run(
+        [
+            *("--contact-points", ",".join(config.contact_points), "--port", str(config.port)),
+            *("--source-mode", "raft", "--source-keyspace-prefix", prefix),
+            *("--generation-ts-ms", str(ms), "--generation-id", str(joined.generation.id)),
+            *("--lake", str(config.lake_path)),
+        ]
+    )
+    artifact = read_artifact(Path(summary["partition"]))
+    assert artifact.source_problem and str(joined.generation.id) in artifact.source_problem
+    result = validate_generation(config, artifact.directory, spark=spark)
+    failed = {check.check for check in result.failures}
+    assert "the source's rows form a valid description" in failed, result.summary
+    assert "stream IDs unique" in failed  # ... and the rows themselves show where
+    assert artifact.source_problem in result.summary
+    pages = list(result.report_index.parent.glob("validations/generation_coverage/**/*.html"))
+    assert pages and "The source reader accepted the stored rows" in pages[0].read_text()

@@ -65,7 +65,7 @@ def test_a_valid_generation_passes_every_check(spark: SparkSession, tmp_path: Pa
     result = validate_generation(config, extracted.artifact.directory, spark=spark)
     assert result.passed, result.summary
     assert result.failures == [] and result.skipped == []  # topology and previous were known
-    assert len(result.checks) == 15
+    assert len(result.checks) == 16
     assert {"vnode colocation", "shard colocation", "stream IDs unique"} <= {
         c.check for c in result.checks
     }

@@ -115,8 +115,20 @@ def description_from_rows(
     """Build a description from stored rows, validating what the lookup depends on.
 
     ``shard_ordered`` rows (V1 lists) keep their order; sets (v2, v3) are re-ordered by
-    shard from each stream's token. Raises :class:`CorruptGeneration` with ``label``.
+    shard from each stream's token. Raises :class:`CorruptGeneration` with ``label``
+    and the rows as read (``stored_rows``).
     """
+    stored = list(rows)
+    try:
+        return _description_from_rows(label, stored, shard_ordered=shard_ordered)
+    except CorruptGeneration as exc:
+        exc.stored_rows = [(r[0], r[1], r[2]) for r in stored]
+        raise
+
+
+def _description_from_rows(
+    label: str, rows: list[RawRow], *, shard_ordered: bool
+) -> TopologyDescription:
     parsed = []
     for range_end, blobs, ignore_msb in rows:
         if range_end is None or ignore_msb is None or blobs is None:

@@ -77,10 +77,45 @@ def parse_timestamp(args: argparse.Namespace) -> datetime:
         raise ExtractJobError(f"--generation-ts {text!r}: {exc}") from exc
 
 
-def load_columns(args: argparse.Namespace, timestamp: datetime) -> DescriptionColumns:
-    """The description: from the file, or read from the source cluster."""
+def stored_columns(rows: Sequence[tuple[Any, Any, Any]]) -> DescriptionColumns:
+    """A description the reader refused, as close to what is stored as columns allow.
+
+    Rows sorted by range end (unusable rows left out); each range's streams in shard
+    order where their tokens say it (a set does not keep the order), the rest after.
+    The validation then shows, stream by stream, what is wrong with it.
+    """
+    from cdcgen.core.tokens import shard_of
+
+    entries: list[tuple[int, int, list[bytes]]] = []
+    for range_end, blobs, ignore_msb in rows:
+        if range_end is None:
+            continue
+        ignore = int(ignore_msb) if ignore_msb is not None else 0
+        streams = [bytes(b) for b in blobs or () if isinstance(b, bytes | bytearray)]
+        shards = max(len(streams), 1)
+
+        def shard_key(blob: bytes, ignore: int = ignore, shards: int = shards) -> tuple[int, int]:
+            if len(blob) != 16 or not 0 <= ignore <= 63:
+                return (shards, 0)
+            token = int.from_bytes(blob[:8], "big", signed=True)
+            return (shard_of(token, shards, ignore), token)
+
+        entries.append((int(range_end), ignore, sorted(streams, key=shard_key)))
+    entries.sort(key=lambda entry: entry[0])
+    return DescriptionColumns.from_blobs(entries)
+
+
+def load_columns(
+    args: argparse.Namespace, timestamp: datetime
+) -> tuple[DescriptionColumns, str | None]:
+    """The description: from the file, or read from the source cluster.
+
+    The second value is the source reader's objection, if it refused the stored rows
+    (``None`` when it accepted them): the rows are extracted anyway, so the validation
+    report shows what is wrong, and that objection fails the validation on its own.
+    """
     if args.description:
-        return read_description_file(args.description)
+        return read_description_file(args.description), None
     from cdcgen.adapters.cql import client_for
     from cdcgen.adapters.generation_sources import source_for
     from cdcgen.config import PipelineConfig
@@ -96,11 +131,19 @@ def load_columns(args: argparse.Namespace, timestamp: datetime) -> DescriptionCo
     if args.source_keyspace_prefix is not None:
         changes["source_keyspace_prefix"] = args.source_keyspace_prefix
     config = replace(config, **changes)
+    from cdcgen.ports import CorruptGeneration
+
     with client_for(config) as client:
-        generation = source_for(client, config).read_generation(
-            GenerationRef(timestamp, args.generation_id)
-        )
-    return DescriptionColumns.from_description(generation.description)
+        try:
+            generation = source_for(client, config).read_generation(
+                GenerationRef(timestamp, args.generation_id)
+            )
+        except CorruptGeneration as exc:
+            if not exc.stored_rows:
+                raise
+            print(f"extract_generation: the source reader refused it: {exc}", file=sys.stderr)
+            return stored_columns(exc.stored_rows), str(exc)
+    return DescriptionColumns.from_description(generation.description), None
 
 
 def run(argv: Sequence[str] | None = None) -> dict[str, Any]:
@@ -110,14 +153,21 @@ def run(argv: Sequence[str] | None = None) -> dict[str, Any]:
     args = build_parser().parse_args(argv)
     started = time.monotonic()
     timestamp = parse_timestamp(args)
-    columns = load_columns(args, timestamp)
+    columns, source_problem = load_columns(args, timestamp)
     nodes = None
     if args.topology:
         nodes = nodes_from_json(json.loads(Path(args.topology).read_text(encoding="utf-8")))
     loaded = time.monotonic()
     spark = spark_session("cdcgen-extract")
     result = extract_generation(
-        spark, args.lake, columns, timestamp, args.generation_id, nodes=nodes, table=args.table
+        spark,
+        args.lake,
+        columns,
+        timestamp,
+        args.generation_id,
+        nodes=nodes,
+        table=args.table,
+        source_problem=source_problem,
     )
     done = time.monotonic()
     return {
@@ -132,10 +182,11 @@ def run(argv: Sequence[str] | None = None) -> dict[str, Any]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     from cdcgen.core.topology import InvalidDescription, InvalidTopology
+    from cdcgen.ports import MetadataError
 
     try:
         summary = run(argv)
-    except (ExtractJobError, InvalidDescription, InvalidTopology, OSError) as exc:
+    except (ExtractJobError, InvalidDescription, InvalidTopology, MetadataError, OSError) as exc:
         print(f"extract_generation: error: {exc}", file=sys.stderr)
         return 2
     print(json.dumps(summary, sort_keys=True))

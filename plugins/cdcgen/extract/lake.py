@@ -78,6 +78,8 @@ class GenerationArtifact:
     files: tuple[str, ...]
     has_topology: bool
     table: str | None = None  # ``keyspace.table`` of a tablets stream set
+    #: Why the source reader refused the stored rows (extracted anyway, for the report).
+    source_problem: str | None = None
 
     @property
     def layout(self) -> str:
@@ -135,6 +137,7 @@ class GenerationArtifact:
             "files": list(self.files),
             "has_topology": self.has_topology,
             "table": self.table,
+            "source_problem": self.source_problem,
         }
 
 
@@ -146,6 +149,7 @@ def write_generation(
     *,
     nodes: Sequence[Node] | None = None,
     table: str | None = None,
+    source_problem: str | None = None,
     rows_per_file: int = ROWS_PER_FILE,
 ) -> GenerationArtifact:
     """Flatten and write one generation's partition, replacing any previous extraction.
@@ -181,6 +185,7 @@ def write_generation(
             files=tuple(files),
             has_topology=nodes is not None,
             table=table or None,
+            source_problem=source_problem,
         )
         (staging / MANIFEST_FILE).write_text(
             json.dumps(artifact.to_json(), indent=1), encoding="utf-8"
@@ -219,6 +224,7 @@ def read_artifact(directory: Path) -> GenerationArtifact:
             files=tuple(raw["files"]),
             has_topology=bool(raw.get("has_topology", False)),
             table=raw.get("table") or None,
+            source_problem=raw.get("source_problem") or None,
         )
     except FileNotFoundError:
         raise ArtifactError(

@@ -102,13 +102,22 @@ def extract_generation(
     *,
     nodes: Sequence[Node] | None = None,
     table: str | None = None,
+    source_problem: str | None = None,
 ) -> ExtractResult:
     """Write the partition, then have Spark read it back in full and count the rows.
 
     The read-back proves the artifact is complete and readable by the engine that will
     validate it before anything downstream trusts it.
     """
-    artifact = write_generation(lake, columns, timestamp, generation_id, nodes=nodes, table=table)
+    artifact = write_generation(
+        lake,
+        columns,
+        timestamp,
+        generation_id,
+        nodes=nodes,
+        table=table,
+        source_problem=source_problem,
+    )
     rows = read_streams(spark, artifact.directory).count()
     if rows != artifact.stream_count:
         raise ArtifactError(

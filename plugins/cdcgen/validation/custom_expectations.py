@@ -88,6 +88,18 @@ class ExpectEntryStreamCountToMatchOwnerShards(UnexpectedRowsExpectation):
     check: ClassVar[str] = "stream count equals the owner's shard count"
 
 
+class ExpectSourceRowsToFormADescription(UnexpectedRowsExpectation):
+    """The source reader refused the stored rows (the reason is in ``source_problem``);
+    they were extracted anyway so the other checks can show where they are wrong."""
+
+    unexpected_rows_query: str = (
+        "SELECT entry_index, range_end, source_problem FROM {batch} "
+        "WHERE source_problem IS NOT NULL AND entry_index = 0"
+    )
+    description: str = "The source reader accepted the stored rows as a description."
+    check: ClassVar[str] = "the source's rows form a valid description"
+
+
 class ExpectOneStreamPerTablet(UnexpectedRowsExpectation):
     """Tablets: each tablet has exactly one stream (``create_table_streams_mutation``)."""
 
@@ -237,6 +249,7 @@ CUSTOM_EXPECTATIONS: tuple[type[UnexpectedRowsExpectation], ...] = (
     ExpectEveryEntryToHaveStreams,
     ExpectRangeEndsToBeRingTokens,
     ExpectEntryStreamCountToMatchOwnerShards,
+    ExpectSourceRowsToFormADescription,
     ExpectOneStreamPerTablet,
     ExpectStreamIdsToBeSixteenBytes,
     ExpectStreamIdVersionOne,

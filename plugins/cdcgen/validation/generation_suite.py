@@ -40,6 +40,8 @@ if TYPE_CHECKING:
     from cdcgen.validation.gx_runner import RawOutcome
 
 SAMPLES_PER_FAILURE = 5
+#: Column of the entries batch holding the source reader's objection (null: none).
+SOURCE_PROBLEM_COLUMN = "source_problem"
 Previous = Path | DescriptionColumns | None | Literal["auto"]
 
 
@@ -130,6 +132,7 @@ def validate_generation(
         label=_label(artifact),
         expectations_dir=expectations_dir,
         layout=artifact.layout,
+        source_problem=artifact.source_problem,
     )
 
 
@@ -177,6 +180,7 @@ def validate_frames(
     previous_ids: DataFrame | None = None,
     expectations_dir: Path | None = None,
     layout: str = "vnodes",
+    source_problem: str | None = None,
 ) -> ValidationResult:
     """Run every suite of ``layout``; ``previous_ids`` is a DataFrame with a ``stream_id``
     column.
@@ -194,6 +198,11 @@ def validate_frames(
         available.add("previous")
         previous_ids.select("stream_id").createOrReplaceTempView(PREVIOUS_STREAM_IDS_VIEW)
     suites = load_suites(expectations_dir, available, layout)
+    # The source reader's verdict travels as a column, so a GX expectation (and so Data
+    # Docs) reports it beside the checks that show, row by row, what is wrong.
+    from pyspark.sql import functions as F
+
+    entries = entries.withColumn(SOURCE_PROBLEM_COLUMN, F.lit(source_problem).cast("string"))
     streams = streams.cache()
     try:
         raw, index = run_suites(
