@@ -15,7 +15,6 @@ created (2 x ring delay + leeway, then + leeway for every clock).
 
 from __future__ import annotations
 
-import os
 import re
 import threading
 import time
@@ -32,11 +31,6 @@ pytestmark = [
     pytest.mark.e2e,
     pytest.mark.integration,
     pytest.mark.timeout(1200),
-    # Opt-in until they have run green on a clean clone within CI's time budget.
-    pytest.mark.skipif(
-        os.environ.get("CDCGEN_E2E") != "1",
-        reason="set CDCGEN_E2E=1 to run the `airflow dags test` scenarios",
-    ),
 ]
 
 # --- the scenarios --------------------------------------------------------------------

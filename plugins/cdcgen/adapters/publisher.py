@@ -36,6 +36,7 @@ from cdcgen.adapters.publication_rules import (
 )
 from cdcgen.core.timeline import generation_timestamp
 from cdcgen.core.topology import TopologyDescription
+from cdcgen.progress import Progress
 from cdcgen.schema import (
     CDC_LOCAL_REWRITTEN_KEY,
     GENERATION_TIMESTAMPS_KEY,
@@ -56,6 +57,9 @@ log = logging.getLogger(__name__)
 
 SCYLLA_KEYSPACE = "system_distributed"
 """ScyllaDB's own keyspace: its tables exist already and must never be created by us."""
+
+#: Batches per progress step (a batch is up to ~1 MB of ranges).
+PROGRESS_SLICE = 32
 
 FAULT_ENV = "CDCGEN_FAULT_PUBLISH"
 """Set to ``crash-after-streams`` to fail between the streams rows and the timestamp row."""
@@ -290,7 +294,17 @@ class CqlDescriptionPublisher:
             for end, streams in group:
                 batch.add(insert, (when, end, set(streams)))
             statements.append(batch)
-        self._execute_all(statements)
+        self._execute_logging_progress(statements, "ranges", f"publish {when.isoformat()}")
+
+    def _execute_logging_progress(self, statements: Sequence[Any], unit: str, label: str) -> None:
+        """:meth:`_execute_all` in slices, so the log says how far a large write has got."""
+        sizes = [len(batch) for batch in statements]
+        progress = Progress(total=sum(sizes), unit=unit, log=log.info, label=label)
+        for start in range(0, len(statements), PROGRESS_SLICE):
+            self._execute_all(statements[start : start + PROGRESS_SLICE])
+            progress.advance(sum(sizes[start : start + PROGRESS_SLICE]))
+        if len(statements) > PROGRESS_SLICE:
+            progress.finish()
 
     def _execute_all(self, statements: Sequence[Any]) -> None:
         """Run statements ``concurrency`` at a time, retrying the ones that timed out.
@@ -428,7 +442,7 @@ class CqlDescriptionPublisher:
             for state, blob in rows[start : start + per_batch]:
                 batch.add(insert, (keyspace_name, table_name, when, state, blob))
             statements.append(batch)
-        self._execute_all(statements)
+        self._execute_logging_progress(statements, "rows", f"publish {keyspace_name}.{table_name}")
 
     def published_tablet_timestamps(self, keyspace_name: str, table_name: str) -> list[datetime]:
         rows = self._run(

@@ -511,9 +511,18 @@ def _run_jobs(
     result: ExtractionResult,
     faults: FaultPlan | None,
 ) -> None:
+    from cdcgen.progress import Progress
+
     job = read_job(config, settings, client, log_table, faults)
     replica_of = replica_lookup(client, log_table)
     root = result.lake_root
+    progress = Progress(
+        total=sum(len(w.streams) for w in plan.windows),
+        unit="streams",
+        log=log.info,
+        every=0.0,  # one line per Spark job: jobs take seconds to minutes each
+        label=f"{log_table.table} {result.mode.value}",
+    )
     for number, windows in enumerate(_jobs(plan.windows, settings.buckets_per_job), start=1):
         reads = stream_reads(windows)
         tasks = plan_tasks(reads, replica_of, settings.streams_per_task, min_tasks(spark, settings))
@@ -534,6 +543,9 @@ def _run_jobs(
         result.jobs += 1
         result.streams_read += len(reads)
         log.info("%s job %d done: %s", log_table.table, number, dict(counters))
+        progress.advance(
+            len(reads), rows=sum(c for k, c in counters.items() if k.startswith("rows:"))
+        )
         if result.mode is Mode.INCREMENTAL:
             store.save(
                 log_table.table,

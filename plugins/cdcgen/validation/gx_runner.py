@@ -62,6 +62,7 @@ def run_suites(
     )
 
     import cdcgen.validation.custom_expectations  # noqa: F401  (registers the custom types)
+    from cdcgen.progress import Progress
 
     if (report_dir / "index.html").exists():
         shutil.rmtree(report_dir)  # a re-validation replaces the generation's old Data Docs
@@ -95,6 +96,8 @@ def run_suites(
     # The run name becomes a directory of the site: keep it to URL-safe characters.
     run_id = RunIdentifier(run_name=re.sub(r"[^A-Za-z0-9._=-]+", "_", run_name).strip("_"))
     outcomes: list[RawOutcome] = []
+    checks = sum(len(spec.expectations) for spec in suites)
+    progress = Progress(total=checks, unit="checks", log=log.info, every=0.0, label=run_name)
     for spec in suites:
         suite = gx.ExpectationSuite(
             name=spec.name, expectations=[dict(e) for e in spec.expectations], meta=dict(spec.meta)
@@ -116,6 +119,7 @@ def run_suites(
             run_id=run_id,
         )
         log.info("suite %s: %.1f s", spec.name, time.monotonic() - started)
+        progress.advance(len(spec.expectations))
         for item in result.results:
             config = item.expectation_config
             if config is None:  # GX always sets it for suite runs; never let a result vanish
