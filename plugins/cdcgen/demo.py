@@ -143,9 +143,10 @@ def progress(line: str) -> None:
     match = _TASK_START.search(line)
     if match:
         task, index = match.groups()
-        say(f"      task {task}" + (f" [generation {index}]" if index != "-1" else ""))
+        group = task.split(".", 1)[0] if "." in task else ""
+        say(f"      task {task}" + (f" [{group} {index}]" if index != "-1" else ""))
     elif "[DAG TEST] running trigger in line" in line:
-        say("      a node's clock is not past T + leeway yet: waiting in the trigger")
+        say("      a node's clock is not far enough yet: waiting in the trigger")
 
 
 def run_dag(

@@ -13,7 +13,6 @@ DOM and in the screenshots' pixels.  Screenshots stay in var/fullstack-e2e/scree
 
 from __future__ import annotations
 
-import os
 import shutil
 import time
 from collections.abc import Iterator
@@ -31,11 +30,6 @@ pytestmark = [
     pytest.mark.e2e,
     pytest.mark.integration,
     pytest.mark.timeout(3600),
-    # Opt-in until they have run green on a clean clone within CI's time budget.
-    pytest.mark.skipif(
-        os.environ.get("CDCGEN_E2E") != "1",
-        reason="set CDCGEN_E2E=1 to run the full Airflow stack test",
-    ),
 ]
 
 DAG_ID = "cdc_generations"
