@@ -155,21 +155,11 @@ def run_dag(
     dag_id: str = "cdc_generations",
     conf: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    from cdcgen.airflow.connections import source_connection
+    from cdcgen.airflow.connections import source_connection_for
     from cdcgen.airflow.local_run import dags_test, latest_summary
     from cdcgen.pipeline.changes import SUMMARIES_DIR as CHANGES_SUMMARIES
 
-    source = source_connection(
-        config.contact_points,
-        config.port,
-        {
-            "source_mode": str(config.source_mode),
-            "source_keyspace_prefix": config.source_keyspace_prefix,
-            "clock_source": config.clock_source,
-            "ring_delay_seconds": config.ring_delay.total_seconds(),
-            "confidence_window_seconds": CONFIDENCE_SECONDS,
-        },
-    )
+    source = source_connection_for(config, confidence_window_seconds=CONFIDENCE_SECONDS)
     env = {
         "CDCGEN_TARGET_KEYSPACE": config.target_keyspace,
         "CDCGEN_LAKE_PATH": str(config.lake_path),

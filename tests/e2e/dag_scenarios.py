@@ -15,7 +15,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from cdcgen.airflow.connections import source_connection
+from cdcgen.airflow.connections import source_connection_for
 from cdcgen.airflow.local_run import DagTestRun, dags_test, latest_summary
 from cdcgen.config import REPO_ROOT, PipelineConfig
 
@@ -63,18 +63,7 @@ class Scenario:
         """Run ``dag_id``; returns the run and the summary it wrote (``summaries``: the
         folder it writes them to, default the generations DAG's)."""
         c = self.config
-        source = source_connection(
-            c.contact_points,
-            c.port,
-            {
-                "source_mode": str(c.source_mode),
-                "source_keyspace_prefix": c.source_keyspace_prefix,
-                "clock_source": "sandbox",
-                "ring_delay_seconds": RING_DELAY.total_seconds(),
-                "clock_wait_timeout_seconds": 300,
-                **(extra or {}),
-            },
-        )
+        source = source_connection_for(c, clock_wait_timeout_seconds=300, **(extra or {}))
         env = {
             "CDCGEN_TARGET_KEYSPACE": c.target_keyspace,
             "CDCGEN_LAKE_PATH": str(c.lake_path),

@@ -106,7 +106,7 @@ def seeded(cassandra_points: tuple[str, ...]) -> Seeded:
 @pytest.fixture(scope="module")
 def stack(seeded: Seeded) -> Iterator[Any]:
     """Airflow on a fresh PostgreSQL database; everything stopped afterwards."""
-    from cdcgen.airflow.connections import source_connection
+    from cdcgen.airflow.connections import source_connection_for
     from cdcgen.devstack.stack import AirflowStack, StackSettings
 
     config = seeded.config
@@ -115,16 +115,7 @@ def stack(seeded: Seeded) -> Iterator[Any]:
         api_port=API_PORT,
         pg_port=PG_PORT,
         parallelism=2,  # two cores: at most two Spark/GX JVMs at a time
-        source=source_connection(
-            config.contact_points,
-            config.port,
-            {
-                "source_mode": str(config.source_mode),
-                "source_keyspace_prefix": config.source_keyspace_prefix,
-                "clock_source": config.clock_source,
-                "ring_delay_seconds": config.ring_delay.total_seconds(),
-            },
-        ),
+        source=source_connection_for(config),
         extra_env={
             "CDCGEN_TARGET_KEYSPACE": config.target_keyspace,
             "CDCGEN_RING_DELAY_SECONDS": str(config.ring_delay.total_seconds()),

@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from cdcgen.config import PipelineConfig
 
 #: The CQL cluster whose generations are followed (type cassandra).
 SOURCE_CONN_ID = "cdc_source"
@@ -53,6 +56,21 @@ def source_connection(
     if extra:
         connection["extra"] = dict(extra)
     return connection
+
+
+def source_connection_for(config: PipelineConfig, **extra: Any) -> dict[str, Any]:
+    """The ``cdc_source`` connection describing ``config``'s source cluster, plus ``extra``.
+
+    What the demo and the tests hand to ``airflow dags test`` or a stack: the source's
+    hosts, how it stores generations, how to read its clocks, its ring delay.
+    """
+    settings: dict[str, Any] = {
+        "source_mode": str(config.source_mode),
+        "source_keyspace_prefix": config.source_keyspace_prefix,
+        "clock_source": config.clock_source,
+        "ring_delay_seconds": config.ring_delay.total_seconds(),
+    }
+    return source_connection(config.contact_points, config.port, {**settings, **extra})
 
 
 def connection_env(conn_id: str, connection: Mapping[str, Any]) -> dict[str, str]:
