@@ -63,7 +63,7 @@ class Scenario:
         """Run ``dag_id``; returns the run and the summary it wrote (``summaries``: the
         folder it writes them to, default the generations DAG's)."""
         c = self.config
-        source = source_connection_for(c, clock_wait_timeout_seconds=300, **(extra or {}))
+        source = source_connection_for(c, **{"clock_wait_timeout_seconds": 300, **(extra or {})})
         env = {
             "CDCGEN_TARGET_KEYSPACE": c.target_keyspace,
             "CDCGEN_LAKE_PATH": str(c.lake_path),
