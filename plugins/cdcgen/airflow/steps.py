@@ -52,8 +52,7 @@ def detect(
     not: it would re-publish every generation once more, one interval later.)
     """
     config = run_config(params)
-    # Inside a task run_type is the task SDK's enum, whose str() is "DagRunType.BACKFILL".
-    backfill = str(getattr(run_type, "value", run_type) or "") == BACKFILL
+    backfill = _run_type(run_type) == BACKFILL
     found = pipeline.detect(
         config,
         interval_start if backfill else None,

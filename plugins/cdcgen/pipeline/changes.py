@@ -17,7 +17,7 @@ Which interval a run covers:
   written so far instead of stopping at the last cron tick.
 
 Every window is read only once every node's clock is past its end + leeway + the
-confidence window (the DAG's wait step, :func:`window_close_ms`).
+confidence window (the DAG's wait step, :func:`window_end_ms`).
 """
 
 from __future__ import annotations
@@ -25,13 +25,14 @@ from __future__ import annotations
 import json
 import logging
 import re
-import sys
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from cdcgen.changes.windows import floor_ms
 from cdcgen.config import REPO_ROOT, PipelineConfig
+from cdcgen.pipeline.generations import spark_env, to_millis
 
 log = logging.getLogger(__name__)
 
@@ -68,24 +69,17 @@ def run_interval(
 ) -> tuple[datetime, datetime, str]:
     """``(start, end, mode)`` of a run (see the module doc). Times are UTC, ms precision."""
     on_schedule = run_type in (BACKFILL, SCHEDULED) and interval_end is not None
-    end = _ms(interval_end if on_schedule and interval_end else run_after or datetime.now(UTC))
-    start = _ms(interval_start) if interval_start is not None else end
+    end = floor_ms(interval_end if on_schedule and interval_end else run_after or datetime.now(UTC))
+    start = floor_ms(interval_start) if interval_start is not None else end
     if start >= end:  # no data interval (an asset event alone): the last millisecond
         start = end - timedelta(milliseconds=1)
     mode = "backfill" if run_type == BACKFILL else "incremental"
     return start, end, mode
 
 
-def _ms(moment: datetime) -> datetime:
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    moment = moment.astimezone(UTC)
-    return moment.replace(microsecond=moment.microsecond // 1000 * 1000)
-
-
-def window_close_ms(config: PipelineConfig, end: datetime) -> int:
+def window_end_ms(end: datetime) -> int:
     """The window end in ms: the wait step needs every clock past it + leeway + confidence."""
-    return int(_ms(end).timestamp() * 1000)
+    return to_millis(floor_ms(end))
 
 
 def configured_tables(config: PipelineConfig, requested: str = "") -> list[str]:
@@ -138,11 +132,7 @@ def plan(
     exactly as the tasks saw them.
     """
     start, end, mode = run_interval(run_type, interval_start, interval_end, run_after)
-    env = {
-        "PYSPARK_PYTHON": sys.executable,
-        "PYSPARK_DRIVER_PYTHON": sys.executable,
-        **config.to_env(),
-    }
+    env = {**spark_env(), **config.to_env()}
     planned = []
     for table in configured_tables(config, tables):
         arguments = {
@@ -157,7 +147,7 @@ def plan(
         planned.append(
             {
                 "table": table,
-                "window_end": {"timestamp_ms": window_close_ms(config, end)},
+                "window_end": {"timestamp_ms": window_end_ms(end)},
                 "spark_args": [part for pair in arguments.items() for part in pair],
                 "env_vars": env,
             }
