@@ -10,7 +10,7 @@ setup:
 	@scripts/setup.sh
 
 demo: setup
-	$(BIN)/python -m cdcgen.demo
+	$(BIN)/python -m cdcgen_dev.demo
 
 test: setup lint typecheck
 	$(BIN)/pytest -p no:cacheprovider
@@ -46,7 +46,7 @@ sandbox-status: setup
 
 # The local Airflow home (var/airflow): config, migrated SQLite DB, env.sh to `source`.
 airflow-home: setup
-	$(BIN)/python -m cdcgen.airflow.home
+	$(BIN)/python -m cdcgen_dev.airflow_home
 
 clean:
 	-$(BIN)/cdcgen sandbox down

@@ -45,15 +45,17 @@ from cdcgen.changes.layout import PARTITION_COLUMNS
 from cdcgen.changes.log_table import LogTable, describe_log_table
 from cdcgen.changes.settings import ChangesSettings
 from cdcgen.changes.stream_reader import SessionKey, shared_session
-from cdcgen.changes.windows import Interval, TableRef, generation_spans
 from cdcgen.config import REPO_ROOT, PipelineConfig
+from cdcgen.core.cdc_log import TableRef, timeuuid_from_micros
+from cdcgen.core.clocks import NodeClock
+from cdcgen.core.generation import SourceMode
 from cdcgen.core.lookup import StreamLookup
-from cdcgen.ports import NodeClock, SourceMode
-from cdcgen.sandbox.emulator import SandboxCluster, create_cdc_table, orders_table
-from cdcgen.sandbox.emulator.cdc_time import timeuuid_from_micros
-from cdcgen.sandbox.emulator.partition import int_key_token
-from cdcgen.sandbox.emulator.schema_setup import drop_keyspaces
+from cdcgen.core.windows import Interval, generation_spans
 from cdcgen.schema import SourceSchema
+from cdcgen_dev.emulator import SandboxCluster, create_cdc_table, orders_table
+from cdcgen_dev.emulator.partition import int_key_token
+from cdcgen_dev.emulator.schema_setup import drop_keyspaces
+from cdcgen_dev.sandbox import sandbox_config
 
 PREFIX = "bench_changes_"
 KEYSPACE = f"{PREFIX}ks"
@@ -192,10 +194,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     contact_points = tuple(args.contact_points.split(","))
-    config = PipelineConfig(
+    config = sandbox_config(
+        PREFIX,
         contact_points=contact_points,
         source_mode=SourceMode.RAFT,
-        source_keyspace_prefix=PREFIX,
         confidence_window=timedelta(0),
         generation_leeway=timedelta(0),
     )

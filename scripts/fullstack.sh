@@ -10,4 +10,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
-exec .venv/bin/python -m cdcgen.devstack "$@"
+exec .venv/bin/python -m cdcgen_dev.devstack "$@"

@@ -42,7 +42,7 @@ if ! command -v "$PYTHON" >/dev/null 2>&1; then
   fi
 fi
 
-stamp_inputs() { cat constraints.txt pyproject.toml; "$PYTHON" --version 2>&1; }
+stamp_inputs() { cat constraints.txt pyproject.toml harness/pyproject.toml; "$PYTHON" --version 2>&1; }
 want=$(stamp_inputs | sha256sum | cut -d' ' -f1)
 stamp=.venv/.cdcgen-stamp
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && [ -x .venv/bin/cdcgen ]; then
@@ -53,7 +53,7 @@ if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv
 fi
 log "installing the pinned stack into .venv (about a minute or two)"
-.venv/bin/pip install -q --upgrade-strategy only-if-needed -c constraints.txt -e '.[stack,dev]'
+.venv/bin/pip install -q --upgrade-strategy only-if-needed -c constraints.txt -e '.[stack,dev]' -e ./harness
 .venv/bin/pip check >&2
 echo "$want" > "$stamp"
 log "ready"

@@ -66,9 +66,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     from cdcgen.changes.job import run_changes
     from cdcgen.changes.row_checks import ChangesInvalid
     from cdcgen.changes.stream_reader import TransientReadError
-    from cdcgen.changes.windows import DataExpired, Interval, Mode, TableRef
     from cdcgen.config import PipelineConfig
-    from cdcgen.ports import SourceMode
+    from cdcgen.core.cdc_log import TableRef
+    from cdcgen.core.generation import SourceMode
+    from cdcgen.core.windows import DataExpired, Interval, Mode
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     args = parse_args(argv)

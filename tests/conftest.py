@@ -16,11 +16,11 @@ import pytest
 if TYPE_CHECKING:
     from cassandra.cluster import Cluster, Session
 
-    from cdcgen.sandbox.cassandra import Sandbox
+    from cdcgen_dev.cassandra import Sandbox
 
 
 # =====================================================================================
-# Cassandra sandbox (cdcgen.sandbox.cassandra): real Cassandra 5.0 nodes for tests.
+# Cassandra sandbox (cdcgen_dev.cassandra): real Cassandra 5.0 nodes for tests.
 #
 #   cassandra_single    one node, 127.0.0.1:9042            (mark: integration)
 #   cassandra_cluster3  three nodes, 127.0.0.1-3 port 9042  (marks: integration, cluster)
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 # `cluster` tests last so a session switches at most once. A sandbox already running
 # (e.g. `cdcgen sandbox up`) is reused and left running; one a session started is
 # stopped when the last session using it ends. Concurrent sessions (xdist workers,
-# parallel runs) coordinate through pid leases - see cdcgen.sandbox.cassandra.sharing.
+# parallel runs) coordinate through pid leases - see cdcgen_dev.cassandra.sharing.
 # =====================================================================================
 
 
@@ -39,14 +39,14 @@ class _CassandraSandboxes:
     """This session's sandbox user plus the driver connections it opened."""
 
     def __init__(self) -> None:
-        from cdcgen.sandbox.cassandra.sharing import SandboxUser
+        from cdcgen_dev.cassandra.sharing import SandboxUser
 
         self.user = SandboxUser()
         self.clusters: list[Cluster] = []
 
     def ensure(self, nodes: int) -> Sandbox:
         """Make ``nodes`` (1 or 3) the running topology and wait until it is ready."""
-        from cdcgen.sandbox.cassandra import SandboxError
+        from cdcgen_dev.cassandra import SandboxError
 
         try:
             return self.user.use(nodes)
@@ -54,7 +54,7 @@ class _CassandraSandboxes:
             pytest.fail(f"Cassandra sandbox ({nodes} node(s)) unavailable: {exc}\n{exc.details}")
 
     def connect(self, sandbox: Sandbox, keyspace: str | None = None) -> Session:
-        from cdcgen.sandbox.cassandra import open_cluster
+        from cdcgen_dev.cassandra import open_cluster
 
         # Generous timeout: two-core CI machines stall while a JVM starts.
         cluster = open_cluster(sandbox.contact_points, request_timeout=30.0)
@@ -121,7 +121,7 @@ def cassandra_any(_cassandra_sandboxes: _CassandraSandboxes) -> CassandraHandle:
     For tests that work against either topology (e2e): use this rather than calling
     Sandbox(...).up() directly, so other sessions see the lease and do not stop it.
     """
-    from cdcgen.sandbox.cassandra import SandboxError
+    from cdcgen_dev.cassandra import SandboxError
 
     try:
         sandbox = _cassandra_sandboxes.user.use_running()

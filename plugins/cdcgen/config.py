@@ -1,22 +1,34 @@
 """One typed configuration object for every task, job and command.
 
-Values come from ``CDCGEN_*`` environment variables (which docker-compose and the
-Airflow deployment set) with defaults for the embedded sandbox; callers override
-single fields with :func:`dataclasses.replace` (Airflow Params do that).  Passing
-this one object around replaces long lists of keyword arguments.
+Values come from ``CDCGEN_*`` environment variables (docker-compose and the Airflow
+deployment set them, a task hands them to the Spark jobs it starts) over defaults that
+describe a real ScyllaDB cluster: its own keyspace names, every node's clock read over
+CQL, publication into ``system_distributed``. A development sandbox sets its own values
+explicitly. Callers override single fields with :meth:`PipelineConfig.with_overrides`
+(Airflow Params do that); passing this one object replaces long argument lists.
+
+Parsing and validation are pydantic's: each field declares the variable it is read
+from, and a bad value is a :class:`ConfigError` naming that variable. (pydantic-settings'
+``BaseSettings`` is not used: it reads ``os.environ`` on every construction, while the
+pipeline builds configurations from a connection merged over an environment, and tests
+build them from explicit values; one explicit ``from_env(mapping)`` serves both.)
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
 from datetime import timedelta
+from enum import Enum
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, Self
 
-from cdcgen.ports import SourceMode
-from cdcgen.schema import SANDBOX_PREFIX, SourceSchema, check_identifier
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from cdcgen.core.generation import SourceMode
+from cdcgen.core.identifiers import check_identifier
+from cdcgen.extensions import clock_sources
+from cdcgen.schema import SourceSchema
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -25,121 +37,159 @@ class ConfigError(ValueError):
     """A setting has a value the pipeline cannot use; the message names the setting."""
 
 
-@dataclass(frozen=True)
-class PipelineConfig:
-    contact_points: tuple[str, ...] = ("127.0.0.1",)
-    port: int = 9042
-    source_mode: SourceMode = SourceMode.RAFT
-    # "" reads ScyllaDB's own names; "sandbox_" the emulator's.
-    source_keyspace_prefix: str = SANDBOX_PREFIX
-    # "cql" asks each node for now(); "sandbox" reads the emulator's clocks.
-    clock_source: str = "sandbox"
-    target_keyspace: str = "sandbox_system_distributed"
-    lake_path: Path = REPO_ROOT / "lake"
-    report_dir: Path = REPO_ROOT / "reports"
-    ring_delay: timedelta = timedelta(seconds=30)
-    generation_leeway: timedelta = timedelta(seconds=5)
-    confidence_window: timedelta = timedelta(seconds=30)
-    clock_wait_timeout: timedelta = timedelta(minutes=10)
-    publish_concurrency: int = 20
-    extra: Mapping[str, str] = field(default_factory=dict)
+def env(name: str, default: Any = ..., **kwargs: Any) -> Any:
+    """A field read from the environment variable ``name`` (or set by its field name)."""
+    return Field(default, validation_alias=name, **kwargs)
 
-    def __post_init__(self) -> None:
-        if not self.contact_points:
-            raise ConfigError("CDCGEN_CONTACT_POINTS is empty: name at least one node")
-        check_identifier(self.target_keyspace, "CDCGEN_TARGET_KEYSPACE")
-        if self.clock_source not in ("cql", "sandbox"):
-            raise ConfigError(
-                f"CDCGEN_CLOCK_SOURCE={self.clock_source!r}: expected 'cql' or 'sandbox'"
+
+class EnvSettings(BaseModel):
+    """Settings read from environment variables, immutable, overridable field by field.
+
+    ``EMPTY_IS_A_VALUE`` names fields for which an empty variable means the empty
+    string (a keyspace prefix) rather than "unset".
+    """
+
+    model_config = ConfigDict(frozen=True, populate_by_name=True, extra="forbid")
+    EMPTY_IS_A_VALUE: ClassVar[frozenset[str]] = frozenset()
+
+    def __init__(self, **values: Any) -> None:
+        try:
+            super().__init__(**values)
+        except ValidationError as exc:
+            raise ConfigError(_describe(type(self), exc)) from None
+
+    @classmethod
+    def env_names(cls) -> dict[str, str]:
+        """Field name -> the environment variable it is read from."""
+        return {
+            name: str(field.validation_alias)
+            for name, field in cls.model_fields.items()
+            if isinstance(field.validation_alias, str)
+        }
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Self:
+        """The settings in ``environ`` (default ``os.environ``), defaults for the rest."""
+        environ = os.environ if environ is None else environ
+        values = {}
+        for name, variable in cls.env_names().items():
+            raw = environ.get(variable)
+            if raw is not None and (raw != "" or name in cls.EMPTY_IS_A_VALUE):
+                values[variable] = raw
+        return cls.validated(values)
+
+    @classmethod
+    def validated(cls, values: Mapping[str, Any]) -> Self:
+        try:
+            return cls.model_validate(dict(values))
+        except ValidationError as exc:
+            raise ConfigError(_describe(cls, exc)) from None
+
+    def with_overrides(self, **changes: Any) -> Self:
+        """A copy with ``changes`` applied, validated like everything else."""
+        return self.validated({**dict(self), **changes})
+
+    def to_env(self) -> dict[str, str]:
+        """The variables :meth:`from_env` turns back into these settings.
+
+        How a task hands its whole configuration (connection and Params applied) to a
+        process it starts, such as a spark-submit job, without a flag per setting.
+        """
+        return {
+            variable: _env_text(getattr(self, name)) for name, variable in self.env_names().items()
+        }
+
+
+def _env_text(value: Any) -> str:
+    if isinstance(value, timedelta):
+        return repr(value.total_seconds())
+    if isinstance(value, tuple):
+        return ",".join(str(v) for v in value)
+    if isinstance(value, Enum):
+        return str(value.value)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _describe(cls: type[EnvSettings], exc: ValidationError) -> str:
+    """The first problem, named by the variable a person sets."""
+    names = cls.env_names()
+    problems = []
+    for error in exc.errors():
+        field = str(error["loc"][0]) if error["loc"] else ""
+        variable = names.get(field, field)
+        shown = f"{variable}={error['input']!r}" if "input" in error else variable
+        message = str(error["msg"]).removeprefix("Value error, ")
+        problems.append(f"{shown}: {message}")
+    return "; ".join(problems)
+
+
+def seconds(value: Any) -> Any:
+    """Durations are given in seconds (a number, or its text)."""
+    if isinstance(value, str):
+        try:
+            return timedelta(seconds=float(value))
+        except ValueError:
+            raise ValueError("expected a number of seconds") from None
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return timedelta(seconds=value)
+    return value
+
+
+class PipelineConfig(EnvSettings):
+    contact_points: tuple[str, ...] = env("CDCGEN_CONTACT_POINTS", ("127.0.0.1",))
+    port: int = env("CDCGEN_PORT", 9042)
+    source_mode: SourceMode = env("CDCGEN_SOURCE_MODE", SourceMode.RAFT)
+    #: "" reads ScyllaDB's own keyspaces; a prefix reads copies of them (a sandbox).
+    source_keyspace_prefix: str = env("CDCGEN_SOURCE_KEYSPACE_PREFIX", "")
+    #: "cql" asks each node for now(); other sources are plugins (cdcgen.extensions).
+    clock_source: str = env("CDCGEN_CLOCK_SOURCE", "cql")
+    target_keyspace: str = env("CDCGEN_TARGET_KEYSPACE", "system_distributed")
+    lake_path: Path = env("CDCGEN_LAKE_PATH", REPO_ROOT / "lake")
+    report_dir: Path = env("CDCGEN_REPORT_DIR", REPO_ROOT / "reports")
+    ring_delay: timedelta = env("CDCGEN_RING_DELAY_SECONDS", timedelta(seconds=30))
+    generation_leeway: timedelta = env("CDCGEN_LEEWAY_SECONDS", timedelta(seconds=5))
+    confidence_window: timedelta = env("CDCGEN_CONFIDENCE_WINDOW_SECONDS", timedelta(seconds=30))
+    clock_wait_timeout: timedelta = env("CDCGEN_CLOCK_WAIT_TIMEOUT_SECONDS", timedelta(minutes=10))
+    publish_concurrency: int = env("CDCGEN_PUBLISH_CONCURRENCY", 20, ge=1)
+    #: Adapter options the caller passes itself (not part of the environment form).
+    extra: dict[str, str] = Field(default_factory=dict)
+
+    EMPTY_IS_A_VALUE: ClassVar[frozenset[str]] = frozenset({"source_keyspace_prefix"})
+
+    @field_validator(
+        "ring_delay", "generation_leeway", "confidence_window", "clock_wait_timeout", mode="before"
+    )
+    @classmethod
+    def _durations(cls, value: Any) -> Any:
+        return seconds(value)
+
+    @field_validator("contact_points", mode="before")
+    @classmethod
+    def _hosts(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            value = [part.strip() for part in value.split(",") if part.strip()]
+        if not value:
+            raise ValueError("empty: name at least one node")
+        return tuple(value)
+
+    @field_validator("target_keyspace")
+    @classmethod
+    def _keyspace(cls, value: str) -> str:
+        return check_identifier(value, "keyspace")
+
+    @field_validator("clock_source")
+    @classmethod
+    def _clock_source(cls, value: str) -> str:
+        known = clock_sources()
+        if value not in known:
+            raise ValueError(
+                f"expected one of {', '.join(known)} (other clock sources are plugins of "
+                "the entry point group cdcgen.clock_readers)"
             )
-        if self.publish_concurrency < 1:
-            raise ConfigError("CDCGEN_PUBLISH_CONCURRENCY must be at least 1")
+        return value
 
     @property
     def source_schema(self) -> SourceSchema:
         return SourceSchema(self.source_keyspace_prefix)
-
-    def with_overrides(self, **changes: Any) -> PipelineConfig:
-        return replace(self, **changes)
-
-    def to_env(self) -> dict[str, str]:
-        """The ``CDCGEN_*`` variables :meth:`from_env` turns back into this configuration.
-
-        How a task hands its whole configuration (connection and run Params applied) to
-        a process it starts, such as a spark-submit job, without a flag per setting.
-        ``extra`` is not included: it holds adapter options the caller passes itself.
-        """
-
-        def secs(value: timedelta) -> str:
-            return repr(value.total_seconds())
-
-        return {
-            "CDCGEN_CONTACT_POINTS": ",".join(self.contact_points),
-            "CDCGEN_PORT": str(self.port),
-            "CDCGEN_SOURCE_MODE": str(self.source_mode),
-            "CDCGEN_SOURCE_KEYSPACE_PREFIX": self.source_keyspace_prefix,
-            "CDCGEN_CLOCK_SOURCE": self.clock_source,
-            "CDCGEN_TARGET_KEYSPACE": self.target_keyspace,
-            "CDCGEN_LAKE_PATH": str(self.lake_path),
-            "CDCGEN_REPORT_DIR": str(self.report_dir),
-            "CDCGEN_RING_DELAY_SECONDS": secs(self.ring_delay),
-            "CDCGEN_LEEWAY_SECONDS": secs(self.generation_leeway),
-            "CDCGEN_CONFIDENCE_WINDOW_SECONDS": secs(self.confidence_window),
-            "CDCGEN_CLOCK_WAIT_TIMEOUT_SECONDS": secs(self.clock_wait_timeout),
-            "CDCGEN_PUBLISH_CONCURRENCY": str(self.publish_concurrency),
-        }
-
-    @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None) -> PipelineConfig:
-        env = os.environ if env is None else env
-        base = cls()
-
-        def get(name: str) -> str | None:
-            value = env.get(f"CDCGEN_{name}")
-            return value if value not in (None, "") else None
-
-        def seconds(name: str, default: timedelta) -> timedelta:
-            raw = get(name)
-            if raw is None:
-                return default
-            try:
-                return timedelta(seconds=float(raw))
-            except ValueError:
-                raise ConfigError(f"CDCGEN_{name}={raw!r}: expected a number of seconds") from None
-
-        def integer(name: str, default: int) -> int:
-            raw = get(name)
-            if raw is None:
-                return default
-            try:
-                return int(raw)
-            except ValueError:
-                raise ConfigError(f"CDCGEN_{name}={raw!r}: expected an integer") from None
-
-        mode_raw = get("SOURCE_MODE")
-        try:
-            mode = SourceMode(mode_raw) if mode_raw else base.source_mode
-        except ValueError:
-            choices = ", ".join(m.value for m in SourceMode)
-            raise ConfigError(
-                f"CDCGEN_SOURCE_MODE={mode_raw!r}: expected one of {choices}"
-            ) from None
-        points = get("CONTACT_POINTS")
-        prefix = env.get("CDCGEN_SOURCE_KEYSPACE_PREFIX")
-        return cls(
-            contact_points=tuple(p.strip() for p in points.split(",") if p.strip())
-            if points
-            else base.contact_points,
-            port=integer("PORT", base.port),
-            source_mode=mode,
-            source_keyspace_prefix=base.source_keyspace_prefix if prefix is None else prefix,
-            clock_source=get("CLOCK_SOURCE") or base.clock_source,
-            target_keyspace=get("TARGET_KEYSPACE") or base.target_keyspace,
-            lake_path=Path(get("LAKE_PATH") or base.lake_path),
-            report_dir=Path(get("REPORT_DIR") or base.report_dir),
-            ring_delay=seconds("RING_DELAY_SECONDS", base.ring_delay),
-            generation_leeway=seconds("LEEWAY_SECONDS", base.generation_leeway),
-            confidence_window=seconds("CONFIDENCE_WINDOW_SECONDS", base.confidence_window),
-            clock_wait_timeout=seconds("CLOCK_WAIT_TIMEOUT_SECONDS", base.clock_wait_timeout),
-            publish_concurrency=integer("PUBLISH_CONCURRENCY", base.publish_concurrency),
-        )

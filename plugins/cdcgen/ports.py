@@ -1,88 +1,62 @@
-"""The small interfaces between the pipeline and the outside world.
+"""The small interfaces between the orchestration and the outside world.
 
-The pipeline (DAG tasks, Spark jobs, the CLI) talks only to these protocols; the
-adapters in :mod:`cdcgen.adapters` implement them for cassandra-driver against a
-real ScyllaDB, and for the sandbox emulator.  Keeping them this small is what
-lets the same orchestration code run unchanged against both.
+The pipeline (:mod:`cdcgen.pipeline`, the changes run) depends on these protocols only;
+:mod:`cdcgen.adapters` implements them over cassandra-driver (and Spark, for the lake),
+and tests implement them in memory to check the orchestration's decisions fast. Each
+port says what the orchestration needs, in the domain's words, and nothing more.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
-from enum import StrEnum
 from typing import Any, Protocol
 
+from cdcgen.core.cdc_log import TableRef
+from cdcgen.core.clocks import NodeClock
+from cdcgen.core.generation import Generation
 from cdcgen.core.topology import TopologyDescription
+from cdcgen.core.watermark import StreamCheckpoint, TableProgress
+from cdcgen.core.windows import GenerationSpan, LakeWindow, TableState, Window
 
-
-class SourceMode(StrEnum):
-    """How the source cluster stores its generations (design doc section 5)."""
-
-    RAFT = "raft"
-    GOSSIP = "gossip"
-    V1 = "v1"
-    TABLETS = "tablets"
-
-
-class MetadataError(Exception):
-    """Base class: the source's generation metadata cannot be used as it is."""
-
-
-class IncompleteGeneration(MetadataError):
-    """Transient: a generation is being written (e.g. rows < num_ranges); read again later."""
-
-
-class CorruptGeneration(MetadataError):
-    """Terminal: the metadata is wrong (bad stream IDs, unknown version, ...).
-
-    ``stored_rows``: the ``(range_end, streams, ignore_msb)`` rows as read, when the
-    reader got that far; the extract step then still puts them in the lake, so the
-    validation can name what is wrong in its report instead of the run only failing.
-    """
-
-    def __init__(self, message: str, stored_rows: list[tuple[Any, Any, Any]] | None = None):
-        super().__init__(message)
-        self.stored_rows = stored_rows
-
-
-@dataclass(frozen=True, order=True)
-class GenerationRef:
-    """A committed generation, known by its timestamp and its source-specific id.
-
-    ``id`` is the text form of the raft data timeuuid, the gossip description
-    uuid, or (V1) the timestamp's ISO form: whatever the source keys it by.
-    """
-
-    timestamp: datetime  # UTC, millisecond precision
-    id: str
-
-
-@dataclass(frozen=True)
-class Generation:
-    ref: GenerationRef
-    description: TopologyDescription
+#: ``(range_end, [stream blob, ...])``: one row of ``cdc_streams_descriptions_v2``.
+StreamRows = Sequence[tuple[int, Sequence[bytes]]]
 
 
 class GenerationSource(Protocol):
-    """Reads committed generations from the source cluster."""
+    """Committed generations of the source cluster.
 
-    def list_generations(self) -> list[GenerationRef]:
+    Two strategies: a vnodes cluster's generations (raft, gossip, V1), each cluster-wide,
+    and a tablets cluster's per-table stream sets (each with ``Generation.table`` set).
+    """
+
+    def list_generations(self) -> list[Generation]:
         """Every committed generation whose description can be read, oldest first."""
         ...
 
-    def read_generation(self, ref: GenerationRef) -> Generation:
-        """The full description; raises IncompleteGeneration or CorruptGeneration."""
+    def read_description(self, generation: Generation) -> TopologyDescription:
+        """The full description; raises ``IncompleteGeneration`` or ``CorruptGeneration``."""
+        ...
+
+    def spans(
+        self, table: TableRef, since: datetime | None = None, until: datetime | None = None
+    ) -> list[GenerationSpan]:
+        """The generations ``table``'s changes were written in, overlapping ``[since, until)``."""
         ...
 
 
-@dataclass(frozen=True)
-class NodeClock:
-    """One node's clock reading, or why it could not be read."""
+class DescriptionPublisher(Protocol):
+    """The user-facing description tables: a generation's streams first, its timestamp last."""
 
-    node: str
-    clock: datetime | None
-    error: str | None = None
+    def published_among(self, generations: Sequence[Generation]) -> set[Generation]:
+        """Those of ``generations`` consumers can already see."""
+        ...
+
+    def publish(self, generation: Generation, rows: StreamRows) -> int:
+        """Publishes one validated generation idempotently; returns the stream rows written
+        or confirmed."""
+        ...
 
 
 class ClockReader(Protocol):
@@ -91,11 +65,59 @@ class ClockReader(Protocol):
     def read_clocks(self) -> list[NodeClock]: ...
 
 
-class DescriptionPublisher(Protocol):
-    """Writes the user-facing description tables, streams first, timestamp last."""
+class CheckpointStore(Protocol):
+    """Per-stream checkpoints and each table's progress, which only ever move forward."""
 
-    def published_timestamps(self) -> set[datetime]: ...
+    def table_state(self, table: TableRef) -> TableState: ...
 
-    def publish(self, timestamp: datetime, description: TopologyDescription) -> int:
-        """Publishes one generation idempotently; returns the number of stream rows."""
+    def progress(self, table: TableRef) -> TableProgress: ...
+
+    def record_start(self, table: TableRef, started_at: datetime, run_id: str = "") -> None: ...
+
+    def save(self, table: TableRef, checkpoints: Iterable[StreamCheckpoint]) -> int: ...
+
+    def save_watermark(self, table: TableRef, watermark: datetime, run_id: str = "") -> None: ...
+
+    def prune(self, table: TableRef, generations: Sequence[GenerationSpan]) -> int: ...
+
+
+class ChangeLogReader(Protocol):
+    """Reads windows of single streams of one CDC log table (one query per stream)."""
+
+    @property
+    def column_metadata(self) -> Sequence[Any]:
+        """``(keyspace, table, name, cqltype)`` per selected column, in query order."""
+        ...
+
+    @property
+    def protocol_version(self) -> int: ...
+
+    def pages(self, stream: bytes, start: datetime, end: datetime) -> Iterator[list[Any]]:
+        """The rows of ``stream`` with ``start <= cdc$time < end``, page by page, in
+        clustering order (a key's changes in the order they were written)."""
+        ...
+
+    def count(self, stream: bytes, start: datetime, end: datetime) -> int:
+        """``COUNT(*)`` of the same window, computed by the source."""
+        ...
+
+
+class ChangesLake(Protocol):
+    """Where a table's extracted changes live, window by window."""
+
+    def buckets(self, wanted: int) -> int:
+        """The table's bucket count: the one recorded, or ``wanted`` recorded now."""
+        ...
+
+    def windows(self) -> list[LakeWindow]:
+        """Every (generation, window, bucket) the lake holds rows of."""
+        ...
+
+    def remove(self, window: LakeWindow) -> int:
+        """Deletes one window's rows; returns how many partitions went."""
+        ...
+
+    def write(self, windows: Sequence[Window]) -> Counter[str]:
+        """Reads ``windows`` stream by stream and replaces exactly their partitions;
+        returns counters (``rows:<generation>``, ``queries``, ``retries``)."""
         ...

@@ -11,25 +11,10 @@ what lets the sandbox stand in for a cluster.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from enum import StrEnum
 
-_IDENTIFIER = re.compile(r"^[a-z][a-z0-9_]{0,47}$")
-
-
-def check_identifier(name: str, what: str = "identifier") -> str:
-    """Allow-list a keyspace/table name before it is placed into CQL text.
-
-    Names cannot be bound as values in CQL, so the only safe thing is to accept
-    plain lowercase identifiers and refuse everything else by name.
-    """
-    if not _IDENTIFIER.match(name):
-        raise ValueError(
-            f"invalid {what} {name!r}: use lowercase letters, digits and '_', "
-            "starting with a letter, at most 48 characters"
-        )
-    return name
+from cdcgen.core.identifiers import check_identifier
 
 
 class Table(StrEnum):
@@ -50,6 +35,8 @@ class Table(StrEnum):
     # tablets
     CDC_STREAMS_STATE = "system.cdc_streams_state"
     CDC_STREAMS_HISTORY = "system.cdc_streams_history"
+    # ScyllaDB's per-table metadata: CDC options of base tables, partitioner of log tables
+    SCYLLA_TABLES = "system_schema.scylla_tables"
     # the per-node clock: ``system.local`` on a real cluster
     LOCAL = "system.local"
 
@@ -101,6 +88,10 @@ TABLE_COLUMNS: dict[Table, str] = {
         "table_id uuid, last_token bigint, stream_id blob, timestamp timestamp static, "
         "PRIMARY KEY (table_id, last_token)"
     ),
+    Table.SCYLLA_TABLES: (
+        "keyspace_name text, table_name text, version uuid, cdc map<text, text>, "
+        "partitioner text, PRIMARY KEY (keyspace_name, table_name)"
+    ),
     Table.CDC_STREAMS_HISTORY: (
         "table_id uuid, timestamp timestamp, stream_state tinyint, last_token bigint, "
         "stream_id blob, PRIMARY KEY (table_id, timestamp, stream_state, last_token)"
@@ -112,21 +103,39 @@ TABLE_OPTIONS: dict[Table, str] = {
     Table.CDC_GENERATION_TIMESTAMPS: "CLUSTERING ORDER BY (time DESC)",
 }
 
+#: ScyllaDB's virtual tables ``system.cdc_timestamps`` / ``system.cdc_streams`` (what a
+#: tablets table's stream sets look like to consumers), as real tables a target keyspace
+#: can hold: name -> (columns and key, table options).
+TABLET_TIMESTAMPS = "cdc_timestamps"
+TABLET_STREAMS = "cdc_streams"
+TABLET_VIEWS: dict[str, tuple[str, str]] = {
+    TABLET_TIMESTAMPS: (
+        "keyspace_name text, table_name text, timestamp timestamp, "
+        "PRIMARY KEY ((keyspace_name, table_name), timestamp)",
+        "CLUSTERING ORDER BY (timestamp DESC)",
+    ),
+    TABLET_STREAMS: (
+        "keyspace_name text, table_name text, timestamp timestamp, stream_state tinyint, "
+        "stream_id blob, "
+        "PRIMARY KEY ((keyspace_name, table_name), timestamp, stream_state, stream_id)",
+        "CLUSTERING ORDER BY (timestamp ASC, stream_state ASC, stream_id ASC)",
+    ),
+}
+
 CDC_GENERATIONS_V3_KEY = "cdc_generations"
 TOPOLOGY_KEY = "topology"
 GENERATION_TIMESTAMPS_KEY = "timestamps"
 CDC_LOCAL_KEY = "cdc_local"
 CDC_LOCAL_REWRITTEN_KEY = "rewritten"
 
-SANDBOX_PREFIX = "sandbox_"
-
 
 @dataclass(frozen=True)
 class SourceSchema:
     """Maps ScyllaDB's logical table names to the physical ones to query.
 
-    ``keyspace_prefix`` is empty for a real ScyllaDB and ``sandbox_`` for the
-    emulator.  ``system.local`` is never renamed: every CQL server has it.
+    ``keyspace_prefix`` is empty for a real ScyllaDB; a development sandbox keeps its
+    copies of ScyllaDB's tables under a prefix.  ``system.local`` is never renamed:
+    every CQL server has it.
     """
 
     keyspace_prefix: str = ""
@@ -138,10 +147,6 @@ class SourceSchema:
     @classmethod
     def scylla(cls) -> SourceSchema:
         return cls("")
-
-    @classmethod
-    def sandbox(cls) -> SourceSchema:
-        return cls(SANDBOX_PREFIX)
 
     def keyspace(self, table: Table) -> str:
         if table is Table.LOCAL:

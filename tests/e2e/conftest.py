@@ -18,9 +18,10 @@ from pathlib import Path
 import pytest
 from dag_scenarios import LOGS, RING_DELAY, Scenario
 
-from cdcgen.airflow.home import clone_home, migrate, write_config
-from cdcgen.config import REPO_ROOT, PipelineConfig
-from cdcgen.ports import SourceMode
+from cdcgen.config import REPO_ROOT
+from cdcgen.core.generation import SourceMode
+from cdcgen_dev.airflow_home import clone_home, migrate, write_config
+from cdcgen_dev.sandbox import sandbox_config
 
 #: A pristine home: migrated once, never run in (var/airflow is the developer's and the
 #: demo's, with their runs and Asset events); each test runs in a copy of it.
@@ -76,16 +77,14 @@ def scenario(
 
     def make(name: str, mode: SourceMode) -> Scenario:
         from cdcgen.adapters.cql import client_for
-        from cdcgen.sandbox.emulator.schema_setup import drop_keyspaces
+        from cdcgen_dev.emulator.schema_setup import drop_keyspaces
 
         prefix = f"e2e_{name}_"
-        config = PipelineConfig(
+        config = sandbox_config(
+            prefix,
             contact_points=contact_points,
             port=port,
             source_mode=mode,
-            source_keyspace_prefix=prefix,
-            clock_source="sandbox",
-            target_keyspace=f"{prefix}system_distributed",
             lake_path=tmp_path / "lake",
             report_dir=tmp_path / "reports",
             ring_delay=RING_DELAY,

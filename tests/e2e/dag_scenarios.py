@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from cdcgen.airflow.connections import source_connection_for
-from cdcgen.airflow.local_run import DagTestRun, dags_test, latest_summary
 from cdcgen.config import REPO_ROOT, PipelineConfig
+from cdcgen_dev.dags_test import DagTestRun, dags_test, latest_summary
 
 RING_DELAY = timedelta(seconds=1)
 LOGS = REPO_ROOT / "var" / "e2e-logs"
@@ -38,7 +38,7 @@ class Scenario:
         return client_for(self.config)
 
     def cluster(self, client: Any) -> Any:
-        from cdcgen.sandbox.emulator import SandboxCluster
+        from cdcgen_dev.emulator import SandboxCluster
 
         return SandboxCluster.from_config(client, self.config)
 

@@ -16,10 +16,10 @@ from cdcgen.airflow.connections import (
     env_var_name,
     source_connection,
 )
-from cdcgen.airflow.home import airflow_env, write_config
 from cdcgen.airflow.hooks import config_from_connection
 from cdcgen.config import REPO_ROOT, ConfigError
-from cdcgen.ports import SourceMode
+from cdcgen.core.generation import SourceMode
+from cdcgen_dev.airflow_home import airflow_env, write_config
 
 
 def test_config_points_airflow_at_this_repository(tmp_path: Path) -> None:

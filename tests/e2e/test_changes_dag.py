@@ -32,7 +32,7 @@ import pyarrow.parquet as pq
 import pytest
 from dag_scenarios import Scenario, assert_ok
 
-from cdcgen.ports import SourceMode
+from cdcgen.core.generation import SourceMode
 
 pytestmark = [
     pytest.mark.e2e,
@@ -58,7 +58,7 @@ class Workload:
 
 @pytest.fixture
 def workload(scenario: Callable[[str, SourceMode], Scenario]) -> Iterator[Workload]:
-    from cdcgen.sandbox.emulator import WorkloadSpec, create_cdc_table, orders_table, run_workload
+    from cdcgen_dev.emulator import WorkloadSpec, create_cdc_table, orders_table, run_workload
 
     scn = scenario("chg", SourceMode.RAFT)
     with scn.client() as client:
@@ -177,7 +177,7 @@ def test_every_change_lands_once_and_misrouted_rows_are_named(workload: Workload
     assert orders["watermark"] is not None
     with scn.client() as client:
         from cdcgen.changes.checkpoints import CheckpointStore
-        from cdcgen.changes.windows import TableRef
+        from cdcgen.core.cdc_log import TableRef
 
         store = CheckpointStore(client, scn.config.target_keyspace)
         progress = store.progress(TableRef(KEYSPACE, "orders"))

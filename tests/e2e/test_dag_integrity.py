@@ -18,9 +18,9 @@ from typing import Any
 
 import pytest
 
-from cdcgen.airflow.home import airflow_env
 from cdcgen.config import REPO_ROOT
-from cdcgen.ports import NodeClock
+from cdcgen.core.clocks import NodeClock
+from cdcgen_dev.airflow_home import airflow_env
 
 DAG_FILES = sorted((REPO_ROOT / "dags").glob("*.py"))
 PROBE = Path(__file__).with_name("dag_probe.py")

@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 
 from cdcgen.config import REPO_ROOT, PipelineConfig
-from cdcgen.ports import SourceMode
+from cdcgen.core.generation import SourceMode
 
 pytestmark = [
     pytest.mark.e2e,
@@ -63,7 +63,7 @@ def _floor_10min(moment: datetime) -> datetime:
 @pytest.fixture(scope="module")
 def cassandra_points(request: pytest.FixtureRequest) -> tuple[str, ...]:
     """The sandbox already running (either topology: never stop someone else's), or one node."""
-    from cdcgen.sandbox.cassandra import Sandbox, running_topology
+    from cdcgen_dev.cassandra import Sandbox, running_topology
 
     running = running_topology()
     if running is not None:
@@ -76,8 +76,8 @@ def cassandra_points(request: pytest.FixtureRequest) -> tuple[str, ...]:
 def seeded(cassandra_points: tuple[str, ...]) -> Seeded:
     """A fresh emulated cluster under its own prefix: three joins, ten minutes apart."""
     from cdcgen.adapters.cql import client_for
-    from cdcgen.sandbox.emulator import SandboxCluster
-    from cdcgen.sandbox.emulator.schema_setup import drop_keyspaces
+    from cdcgen_dev.emulator import SandboxCluster
+    from cdcgen_dev.emulator.schema_setup import drop_keyspaces
 
     config = PipelineConfig.from_env({}).with_overrides(
         contact_points=cassandra_points,
@@ -107,7 +107,7 @@ def seeded(cassandra_points: tuple[str, ...]) -> Seeded:
 def stack(seeded: Seeded) -> Iterator[Any]:
     """Airflow on a fresh PostgreSQL database; everything stopped afterwards."""
     from cdcgen.airflow.connections import source_connection_for
-    from cdcgen.devstack.stack import AirflowStack, StackSettings
+    from cdcgen_dev.devstack.stack import AirflowStack, StackSettings
 
     config = seeded.config
     settings = StackSettings(
@@ -226,15 +226,15 @@ def _generation_record(seeded: Seeded, run_id: str) -> Any:
 
 
 def _assert_rendered(path: Path, min_colours: int = 8) -> None:
-    from cdcgen.devstack.png import pixel_stats
+    from cdcgen_dev.devstack.png import pixel_stats
 
     stats = pixel_stats(path)
     assert stats.looks_rendered(min_colours=min_colours), f"{path} looks blank: {stats}"
 
 
 def test_pages_render_in_a_browser(stack: Any, runs: Runs, seeded: Seeded) -> None:
-    from cdcgen.devstack.browser import Browser
     from cdcgen.reports.records import generation_page_name
+    from cdcgen_dev.devstack.browser import Browser
 
     record = _generation_record(seeded, runs.manual)
     assert record.published and record.ring

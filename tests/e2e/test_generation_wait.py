@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from cdcgen.ports import NodeClock
+from cdcgen.core.clocks import NodeClock
 
 TS_MS = 1_790_000_000_000
 T = datetime.fromtimestamp(TS_MS / 1000, tz=UTC)

@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 from dag_scenarios import Scenario, assert_ok
 
-from cdcgen.ports import SourceMode
+from cdcgen.core.generation import SourceMode
 
 pytestmark = [
     pytest.mark.e2e,
@@ -115,8 +115,8 @@ def test_gossip_generation_published(scenario: Callable[..., Scenario]) -> None:
 
 
 def test_v1_before_and_after_rewritten(scenario: Callable[..., Scenario]) -> None:
-    from cdcgen.adapters.generation_sources import detect_legacy_mode
-    from cdcgen.sandbox.emulator import create_cdc_table, orders_table
+    from cdcgen.adapters.vnode_sources import detect_legacy_mode
+    from cdcgen_dev.emulator import create_cdc_table, orders_table
 
     scn = scenario("v1", SourceMode.V1)
     with scn.client() as client:
@@ -145,7 +145,7 @@ def test_v1_before_and_after_rewritten(scenario: Callable[..., Scenario]) -> Non
 
 
 def test_tablets_table_stream_sets_published(scenario: Callable[..., Scenario]) -> None:
-    from cdcgen.sandbox.emulator import create_cdc_table, orders_table, split_tablets
+    from cdcgen_dev.emulator import create_cdc_table, orders_table, split_tablets
 
     scn = scenario("tablets", SourceMode.TABLETS)
     keyspace = "e2e_tablets_shop"
@@ -163,7 +163,7 @@ def test_tablets_table_stream_sets_published(scenario: Callable[..., Scenario]) 
 
 
 def test_corrupted_generation_is_not_published(scenario: Callable[..., Scenario]) -> None:
-    from cdcgen.sandbox.emulator import FaultKind, GenerationFault
+    from cdcgen_dev.emulator import FaultKind, GenerationFault
 
     # V1 lists keep the stored order, so the reader hands a duplicated stream through
     # and only the validation can stop it (raft/gossip readers already refuse it).

@@ -28,14 +28,14 @@ from cassandra.cluster import NoHostAvailable
 from cassandra.murmur3 import murmur3
 from cassandra.query import SimpleStatement
 
-from cdcgen.sandbox.cassandra import CASSANDRA_VERSION, SandboxError
-from cdcgen.sandbox.cassandra.config import cassandra_settings, cassandra_yaml
-from cdcgen.sandbox.cassandra.jars import find_maven, pinned_version
-from cdcgen.sandbox.cassandra.launcher import find_java, initial_heap
-from cdcgen.sandbox.cassandra.leases import lease_dir, lessees
-from cdcgen.sandbox.cassandra.ports import check_ports_free
-from cdcgen.sandbox.cassandra.sharing import SandboxUser
-from cdcgen.sandbox.cassandra.topology import topology
+from cdcgen_dev.cassandra import CASSANDRA_VERSION, SandboxError
+from cdcgen_dev.cassandra.config import cassandra_settings, cassandra_yaml
+from cdcgen_dev.cassandra.jars import find_maven, pinned_version
+from cdcgen_dev.cassandra.launcher import find_java, initial_heap
+from cdcgen_dev.cassandra.leases import lease_dir, lessees
+from cdcgen_dev.cassandra.ports import check_ports_free
+from cdcgen_dev.cassandra.sharing import SandboxUser
+from cdcgen_dev.cassandra.topology import topology
 
 KEYSPACE = "cdcgen_sandbox_test"
 

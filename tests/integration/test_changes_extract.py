@@ -28,9 +28,10 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
-from cdcgen.adapters.clocks import SandboxClockReader
+from cdcgen.adapters.cdc_tables import CdcCatalog
 from cdcgen.adapters.cql import CqlClient, connect
-from cdcgen.changes.checkpoints import CheckpointStore, StreamCheckpoint
+from cdcgen.adapters.generation_sources import source_for
+from cdcgen.changes.checkpoints import CheckpointStore
 from cdcgen.changes.extract import (
     CHANGES_DIR,
     ExtractionResult,
@@ -40,23 +41,26 @@ from cdcgen.changes.extract import (
     extract_changes,
     read_lake,
 )
-from cdcgen.changes.generations import load_generations
-from cdcgen.changes.log_table import describe_log_table, list_cdc_tables
+from cdcgen.changes.log_table import describe_log_table
 from cdcgen.changes.report import changes_report, record_changes_run
-from cdcgen.changes.row_checks import validate_extraction
-from cdcgen.changes.settings import ChangesSettings, LogPartitioner
-from cdcgen.changes.windows import DataExpired, Interval, Mode, TableRef, WindowKind
+from cdcgen.changes.row_frames import validate_extraction
+from cdcgen.changes.settings import ChangesSettings
 from cdcgen.config import PipelineConfig
-from cdcgen.ports import SourceMode
-from cdcgen.sandbox.emulator import (
+from cdcgen.core.cdc_log import LogPartitioner, TableRef
+from cdcgen.core.generation import SourceMode
+from cdcgen.core.watermark import StreamCheckpoint
+from cdcgen.core.windows import DataExpired, Interval, Mode, WindowKind
+from cdcgen.schema import SourceSchema
+from cdcgen_dev.emulator import (
     SandboxCluster,
     WorkloadSpec,
     create_cdc_table,
     orders_table,
     run_workload,
 )
-from cdcgen.sandbox.emulator.schema_setup import drop_keyspaces
-from cdcgen.schema import SourceSchema
+from cdcgen_dev.emulator.clocks import SandboxClockReader
+from cdcgen_dev.emulator.schema_setup import drop_keyspaces
+from cdcgen_dev.sandbox import sandbox_config
 
 pytestmark = pytest.mark.integration
 
@@ -82,10 +86,10 @@ class World:
     misrouted_writes: int
 
     def config(self, target: str, lake: Path) -> PipelineConfig:
-        return PipelineConfig(
+        return sandbox_config(
+            PREFIX,
             contact_points=self.contact_points,
             source_mode=SourceMode.RAFT,
-            source_keyspace_prefix=PREFIX,
             target_keyspace=f"{PREFIX}{target}",
             lake_path=lake,
             report_dir=lake / "reports",
@@ -159,7 +163,7 @@ def run(
         config,
         settings,
         ref,
-        load_generations(world.client, config, ref),
+        source_for(world.client, config).spans(ref),
         interval,
         SandboxClockReader(world.client, config.source_schema).read_clocks(),
         **kwargs,
@@ -238,7 +242,7 @@ def test_every_row_lands_once_in_key_order_and_reruns_are_idempotent(
         world.client, TableRef(KEYSPACE, "orders"), SETTINGS, config.source_schema
     )
     assert log_table.partitioner is LogPartitioner.MURMUR3  # Apache Cassandra hashes
-    generations = load_generations(world.client, config, TableRef(KEYSPACE, "orders"))
+    generations = source_for(world.client, config).spans(TableRef(KEYSPACE, "orders"))
     checks = validate_extraction(spark, config, SETTINGS, second, generations, log_table)
     assert checks.passed, checks.summary
     assert {c.check for c in checks.checks} >= {
@@ -306,7 +310,7 @@ def test_misrouted_rows_fail_colocation_and_are_named(
     config = world.config("t_bad", tmp_path)
     ref = TableRef(KEYSPACE, "orders_bad")
     result = run(spark, world, config, Interval(world.start, world.end), table="orders_bad")
-    generations = load_generations(world.client, config, ref)
+    generations = source_for(world.client, config).spans(ref)
     log_table = describe_log_table(world.client, ref, SETTINGS, config.source_schema)
     checks = validate_extraction(spark, config, SETTINGS, result, generations, log_table)
     assert not checks.passed
@@ -339,7 +343,7 @@ def test_state_only_moves_forward_and_prunes_what_the_watermark_implies(world: W
     store.ensure_schema()
     table = TableRef(KEYSPACE, "orders")
     config = world.config("t_state", Path("/nonexistent"))
-    old, new = load_generations(world.client, config, table)
+    old, new = source_for(world.client, config).spans(table)
     t0 = old.start
     store.record_start(table, t0 + timedelta(seconds=5))
     store.record_start(table, t0)  # earlier start wins
@@ -359,4 +363,6 @@ def test_state_only_moves_forward_and_prunes_what_the_watermark_implies(world: W
     store.advance_watermark(table, new.start + timedelta(hours=1))  # re-bootstrap
     assert store.table_state(table).floor == new.start + timedelta(hours=1)
     assert [p.table for p in store.all_progress()] == [table]
-    assert TableRef(KEYSPACE, "orders") in list_cdc_tables(world.client, (KEYSPACE,))
+    catalog = CdcCatalog(world.client, world.cluster.schema)
+    (orders,) = [t for t in catalog.tables((KEYSPACE,)) if t.table == TableRef(KEYSPACE, "orders")]
+    assert orders.ttl_seconds == 86_400 and orders.created is not None

@@ -14,6 +14,7 @@ from cdcgen.core.topology import Node, description_to_json, make_generation, nod
 from cdcgen.extract.job import build_parser, run
 from cdcgen.extract.lake import read_artifact
 from cdcgen.extract.spark_extract import read_streams
+from cdcgen_dev.sandbox import sandbox_config
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -75,17 +76,17 @@ def test_rows_the_source_reader_refuses_are_extracted_and_fail_validation_by_nam
     spark: SparkSession, tmp_path: Path, cassandra_single: Any
 ) -> None:
     from cdcgen.adapters.cql import client_for
-    from cdcgen.ports import SourceMode
-    from cdcgen.sandbox.emulator import FaultKind, GenerationFault, SandboxCluster
-    from cdcgen.sandbox.emulator.schema_setup import drop_keyspaces
+    from cdcgen.core.generation import SourceMode
     from cdcgen.validation.generation_suite import validate_generation
+    from cdcgen_dev.emulator import FaultKind, GenerationFault, SandboxCluster
+    from cdcgen_dev.emulator.schema_setup import drop_keyspaces
 
     prefix = "t_refused_"
-    config = PipelineConfig(
+    config = sandbox_config(
+        prefix,
         contact_points=tuple(cassandra_single.contact_points),
         port=cassandra_single.port,
         source_mode=SourceMode.RAFT,
-        source_keyspace_prefix=prefix,
         lake_path=tmp_path / "lake",
         report_dir=tmp_path / "reports",
     )

@@ -97,7 +97,7 @@ def test_ranges_too_small_for_every_shard_pass_by_the_range_end_rule(
 
 
 def _tablet_set(tablets: int, seed: int) -> DescriptionColumns:
-    from cdcgen.adapters.generation_sources import tablets_description
+    from cdcgen.adapters.description_rows import tablets_description
     from cdcgen.core.tablets import TabletStreamSet, tablet_stream_id
 
     rng = random.Random(seed)

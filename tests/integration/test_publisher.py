@@ -16,16 +16,17 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from cdcgen.adapters.cql import CqlClient, connect
-from cdcgen.adapters.publication_rules import CLOCK_DRIFT, CdcTable
+from cdcgen.adapters.expiry import expire_superseded
 from cdcgen.adapters.publisher import (
-    FAULT_CRASH_AFTER_STREAMS,
-    FAULT_ENV,
     CqlDescriptionPublisher,
     PublishConflict,
     PublishError,
-    SimulatedCrash,
     rows_of,
 )
+from cdcgen.adapters.tablet_publisher import TabletsPublisher
+from cdcgen.adapters.v1_rewrite import rewrite_v1
+from cdcgen.core.cdc_log import CdcTable, TableRef
+from cdcgen.core.retention import CLOCK_DRIFT
 from cdcgen.core.tablets import (
     StreamHistoryRow,
     StreamState,
@@ -112,25 +113,30 @@ def test_different_streams_for_a_published_generation_are_refused(
     assert _streams_table(client, keyspace, T0) == _expected(original)
 
 
+class Crash(Exception):
+    """The process dies here."""
+
+
+class CrashingBeforeTheTimestamp(CqlDescriptionPublisher):
+    """The publisher, dying after every streams row and before the timestamp row."""
+
+    def write_timestamp(self, timestamp: datetime) -> None:
+        raise Crash(f"crash before the timestamp row of {timestamp}")
+
+
 def test_a_crash_between_streams_and_timestamp_hides_the_generation_until_rerun(
-    client: CqlClient, keyspace: str, monkeypatch: pytest.MonkeyPatch
+    client: CqlClient, keyspace: str
 ) -> None:
     description = _generation(2)
-
-    def crash(when: datetime) -> None:
-        raise SimulatedCrash(f"crash before the timestamp row of {when}")
-
-    crashing = CqlDescriptionPublisher(client, keyspace=keyspace, after_streams=crash)
-    with pytest.raises(SimulatedCrash):
+    crashing = CrashingBeforeTheTimestamp(client, keyspace=keyspace)
+    with pytest.raises(Crash):
         crashing.publish(T0, description)
     # A client polls the timestamps table: nothing to see, though every row is there.
     assert crashing.published_timestamps() == set()
     assert _streams_table(client, keyspace, T0) == _expected(description)
-
-    monkeypatch.setenv(FAULT_ENV, FAULT_CRASH_AFTER_STREAMS)  # the env-var hook too
-    with pytest.raises(SimulatedCrash):
-        CqlDescriptionPublisher(client, keyspace=keyspace).publish(T0, description)
-    monkeypatch.delenv(FAULT_ENV)
+    with pytest.raises(Crash):  # a second crash at the same point changes nothing
+        crashing.publish(T0, description)
+    assert crashing.published_timestamps() == set()
 
     rerun = CqlDescriptionPublisher(client, keyspace=keyspace)
     rerun.publish(T0, description)
@@ -140,7 +146,7 @@ def test_a_crash_between_streams_and_timestamp_hides_the_generation_until_rerun(
 
 def test_a_partial_write_is_completed_with_identical_rows(client: CqlClient, keyspace: str) -> None:
     description = _generation(3)
-    publisher = CqlDescriptionPublisher(client, keyspace=keyspace, after_streams=None)
+    publisher = CqlDescriptionPublisher(client, keyspace=keyspace)
     rows = rows_of(description)
     publisher.ensure_tables()
     publisher._write_stream_batches(T0, rows[: len(rows) // 2])  # a crash mid-way
@@ -168,9 +174,9 @@ def test_expire_marks_superseded_generations_past_every_ttl(
     stamps = [T0, T0 + timedelta(hours=1), T0 + timedelta(hours=2)]
     for i, stamp in enumerate(stamps):
         publisher.publish(stamp, _generation(10 + i, vnodes=1, nodes=1))
-    tables = [CdcTable("ks.orders", 3600), CdcTable("ks.users", 1800)]
+    tables = [CdcTable(TableRef("ks", "orders"), 3600), CdcTable(TableRef("ks", "users"), 1800)]
     now = stamps[2] + timedelta(hours=1) + CLOCK_DRIFT
-    marked = publisher.expire_superseded(tables, now=now)
+    marked = expire_superseded(publisher, tables, now=now)
     assert [(m.timestamp, m.expired) for m in marked] == [
         (stamps[0], stamps[1] + timedelta(hours=1) + CLOCK_DRIFT),
         (stamps[1], stamps[2] + timedelta(hours=1) + CLOCK_DRIFT),
@@ -178,7 +184,7 @@ def test_expire_marks_superseded_generations_past_every_ttl(
     state = {g.time: g.expired for g in publisher.published_generations()}
     assert state[stamps[2]] is None  # the newest is never expired
     assert state[stamps[0]] == marked[0].expired
-    assert publisher.expire_superseded(tables, now=now + timedelta(days=1)) == []  # set once
+    assert expire_superseded(publisher, tables, now=now + timedelta(days=1)) == []  # set once
     assert publisher.publish(stamps[0], _generation(10, vnodes=1, nodes=1))  # re-publish keeps it
     assert {g.time: g.expired for g in publisher.published_generations()} == state
 
@@ -196,7 +202,7 @@ def test_tablets_views_publish_current_closed_and_opened_streams(
         StreamHistoryRow(T0 + timedelta(minutes=2), StreamState.OPENED, -100, replaced),
     ]
     views = stream_set_views(base, history)
-    publisher = CqlDescriptionPublisher(client, keyspace=keyspace)
+    publisher = TabletsPublisher(client, keyspace=keyspace)
     written = publisher.publish_tablet_streams("shop", "orders", views)
     assert written == sum(len(v.rows()) for v in views)
     assert publisher.published_tablet_timestamps("shop", "orders") == [v.timestamp for v in views]
@@ -221,7 +227,7 @@ def test_tablets_views_publish_current_closed_and_opened_streams(
 def test_system_distributed_is_never_created_and_tablets_views_need_a_target(
     client: CqlClient,
 ) -> None:
-    publisher = CqlDescriptionPublisher(client, keyspace="system_distributed")
+    publisher = TabletsPublisher(client, keyspace="system_distributed")
     assert not publisher.owns_schema
     publisher.ensure_tables()  # a no-op: ScyllaDB owns these tables
     tables = client.session.execute(
@@ -282,9 +288,10 @@ def test_rewrite_copies_recent_v1_generations_then_writes_the_marker(
     generations = {stamp: _generation(20 + i) for i, stamp in enumerate(stamps)}
     for stamp, desc in generations.items():
         _write_v1(client, v1_source, stamp, desc)
-    publisher = CqlDescriptionPublisher(client, keyspace=keyspace, source_schema=v1_source)
+    publisher = CqlDescriptionPublisher(client, keyspace=keyspace)
     publisher.publish(stamps[3], generations[stamps[3]])  # a node already copied this one
-    report = publisher.rewrite_v1([CdcTable("shop.orders", 2 * 86400)], now=now)
+    tables = [CdcTable(TableRef("shop", "orders"), 2 * 86400)]
+    report = rewrite_v1(client, v1_source, publisher, tables, now)
     # Rows may exist from now - 2 days - 10 s = T0 + 8 days - 10 s: the generation of
     # day 1 (operating until day 8) may hold some, the one of day 0 cannot.
     assert report.status == "rewritten" and report.marker_written
@@ -301,21 +308,17 @@ def test_rewrite_copies_recent_v1_generations_then_writes_the_marker(
         )
     )
     assert marker[0].streams_timestamp.replace(tzinfo=UTC) == stamps[3]
-    assert (
-        publisher.rewrite_v1([CdcTable("shop.orders", 86400)], now=now).status
-        == "already rewritten"
-    )
+    again = rewrite_v1(client, v1_source, publisher, tables, now)
+    assert again.status == "already rewritten"
 
 
 def test_rewrite_without_cdc_tables_only_writes_the_marker(
     client: CqlClient, keyspace: str, v1_source: SourceSchema
 ) -> None:
     _write_v1(client, v1_source, T0, _generation(30))
-    publisher = CqlDescriptionPublisher(client, keyspace=keyspace, source_schema=v1_source)
-    report = publisher.rewrite_v1([], now=T0 + timedelta(days=1))
+    publisher = CqlDescriptionPublisher(client, keyspace=keyspace)
+    report = rewrite_v1(client, v1_source, publisher, [], T0 + timedelta(days=1))
     assert report.status == "no CDC table: marker only" and report.rewritten == []
     assert publisher.published_timestamps() == set()
-    missing = CqlDescriptionPublisher(
-        client, keyspace=keyspace, source_schema=SourceSchema("nov1_")
-    )
-    assert missing.rewrite_v1([], now=T0).status.startswith("no V1 streams table")
+    missing = rewrite_v1(client, SourceSchema("nov1_"), publisher, [], T0)
+    assert missing.status.startswith("no V1 streams table")

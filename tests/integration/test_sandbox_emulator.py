@@ -18,23 +18,30 @@ from typing import Any
 
 import pytest
 
-from cdcgen.adapters.clocks import CqlClockReader, SandboxClockReader
+from cdcgen.adapters.clocks import CqlClockReader
 from cdcgen.adapters.cql import CqlClient, connect
-from cdcgen.adapters.generation_sources import (
+from cdcgen.adapters.description_rows import tablets_description
+from cdcgen.adapters.generation_sources import source_for
+from cdcgen.adapters.tablet_sources import TabletsStreamSource
+from cdcgen.adapters.vnode_sources import (
     GossipGenerationSource,
     LegacyGenerationSource,
     RaftGenerationSource,
-    TabletsStreamSource,
     V1GenerationSource,
     detect_legacy_mode,
-    source_for,
-    tablets_description,
 )
 from cdcgen.config import PipelineConfig
+from cdcgen.core.generation import CorruptGeneration, Generation, IncompleteGeneration, SourceMode
 from cdcgen.core.tablets import StreamState
 from cdcgen.core.timeline import GenerationNotLoaded, GenerationTimeline
-from cdcgen.ports import CorruptGeneration, GenerationRef, IncompleteGeneration, SourceMode
-from cdcgen.sandbox.emulator import (
+from cdcgen.schema import (
+    CDC_LOCAL_REWRITTEN_KEY,
+    GENERATION_TIMESTAMPS_KEY,
+    TOPOLOGY_KEY,
+    SourceSchema,
+    Table,
+)
+from cdcgen_dev.emulator import (
     FaultKind,
     GenerationFault,
     SandboxCluster,
@@ -46,22 +53,17 @@ from cdcgen.sandbox.emulator import (
     run_workload,
     split_tablets,
 )
-from cdcgen.sandbox.emulator.partition import int_key_token
-from cdcgen.sandbox.emulator.schema_setup import ddl, drop_keyspaces
-from cdcgen.sandbox.emulator.tablets import tablet_stream_sets
-from cdcgen.sandbox.emulator.verify import (
+from cdcgen_dev.emulator.clocks import SandboxClockReader
+from cdcgen_dev.emulator.partition import int_key_token
+from cdcgen_dev.emulator.schema_setup import ddl, drop_keyspaces
+from cdcgen_dev.emulator.tablets import tablet_stream_sets
+from cdcgen_dev.emulator.verify import (
     check_log_routing,
     read_log_rows,
     tablet_stream_at,
     timeline_stream_at,
 )
-from cdcgen.schema import (
-    CDC_LOCAL_REWRITTEN_KEY,
-    GENERATION_TIMESTAMPS_KEY,
-    TOPOLOGY_KEY,
-    SourceSchema,
-    Table,
-)
+from cdcgen_dev.sandbox import sandbox_config
 
 pytestmark = pytest.mark.integration
 
@@ -97,11 +99,8 @@ def sandbox(client: CqlClient, request: pytest.FixtureRequest) -> Iterator[Sandb
 
 
 def config_for(cluster: SandboxCluster, mode: SourceMode, **extra: str) -> PipelineConfig:
-    return PipelineConfig(
-        contact_points=("127.0.0.1",),
-        source_mode=mode,
-        source_keyspace_prefix=cluster.schema.keyspace_prefix,
-        extra=extra,
+    return sandbox_config(
+        cluster.schema.keyspace_prefix, contact_points=("127.0.0.1",), source_mode=mode, extra=extra
     )
 
 
@@ -115,7 +114,7 @@ def timeline_from(source: Any) -> GenerationTimeline:
     """The core timeline built only from what a reader returns."""
     timeline = GenerationTimeline()
     for ref in source.list_generations():
-        timeline.insert(ref.timestamp, source.read_generation(ref).description)
+        timeline.insert(ref.timestamp, source.read_description(ref))
     return timeline
 
 
@@ -130,10 +129,10 @@ def test_raft_generations_read_back_exactly(sandbox: SandboxCluster, client: Cql
     source = source_for(client, config_for(sandbox, SourceMode.RAFT))
     assert isinstance(source, RaftGenerationSource)
     refs = source.list_generations()
-    assert refs == [GenerationRef(j.generation.timestamp, j.generation.id) for j in joins]
+    assert refs == [Generation(j.generation.timestamp, j.generation.id) for j in joins]
     assert refs[1].timestamp - refs[0].timestamp >= SWITCH_DELAY - timedelta(milliseconds=50)
     for ref, join in zip(refs, joins, strict=True):
-        assert source.read_generation(ref).description == join.description
+        assert source.read_description(ref) == join.description
     assert len(joins[-1].description) == 24  # every ring token ends a range
 
     topology = list(
@@ -158,7 +157,7 @@ def test_raft_generations_read_back_exactly(sandbox: SandboxCluster, client: Cql
     assert uncommitted.generation.id not in {r.id for r in refs}
     assert refs[-1].id == gap.generation.id
     with pytest.raises(CorruptGeneration, match=re.escape(gap.generation.id) + ".*gap in the ring"):
-        source.read_generation(refs[-1])
+        source.read_description(refs[-1])
 
 
 # --- gossip ---------------------------------------------------------------------------------
@@ -176,7 +175,7 @@ def test_gossip_generations_and_partial_writes(sandbox: SandboxCluster, client: 
     refs = source.list_generations()
     assert [r.id for r in refs] == [j.generation.id for j in joins]
     for ref, join in zip(refs, joins, strict=True):
-        assert source.read_generation(ref).description == join.description
+        assert source.read_description(ref) == join.description
 
     # A joining node that died half-way: cdc_local names it, only 5 of its rows exist.
     partial = sandbox.join_node(
@@ -185,7 +184,7 @@ def test_gossip_generations_and_partial_writes(sandbox: SandboxCluster, client: 
     ref = source.list_generations()[-1]
     assert ref.id == partial.generation.id
     with pytest.raises(IncompleteGeneration, match="5 of 24 description rows"):
-        source.read_generation(ref)
+        source.read_description(ref)
     # ...and the emulated coordinators refuse writes that fall into it.
     assert not partial.generation.loaded
     timeline = sandbox.timeline()
@@ -210,7 +209,7 @@ def test_v1_until_rewritten_then_v2(sandbox: SandboxCluster, client: CqlClient) 
     assert source.mode is SourceMode.V1
     assert [r.id for r in refs] == [j.generation.id for j in v1_joins]
     for ref, join in zip(refs, v1_joins, strict=True):
-        assert source.read_generation(ref).description == join.description
+        assert source.read_description(ref) == join.description
 
     report = rewrite_v1(sandbox)
     assert report.rewritten == [j.generation.timestamp for j in v1_joins]
@@ -240,7 +239,7 @@ def test_v1_until_rewritten_then_v2(sandbox: SandboxCluster, client: CqlClient) 
     joins = [*v1_joins, v2_join]
     assert [r.id for r in refs] == [j.generation.id for j in joins]
     for ref, join in zip(refs, joins, strict=True):
-        assert source.read_generation(ref).description == join.description
+        assert source.read_description(ref) == join.description
 
 
 def test_v1_corrupt_stream_id(sandbox: SandboxCluster, client: CqlClient) -> None:
@@ -250,9 +249,9 @@ def test_v1_corrupt_stream_id(sandbox: SandboxCluster, client: CqlClient) -> Non
     )
     source = V1GenerationSource(client, sandbox.schema)
     refs = source.list_generations()
-    source.read_generation(refs[0])
+    source.read_description(refs[0])
     with pytest.raises(CorruptGeneration, match=re.escape(bad.generation.id) + ".*version 2"):
-        source.read_generation(refs[1])
+        source.read_description(refs[1])
     assert not bad.generation.loaded  # nodes could not parse it either
 
 
@@ -286,8 +285,9 @@ def test_tablets_split_merge_and_workload(sandbox: SandboxCluster, client: CqlCl
     assert [r.timestamp for r in refs] == [s.timestamp for s in expected]
     assert refs[1].timestamp == split.timestamp
     for ref, stream_set in zip(refs, expected, strict=True):
-        assert source.read_generation(ref).description == tablets_description(stream_set)
-    views = source.views(table_id)
+        assert source.read_description(ref) == tablets_description(stream_set)
+    assert all(r.table == f"{keyspace}.orders" and r.id == str(table_id) for r in refs)
+    views = source.views(refs[0])
     assert views[0].opened == expected[0].streams and views[0].closed == ()
     assert views[3].closed == expected[2].streams and views[3].opened == expected[3].streams
     assert {state for _, state, _ in views[1].rows()} == set(StreamState)
@@ -442,7 +442,7 @@ def test_stopped_node_has_no_clock(cassandra_cluster3: Any) -> None:
             # Metadata stays readable at QUORUM with one replica of three down.
             source = RaftGenerationSource(client, schema)
             refs = source.list_generations()
-            assert source.read_generation(refs[-1]).description == joins[-1].description
+            assert source.read_description(refs[-1]) == joins[-1].description
         finally:
             cassandra_cluster3.sandbox.start_node(3)
     finally:

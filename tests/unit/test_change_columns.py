@@ -20,7 +20,6 @@ from cdcgen.changes.columns import (
     column_specs,
     day_label,
     lake_schema,
-    micros_of_timeuuid,
 )
 from cdcgen.changes.layout import (
     LAYOUT_FILE,
@@ -29,9 +28,8 @@ from cdcgen.changes.layout import (
     list_windows,
     remove_window,
 )
-from cdcgen.changes.operations import Operation, operation_name
-from cdcgen.changes.windows import LakeWindow, window_label
-from cdcgen.sandbox.emulator.cdc_time import timeuuid_from_micros
+from cdcgen.core.cdc_log import Operation, micros_of_timeuuid, operation_name, timeuuid_from_micros
+from cdcgen.core.windows import LakeWindow, window_label
 
 T0 = datetime(2026, 11, 22, 23, 59, 59, 999_000, tzinfo=UTC)
 T0_US = 1_795_391_999_999_000

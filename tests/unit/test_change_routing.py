@@ -22,7 +22,7 @@ from cdcgen.changes.routing import (
     primary_replica,
     stream_routing_policy,
 )
-from cdcgen.changes.settings import LogPartitioner
+from cdcgen.core.cdc_log import LogPartitioner
 from cdcgen.core.stream_id import StreamId
 
 

@@ -13,19 +13,14 @@ from hypothesis import strategies as st
 
 from cdcgen.changes.extract import ExtractionResult
 from cdcgen.changes.report import changes_report
-from cdcgen.changes.row_checks import GenerationMapper, RowCheck, RowCheckResult, row_text
-from cdcgen.changes.windows import (
-    Interval,
-    Mode,
-    TableRef,
-    WindowPlan,
-    generation_spans,
-    tablet_spans,
-    to_micros,
-)
+from cdcgen.changes.row_checks import RowCheck, RowCheckResult, row_text
+from cdcgen.changes.row_frames import GenerationMapper
+from cdcgen.core.cdc_log import TableRef
 from cdcgen.core.stream_id import StreamId
 from cdcgen.core.tablets import TabletStreamSet
+from cdcgen.core.time import to_micros
 from cdcgen.core.topology import Node, make_generation
+from cdcgen.core.windows import Interval, Mode, WindowPlan, generation_spans, tablet_spans
 from cdcgen.reports.records import RunStatus
 
 T0 = datetime(2026, 11, 22, 10, tzinfo=UTC)

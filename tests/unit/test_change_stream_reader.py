@@ -10,8 +10,8 @@ import pytest
 from cassandra import InvalidRequest, ReadTimeout, Unavailable
 from cassandra.cluster import NoHostAvailable
 
-from cdcgen.changes.log_table import LogTable, LogTableError, quote_column
-from cdcgen.changes.settings import ChangesSettings, LogPartitioner
+from cdcgen.changes.log_table import LogTable
+from cdcgen.changes.settings import ChangesSettings
 from cdcgen.changes.stream_reader import (
     Backoff,
     ReadStats,
@@ -21,8 +21,8 @@ from cdcgen.changes.stream_reader import (
     is_transient,
     with_retries,
 )
-from cdcgen.changes.windows import TableRef
 from cdcgen.config import ConfigError
+from cdcgen.core.cdc_log import LogPartitioner, LogTableError, TableRef, quote_column
 
 LOG = LogTable(
     table=TableRef("shop", "orders"),

@@ -10,34 +10,30 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cdcgen.changes.windows import (
+from cdcgen.core.cdc_log import TableRef
+from cdcgen.core.clocks import ClockCheck, NodeClock, window_closes_at
+from cdcgen.core.planner import check_not_expired, plan_windows
+from cdcgen.core.stream_id import StreamId
+from cdcgen.core.tablets import TabletStreamSet
+from cdcgen.core.time import floor_ms, parse_time_label, time_label
+from cdcgen.core.topology import Node, make_generation
+from cdcgen.core.watermark import consistency_watermark
+from cdcgen.core.windows import (
     DataExpired,
     GenerationSpan,
     Interval,
     LakeInconsistent,
     LakeWindow,
     Mode,
-    TableRef,
     TableState,
     WindowKind,
     WindowPolicy,
     bucket_of,
-    check_not_expired,
-    clocks_past,
-    consistency_watermark,
-    floor_ms,
     generation_spans,
-    parse_time_label,
     parse_window_label,
-    plan_windows,
     tablet_spans,
-    time_label,
     window_label,
 )
-from cdcgen.core.stream_id import StreamId
-from cdcgen.core.tablets import TabletStreamSet
-from cdcgen.core.topology import Node, make_generation
-from cdcgen.ports import NodeClock
 
 T0 = datetime(2026, 11, 22, 10, 0, tzinfo=UTC)
 TABLE = TableRef("shop", "orders")
@@ -113,12 +109,14 @@ def test_a_window_closes_only_when_every_clock_is_past_end_plus_leeway_plus_conf
     end = T0 + timedelta(hours=1)
     closes = POLICY.closes_at(end)
     assert closes == end + timedelta(seconds=35)
-    assert clocks_past(clocks(closes), closes) is None
+    assert closes == window_closes_at(end, POLICY.leeway, POLICY.confidence_window)
+    assert ClockCheck(closes, tuple(clocks(closes))).why_not() is None
     late_node = [*clocks(closes), NodeClock("slow", closes - timedelta(milliseconds=1))]
-    assert "slow" in (clocks_past(late_node, closes) or "")
+    assert "node slow clock" in (ClockCheck(closes, tuple(late_node)).why_not() or "")
     unreadable = [*clocks(closes), NodeClock("down", None, "connection refused")]
-    assert "unreadable" in (clocks_past(unreadable, closes) or "")
-    assert clocks_past([], closes) == "no node clock was read"
+    why = ClockCheck(closes, tuple(unreadable)).why_not() or ""
+    assert "node down unreachable (connection refused)" in why
+    assert ClockCheck(closes, ()).why_not() == "no node clock was read"
 
 
 def test_open_generation_window_is_pending_not_extracted() -> None:

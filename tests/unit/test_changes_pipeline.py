@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from cdcgen.config import PipelineConfig
+from cdcgen.core.generation import SourceMode
 from cdcgen.pipeline import changes
-from cdcgen.ports import SourceMode
 
 START = datetime(2026, 11, 22, 10, 0, tzinfo=UTC)
 END = START + timedelta(minutes=15)

@@ -7,7 +7,7 @@ import argparse
 import pytest
 
 from cdcgen.cli import CliError
-from cdcgen.cli.sandbox_emulator import SUBCOMMANDS, register_subcommands
+from cdcgen_dev.cli.sandbox_emulator import SUBCOMMANDS, register_subcommands
 
 
 @pytest.fixture

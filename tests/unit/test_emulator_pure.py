@@ -10,8 +10,10 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from cassandra.util import unix_time_from_uuid1
 
+from cdcgen.core.cdc_log import micros_of_timeuuid, timeuuid_from_micros
 from cdcgen.core.stream_id import InvalidStreamId, StreamId
 from cdcgen.core.tablets import TabletStreamSet
+from cdcgen.core.time import from_micros, to_micros
 from cdcgen.core.timeline import (
     GenerationTimeline,
     NoGenerationForWrite,
@@ -20,14 +22,8 @@ from cdcgen.core.timeline import (
 )
 from cdcgen.core.tokens import MAX_TOKEN, MIN_TOKEN
 from cdcgen.core.topology import Node, make_generation
-from cdcgen.sandbox.emulator import partition
-from cdcgen.sandbox.emulator.cdc_time import (
-    datetime_from_micros,
-    micros_from_datetime,
-    micros_from_timeuuid,
-    timeuuid_from_micros,
-)
-from cdcgen.sandbox.emulator.faults import (
+from cdcgen_dev.emulator import partition
+from cdcgen_dev.emulator.faults import (
     FaultError,
     FaultKind,
     GenerationFault,
@@ -36,7 +32,7 @@ from cdcgen.sandbox.emulator.faults import (
     rows_to_write,
     with_bad_version,
 )
-from cdcgen.sandbox.emulator.log_rows import (
+from cdcgen_dev.emulator.log_rows import (
     BaseRowChange,
     BaseWrite,
     Operation,
@@ -45,7 +41,7 @@ from cdcgen.sandbox.emulator.log_rows import (
     log_insert_params,
     log_row_values,
 )
-from cdcgen.sandbox.emulator.log_schema import (
+from cdcgen_dev.emulator.log_schema import (
     BaseTableSpec,
     Column,
     ColumnType,
@@ -55,10 +51,9 @@ from cdcgen.sandbox.emulator.log_schema import (
     orders_table,
     twcs_window_minutes,
 )
-from cdcgen.sandbox.emulator.raw import description_from_raw, raw_from_description
-from cdcgen.sandbox.emulator.rewrite import too_old
-from cdcgen.sandbox.emulator.routing import TabletRouter, VnodeRouter
-from cdcgen.sandbox.emulator.tablet_map import (
+from cdcgen_dev.emulator.raw import description_from_raw, raw_from_description
+from cdcgen_dev.emulator.routing import TabletRouter, VnodeRouter
+from cdcgen_dev.emulator.tablet_map import (
     InvalidTabletCount,
     new_tablet_streams,
     resize_timestamp,
@@ -225,12 +220,12 @@ def test_compound_key_serialization() -> None:
 
 def test_timeuuid_carries_micros() -> None:
     rng = random.Random(3)
-    micros = micros_from_datetime(T0) + 123_456
+    micros = to_micros(T0) + 123_456
     value = timeuuid_from_micros(micros, rng)
     assert value.version == 1 and value.variant == uuid.RFC_4122
-    assert micros_from_timeuuid(value) == micros
+    assert micros_of_timeuuid(value) == micros
     assert abs(unix_time_from_uuid1(value) - micros / 1e6) < 1e-6
-    assert datetime_from_micros(micros) == T0 + timedelta(microseconds=123_456)
+    assert from_micros(micros) == T0 + timedelta(microseconds=123_456)
     assert timeuuid_from_micros(micros, rng) != value  # random clock sequence and node
 
 
@@ -346,15 +341,3 @@ def test_partition_delete_and_update_statements() -> None:
         base_statements(
             spec, BaseWrite(Operation.UPDATE, (5,), (BaseRowChange((1,), {"zz": 1}),), 8)
         )
-
-
-# --- rewrite ---------------------------------------------------------------------------------
-
-
-def test_too_old_needs_a_later_generation_past_every_ttl() -> None:
-    stamps = [T0, T0 + timedelta(hours=1), T0 + timedelta(hours=30)]
-    now = T0 + timedelta(hours=30)
-    # horizon = now - 24 h = T0 + 6 h: the second generation is before it, so the first is old.
-    assert too_old(stamps, [86_400], now) == {T0}
-    assert too_old(stamps, [86_400, 0], now) == set()  # a table without TTL keeps everything
-    assert too_old(stamps, [], now) == set()

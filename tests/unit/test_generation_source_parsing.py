@@ -7,20 +7,19 @@ from datetime import UTC, datetime
 
 import pytest
 
-from cdcgen.adapters.generation_sources import (
+from cdcgen.adapters.description_rows import (
     description_from_rows,
-    generation_label,
     tablets_description,
-    utc,
     v1_generation_id,
 )
+from cdcgen.core.generation import CorruptGeneration, Generation
 from cdcgen.core.tablets import TabletStreamSet
+from cdcgen.core.time import InvalidTimestamp, utc_from_driver
 from cdcgen.core.tokens import MAX_TOKEN, MIN_TOKEN
 from cdcgen.core.topology import Node, make_generation
-from cdcgen.ports import CorruptGeneration, GenerationRef
-from cdcgen.sandbox.emulator.faults import FaultKind, GenerationFault, apply_row_faults
-from cdcgen.sandbox.emulator.raw import raw_from_description
-from cdcgen.sandbox.emulator.tablet_map import new_tablet_streams
+from cdcgen_dev.emulator.faults import FaultKind, GenerationFault, apply_row_faults
+from cdcgen_dev.emulator.raw import raw_from_description
+from cdcgen_dev.emulator.tablet_map import new_tablet_streams
 
 T0 = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
 
@@ -94,10 +93,12 @@ def test_tablets_description_looks_up_like_a_stream_set() -> None:
 
 
 def test_ids_and_timestamps() -> None:
-    naive = datetime(2026, 5, 1, 12, 0, 0, 123456)
-    assert utc(naive) == datetime(2026, 5, 1, 12, 0, 0, 123000, tzinfo=UTC)
+    naive = datetime(2026, 5, 1, 12, 0, 0, 123000)
+    assert utc_from_driver(naive) == datetime(2026, 5, 1, 12, 0, 0, 123000, tzinfo=UTC)
     assert v1_generation_id(T0) == "2026-05-01T12:00:00.000+00:00"
+    assert Generation(T0, "abc").label == "generation 2026-05-01T12:00:00.000+00:00 (abc)"
     assert (
-        generation_label(GenerationRef(T0, "abc"))
-        == "generation 2026-05-01T12:00:00.000+00:00 (abc)"
+        Generation(T0, "abc", "ks.t").label == "ks.t stream set 2026-05-01T12:00:00.000+00:00 (abc)"
     )
+    with pytest.raises(InvalidTimestamp, match="sub-millisecond"):
+        Generation(datetime(2026, 5, 1, 12, 0, 0, 123456, tzinfo=UTC), "abc")

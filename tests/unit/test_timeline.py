@@ -10,13 +10,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from cdcgen.core.time import InvalidTimestamp
 from cdcgen.core.timeline import (
     ConflictingGeneration,
     GenerationId,
     GenerationNotLoaded,
     GenerationTimeline,
     GenerationTimestampNotIncreasing,
-    InvalidTimestamp,
     NoGenerationForWrite,
     UnknownGeneration,
     WriteFromTheFuture,

@@ -8,9 +8,8 @@ cannot answer is reported with its error, never skipped: an unreadable clock mea
 generation cannot be declared closed.
 
 * :class:`CqlClockReader`: every host the driver knows (a real cluster);
-* :class:`SandboxClockReader`: every simulated node of the emulator: its host's real clock
-  plus the node's configured skew; a node marked down, or whose host does not answer (a
-  stopped process on the three-node sandbox), reports an error.
+* another clock source (``CDCGEN_CLOCK_SOURCE``) is a plugin: a simulated cluster
+  lends its simulated nodes' clocks that way (:mod:`cdcgen.extensions`).
 """
 
 from __future__ import annotations
@@ -19,8 +18,9 @@ from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
-from cdcgen.ports import ClockReader, NodeClock
-from cdcgen.schema import SourceSchema
+from cdcgen.core.clocks import NodeClock
+from cdcgen.extensions import CLOCK_READERS, CQL_CLOCKS, clock_sources, registered
+from cdcgen.ports import ClockReader
 
 if TYPE_CHECKING:
     from cassandra.pool import Host
@@ -67,7 +67,7 @@ def read_host_clock(
     return (value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)), None
 
 
-def _hosts(client: CqlClient) -> list[Host]:
+def cluster_hosts(client: CqlClient) -> list[Host]:
     return sorted(client.cluster.metadata.all_hosts(), key=lambda h: str(h.address))
 
 
@@ -79,7 +79,7 @@ class CqlClockReader:
         self.timeout = timeout
 
     def read_clocks(self) -> list[NodeClock]:
-        hosts = _hosts(self.client)
+        hosts = cluster_hosts(self.client)
         if not hosts:
             return [NodeClock("cluster", None, "the driver knows no host")]
         result = []
@@ -89,66 +89,28 @@ class CqlClockReader:
         return result
 
 
-class SandboxClockReader:
-    """Clocks of the emulator's simulated nodes: host clock + skew, down nodes unreadable."""
-
-    def __init__(
-        self, client: CqlClient, schema: SourceSchema, timeout: float = DEFAULT_TIMEOUT_SECONDS
-    ) -> None:
-        self.client = client
-        self.schema = schema
-        self.timeout = timeout
-
-    def read_clocks(self) -> list[NodeClock]:
-        from cassandra import InvalidRequest
-
-        from cdcgen.sandbox.emulator.state import load_nodes
-
-        try:
-            nodes = load_nodes(self.client, self.schema)
-        except InvalidRequest as exc:
-            return [NodeClock("sandbox", None, f"the sandbox is not set up: {exc}")]
-        if not nodes:
-            return [NodeClock("sandbox", None, "the sandbox has no nodes: run join-node first")]
-        hosts = {str(h.address): h for h in _hosts(self.client)}
-        host_clocks: dict[str, tuple[datetime | None, str | None]] = {}
-        result = []
-        for node in nodes:
-            if not node.up:
-                result.append(NodeClock(node.name, None, f"node {node.name} is down (sandbox)"))
-                continue
-            if node.address not in host_clocks:
-                host = hosts.get(node.address)
-                host_clocks[node.address] = (
-                    read_host_clock(self.client, host, self.timeout)
-                    if host is not None
-                    else (None, f"no CQL host at {node.address}")
-                )
-            clock, error = host_clocks[node.address]
-            if clock is None:
-                result.append(NodeClock(node.name, None, f"node {node.name}: {error}"))
-            else:
-                result.append(NodeClock(node.name, clock + node.clock_skew))
-        return result
-
-
 def clock_skews(clocks: Iterable[NodeClock], reference: datetime) -> dict[str, timedelta | None]:
     """Each node's offset from ``reference`` (None where the clock could not be read)."""
     return {c.node: (c.clock - reference if c.clock is not None else None) for c in clocks}
 
 
 def clock_reader_for(client: CqlClient, config: PipelineConfig) -> ClockReader:
-    """``cql``: ask the cluster's hosts; ``sandbox``: the emulator's simulated nodes."""
-    if config.clock_source == "cql":
+    """``cql``: ask the cluster's hosts; any other source is the plugin registered under
+    its name (:mod:`cdcgen.extensions`), built as ``Reader(client, config)``."""
+    if config.clock_source == CQL_CLOCKS:
         return CqlClockReader(client)
-    return SandboxClockReader(client, config.source_schema)
+    plugin = registered(CLOCK_READERS).get(config.clock_source)
+    if plugin is None:
+        raise ValueError(f"no clock source {config.clock_source!r}; known: {clock_sources()}")
+    reader: ClockReader = plugin.load()(client, config)
+    return reader
 
 
 __all__ = [
     "CLOCK_QUERY",
     "CqlClockReader",
-    "SandboxClockReader",
     "clock_reader_for",
     "clock_skews",
+    "cluster_hosts",
     "read_host_clock",
 ]

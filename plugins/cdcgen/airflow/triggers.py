@@ -24,7 +24,8 @@ from typing import Any
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
 from cdcgen.config import PipelineConfig
-from cdcgen.ports import NodeClock, SourceMode
+from cdcgen.core.clocks import NodeClock
+from cdcgen.core.generation import SourceMode
 
 #: While waiting, the lagging nodes are logged at most this often (polls are every second).
 LOG_EVERY_SECONDS = 30.0

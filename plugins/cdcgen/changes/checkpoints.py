@@ -10,7 +10,7 @@ Two tables, created on first use::
 A stream's checkpoint is the time up to which its rows are durably in the lake; it is
 written only after the Spark job that wrote them committed. The watermark is
 YugabyteDB's "data consistency timestamp" for the table: every stream is in the lake up
-to it (:func:`cdcgen.changes.windows.consistency_watermark`). Users, the report and the
+to it (:func:`cdcgen.core.windows.consistency_watermark`). Users, the report and the
 next run read both through :class:`CheckpointStore`.
 
 Writes are idempotent and only move forward, even when two writers race (a backfill
@@ -28,19 +28,15 @@ watermark already implies them, which keeps the state from growing without bound
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from cdcgen.changes.windows import (
-    GenerationSpan,
-    TableRef,
-    TableState,
-    from_micros,
-    to_micros,
-)
+from cdcgen.core.cdc_log import TableRef
+from cdcgen.core.identifiers import check_identifier
 from cdcgen.core.stream_id import StreamId
-from cdcgen.schema import check_identifier
+from cdcgen.core.time import from_micros, to_micros, utc_from_driver
+from cdcgen.core.watermark import StreamCheckpoint, TableProgress
+from cdcgen.core.windows import GenerationSpan, TableState
 
 if TYPE_CHECKING:
     from cdcgen.adapters.cql import CqlClient
@@ -65,36 +61,7 @@ _DDL = {
 
 
 def _utc(value: datetime | None) -> datetime | None:
-    if value is None:
-        return None
-    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
-
-
-@dataclass(frozen=True)
-class StreamCheckpoint:
-    generation: datetime
-    stream: StreamId
-    checkpoint: datetime
-    window_start: datetime | None = None
-    run_id: str = ""
-    updated_at: datetime | None = None
-
-
-@dataclass(frozen=True)
-class TableProgress:
-    """What users and the report read: where extraction of a table stands."""
-
-    table: TableRef
-    started_at: datetime | None
-    watermark: datetime | None
-    watermark_updated_at: datetime | None
-    run_id: str
-
-    def lag(self, now: datetime) -> float | None:
-        """Seconds between ``now`` and the watermark (``None`` before the first run)."""
-        if self.watermark is None:
-            return None
-        return (now - self.watermark).total_seconds()
+    return None if value is None else utc_from_driver(value)
 
 
 class CheckpointStore:

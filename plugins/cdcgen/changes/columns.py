@@ -23,25 +23,25 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from cdcgen.changes.log_table import OPERATION, STREAM_ID, TIME
-from cdcgen.changes.operations import operation_name
 from cdcgen.changes.routing import murmur3_token
+from cdcgen.core.cdc_log import (
+    BATCH_SEQ_NO,
+    OPERATION,
+    STREAM_ID,
+    TIME,
+    micros_of_timeuuid,
+    operation_name,
+)
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
-GREGORIAN_OFFSET_100NS = 0x01B21DD213814000
 MICROS_PER_DAY = 86_400_000_000
 
 EXTRA_COLUMNS = ("write_time", "operation_name", "base_token")
 PARTITION_VALUES = ("date", "generation", "window", "bucket")
 
 Converter = Callable[[Any], Any]
-
-
-def micros_of_timeuuid(value: Any) -> int:
-    """Write time (µs since the Unix epoch) of a ``cdc$time`` UUID."""
-    return (int(value.time) - GREGORIAN_OFFSET_100NS) // 10
 
 
 _DAY_LABELS: dict[int, str] = {}
@@ -227,7 +227,7 @@ class LakeBatchBuilder:
         self._schema = schema
         names = [s.name for s in self._specs]
         self._time = names.index(TIME)
-        self._seq = names.index("cdc$batch_seq_no")
+        self._seq = names.index(BATCH_SEQ_NO)
         self._op = names.index(OPERATION)
         self._stream = names.index(STREAM_ID)
         self._pk = [names.index(n) for n in partition_key]

@@ -36,7 +36,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cdcgen.changes.checkpoints import CheckpointStore, StreamCheckpoint
+from cdcgen.changes.checkpoints import CheckpointStore
 from cdcgen.changes.columns import LakeBatchBuilder, Placement, column_specs, lake_schema
 from cdcgen.changes.layout import (
     PARTITION_COLUMNS,
@@ -49,20 +49,12 @@ from cdcgen.changes.log_table import LogTable, describe_log_table
 from cdcgen.changes.routing import plan_tasks, primary_replica
 from cdcgen.changes.settings import ChangesSettings
 from cdcgen.changes.stream_reader import SessionKey, StreamReader, shared_session
-from cdcgen.changes.windows import (
-    GenerationSpan,
-    Interval,
-    Mode,
-    TableRef,
-    Window,
-    WindowPlan,
-    WindowPolicy,
-    consistency_watermark,
-    from_micros,
-    plan_windows,
-    to_micros,
-)
-from cdcgen.ports import NodeClock
+from cdcgen.core.cdc_log import TableRef
+from cdcgen.core.clocks import NodeClock
+from cdcgen.core.planner import plan_windows
+from cdcgen.core.time import from_micros, to_micros
+from cdcgen.core.watermark import StreamCheckpoint, consistency_watermark
+from cdcgen.core.windows import GenerationSpan, Interval, Mode, Window, WindowPlan, WindowPolicy
 
 if TYPE_CHECKING:
     import pyarrow as pa

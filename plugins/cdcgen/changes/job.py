@@ -14,8 +14,9 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from cdcgen.changes.settings import ChangesSettings
-from cdcgen.changes.windows import DataExpired, Interval, Mode, TableRef
-from cdcgen.core.timeline import as_utc
+from cdcgen.core.cdc_log import TableRef
+from cdcgen.core.time import as_utc
+from cdcgen.core.windows import DataExpired, Interval, Mode
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -53,12 +54,13 @@ def run_changes(
     """
     from cdcgen.adapters.clocks import clock_reader_for
     from cdcgen.adapters.cql import connect
+    from cdcgen.adapters.generation_sources import source_for
     from cdcgen.changes.checkpoints import CheckpointStore
     from cdcgen.changes.extract import changes_spark_session, extract_changes
-    from cdcgen.changes.generations import load_generations
     from cdcgen.changes.log_table import describe_log_table
     from cdcgen.changes.report import record_changes_run
-    from cdcgen.changes.row_checks import ChangesInvalid, validate_extraction
+    from cdcgen.changes.row_checks import ChangesInvalid
+    from cdcgen.changes.row_frames import validate_extraction
 
     settings = settings or ChangesSettings.from_env()
     session = spark or changes_spark_session()
@@ -70,7 +72,7 @@ def run_changes(
         since = (
             interval.start if floor is None or mode is Mode.BACKFILL else min(floor, interval.start)
         )
-        generations = load_generations(client, config, table, since=since, until=interval.end)
+        generations = source_for(client, config).spans(table, since=since, until=interval.end)
         clocks = clock_reader_for(client, config).read_clocks()
         try:
             result = extract_changes(

@@ -11,7 +11,7 @@ are millisecond UTC times (``20261122T101500.000Z``), which need no escaping.
 
 The bucket count is recorded in ``_cdcgen_layout.json`` on first write (Spark ignores
 ``_``-prefixed files) because changing it would reshuffle streams between buckets and
-break the resume rule of :mod:`cdcgen.changes.windows`.
+break the resume rule of :mod:`cdcgen.core.windows`.
 """
 
 from __future__ import annotations
@@ -20,7 +20,8 @@ import json
 import shutil
 from pathlib import Path
 
-from cdcgen.changes.windows import LakeWindow, TableRef, parse_window_label
+from cdcgen.core.cdc_log import TableRef
+from cdcgen.core.windows import LakeWindow, parse_window_label
 
 LAYOUT_FILE = "_cdcgen_layout.json"
 LAYOUT_VERSION = 1

@@ -2,50 +2,33 @@
 
 Its columns (in schema order, the lake keeps them all), the base table's partition key
 (the row checks hash it), the CDC TTL (reads older than it would miss expired rows) and
-how the cluster places its partitions (:class:`~cdcgen.changes.settings.LogPartitioner`).
+how the cluster places its partitions (:class:`~cdcgen.core.cdc_log.LogPartitioner`).
 Read once on the Spark driver and shipped to the tasks as this small, picklable record.
-
-Where the TTL lives: ScyllaDB keeps it in the base table's ``cdc`` option
-(``system_schema.scylla_tables.cdc['ttl']``); the sandbox emulator, on Apache Cassandra,
-records it in its ``sandbox_cdc_tables`` state table.
 """
 
 from __future__ import annotations
 
 import contextlib
-import re
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from cdcgen.changes.settings import ChangesSettings, LogPartitioner
-from cdcgen.changes.windows import LOG_SUFFIX, TableRef
-from cdcgen.schema import SourceSchema, Table
+from cdcgen.adapters.cdc_tables import CdcCatalog
+from cdcgen.changes.settings import ChangesSettings
+from cdcgen.core.cdc_log import (
+    KEY_COLUMNS,
+    OPERATION,
+    STREAM_ID,
+    TIME,
+    LogPartitioner,
+    LogTableError,
+    TableRef,
+    quote_column,
+)
+from cdcgen.schema import SourceSchema
 
 if TYPE_CHECKING:
     from cdcgen.adapters.cql import CqlClient
-
-STREAM_ID = "cdc$stream_id"
-TIME = "cdc$time"
-BATCH_SEQ_NO = "cdc$batch_seq_no"
-OPERATION = "cdc$operation"
-END_OF_BATCH = "cdc$end_of_batch"
-TTL = "cdc$ttl"
-KEY_COLUMNS = (STREAM_ID, TIME, BATCH_SEQ_NO)
-
-SCYLLA_CDC_PARTITIONER = "com.scylladb.dht.CDCPartitioner"
-_COLUMN = re.compile(r"^[a-z][a-z0-9_$]{0,96}$")
-
-
-class LogTableError(Exception):
-    """Terminal: the table is not CDC-enabled, or its log does not have ScyllaDB's shape."""
-
-
-def quote_column(name: str) -> str:
-    """A column name for CQL text: allow-listed, then double-quoted (``cdc$...`` needs it)."""
-    if not _COLUMN.match(name):
-        raise LogTableError(f"unexpected column name {name!r} in a CDC log table")
-    return f'"{name}"'
 
 
 @dataclass(frozen=True)
@@ -96,73 +79,6 @@ def _table_meta(client: CqlClient, keyspace: str, name: str) -> Any:
     return None if ks is None else ks.tables.get(name)
 
 
-def resolve_partitioner(
-    client: CqlClient, table: TableRef, wanted: LogPartitioner
-) -> LogPartitioner:
-    """``auto``: ScyllaDB says ``CDCPartitioner`` in ``system_schema.scylla_tables``;
-    a server without that table (Apache Cassandra, the sandbox) hashes with Murmur3.
-    """
-    if wanted is not LogPartitioner.AUTO:
-        return wanted
-    from cassandra import InvalidRequest
-
-    try:
-        rows = client.execute(
-            "SELECT partitioner FROM system_schema.scylla_tables "
-            "WHERE keyspace_name = %s AND table_name = %s",
-            (table.keyspace, table.log_table),
-        )
-    except InvalidRequest:
-        return LogPartitioner.MURMUR3
-    row = rows.one()
-    partitioner = getattr(row, "partitioner", None) if row is not None else None
-    if partitioner == SCYLLA_CDC_PARTITIONER or partitioner is None:
-        # ScyllaDB creates every CDC log with CDCPartitioner; a missing row means the
-        # table's metadata is not there yet, and CDC logs have no other partitioner.
-        return LogPartitioner.CDC
-    return LogPartitioner.MURMUR3
-
-
-def read_cdc_ttl(
-    client: CqlClient, table: TableRef, schema: SourceSchema, default: timedelta
-) -> timedelta | None:
-    """The table's CDC TTL (``None`` when 0: rows never expire)."""
-    from cassandra import InvalidRequest
-
-    seconds: int | None = None
-    try:
-        row = client.execute(
-            "SELECT cdc FROM system_schema.scylla_tables "
-            "WHERE keyspace_name = %s AND table_name = %s",
-            (table.keyspace, table.table),
-        ).one()
-        options = getattr(row, "cdc", None) or {}
-        if "ttl" in options:
-            seconds = int(options["ttl"])
-    except InvalidRequest:
-        seconds = _sandbox_ttl(client, table, schema)
-    if seconds is None:
-        return default if default > timedelta(0) else None
-    return timedelta(seconds=seconds) if seconds > 0 else None
-
-
-def _sandbox_ttl(client: CqlClient, table: TableRef, schema: SourceSchema) -> int | None:
-    from cassandra import InvalidRequest
-
-    if not schema.keyspace_prefix:
-        return None
-    keyspace = schema.keyspace(Table.TOPOLOGY)  # the emulator's prefixed ``system``
-    try:
-        row = client.execute(
-            f"SELECT cdc_ttl FROM {keyspace}.sandbox_cdc_tables "
-            "WHERE keyspace_name = %s AND table_name = %s",
-            (table.keyspace, table.table),
-        ).one()
-    except InvalidRequest:
-        return None
-    return None if row is None or row.cdc_ttl is None else int(row.cdc_ttl)
-
-
 def describe_log_table(
     client: CqlClient, table: TableRef, settings: ChangesSettings, schema: SourceSchema
 ) -> LogTable:
@@ -175,46 +91,11 @@ def describe_log_table(
     base_meta = _table_meta(client, table.keyspace, table.table)
     if base_meta is None:
         raise LogTableError(f"base table {table} of {table.qualified_log} does not exist")
+    catalog = CdcCatalog(client, schema)
     return LogTable(
         table=table,
         columns=tuple(log_meta.columns),
         partition_key=tuple(c.name for c in base_meta.partition_key),
-        ttl=read_cdc_ttl(client, table, schema, settings.default_cdc_ttl),
-        partitioner=resolve_partitioner(client, table, settings.log_partitioner),
+        ttl=catalog.ttl(table),
+        partitioner=catalog.partitioner(table, settings.log_partitioner),
     )
-
-
-def list_cdc_tables(client: CqlClient, keyspaces: tuple[str, ...] = ()) -> list[TableRef]:
-    """Every CDC-enabled base table (optionally only in ``keyspaces``), sorted.
-
-    ScyllaDB: base tables whose ``cdc`` option says enabled. Elsewhere (the sandbox):
-    base tables that have a ``<table>_scylla_cdc_log`` next to them.
-    """
-    from cassandra import InvalidRequest
-
-    found: set[tuple[str, str]] = set()
-    try:
-        for row in client.execute(
-            "SELECT keyspace_name, table_name, cdc FROM system_schema.scylla_tables"
-        ):
-            if str((row.cdc or {}).get("enabled", "false")).lower() == "true":
-                found.add((row.keyspace_name, row.table_name))
-    except InvalidRequest:
-        names = {
-            (row.keyspace_name, row.table_name)
-            for row in client.execute("SELECT keyspace_name, table_name FROM system_schema.tables")
-        }
-        found = {
-            (keyspace, name.removesuffix(LOG_SUFFIX))
-            for keyspace, name in names
-            if name.endswith(LOG_SUFFIX) and (keyspace, name.removesuffix(LOG_SUFFIX)) in names
-        }
-    tables = []
-    for keyspace, name in sorted(found):
-        if keyspaces and keyspace not in keyspaces:
-            continue
-        try:
-            tables.append(TableRef(keyspace, name))
-        except ValueError:
-            continue  # a name this pipeline cannot address safely (quoted identifiers)
-    return tables

@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from cdcgen.changes.windows import parse_time_label
+from cdcgen.core.time import parse_time_label
 
 if TYPE_CHECKING:
     from cdcgen.changes.extract import ExtractionResult

@@ -22,8 +22,7 @@ from collections.abc import Callable, Iterator, Sequence
 from functools import cache
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from cdcgen.changes.settings import LogPartitioner
-from cdcgen.changes.windows import LOG_SUFFIX
+from cdcgen.core.cdc_log import LOG_SUFFIX, LogPartitioner
 from cdcgen.core.stream_id import cdc_partitioner_token
 from cdcgen.core.tokens import MAX_TOKEN, MIN_TOKEN
 

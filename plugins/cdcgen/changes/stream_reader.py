@@ -28,7 +28,8 @@ from typing import TYPE_CHECKING, Any
 
 from cdcgen.changes.log_table import LogTable
 from cdcgen.changes.routing import stream_routing_policy
-from cdcgen.changes.settings import ChangesSettings, LogPartitioner
+from cdcgen.changes.settings import ChangesSettings
+from cdcgen.core.cdc_log import LogPartitioner
 
 if TYPE_CHECKING:
     from cassandra.cluster import Cluster, Session

@@ -2,7 +2,10 @@
 
 Each group module exposes ``register(subparsers)`` which adds its parser and sets
 ``func`` on it; ``func(args) -> int`` returns the exit status.  Groups are imported
-lazily so `cdcgen stream-id decode` does not pay for Spark or Airflow.
+lazily so `cdcgen stream-id decode` does not pay for Spark or Airflow.  Other
+distributions add groups through the entry point group ``cdcgen.cli``
+(:mod:`cdcgen.extensions`): that is how ``cdcgen sandbox`` arrives with the
+development harness.
 """
 
 from __future__ import annotations
@@ -12,12 +15,13 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-# Group modules, in the order they appear in --help.
+from cdcgen.extensions import CLI_GROUPS, registered
+
+# Group modules, in the order they appear in --help (plugged-in groups follow).
 GROUPS: tuple[str, ...] = (
     "cdcgen.cli.stream_id",
     "cdcgen.cli.generation",
     "cdcgen.cli.generations",
-    "cdcgen.cli.sandbox",
 )
 
 
@@ -33,13 +37,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="group", metavar="COMMAND", required=True)
     for name in GROUPS:
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as exc:
-            if exc.name == name:
-                continue  # group not built yet
-            raise
-        module.register(sub)
+        importlib.import_module(name).register(sub)
+    for plugin in registered(CLI_GROUPS).values():
+        plugin.load().register(sub)
     return parser
 
 

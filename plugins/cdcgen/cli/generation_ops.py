@@ -180,7 +180,7 @@ def connection_config(args: argparse.Namespace) -> PipelineConfig:
 
 def parse_timestamp(text: str) -> datetime:
     """An ISO timestamp (``Z`` allowed; naive means UTC) or milliseconds since the epoch."""
-    from cdcgen.core.timeline import generation_timestamp
+    from cdcgen.core.time import generation_timestamp
 
     raw = text.strip()
     try:

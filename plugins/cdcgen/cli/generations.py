@@ -57,7 +57,7 @@ def list_command(args: argparse.Namespace) -> int:
     from cassandra import DriverException
 
     from cdcgen.adapters.cql import ConnectionFailed, client_for
-    from cdcgen.ports import MetadataError
+    from cdcgen.core.generation import MetadataError
 
     config = connection_config(args)
     try:

@@ -26,7 +26,7 @@ from datetime import datetime
 from enum import IntEnum
 
 from cdcgen.core.stream_id import StreamId, new_stream_id
-from cdcgen.core.timeline import generation_timestamp
+from cdcgen.core.time import generation_timestamp
 from cdcgen.core.tokens import check_token
 
 

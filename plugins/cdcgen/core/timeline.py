@@ -24,11 +24,12 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from functools import total_ordering
 from uuid import UUID
 
 from cdcgen.core.stream_id import StreamId
+from cdcgen.core.time import InvalidTimestamp, as_utc, generation_timestamp, truncate_to_millis
 from cdcgen.core.topology import TopologyDescription
 
 DEFAULT_LEEWAY = timedelta(seconds=5)
@@ -36,10 +37,6 @@ DEFAULT_LEEWAY = timedelta(seconds=5)
 
 DEFAULT_RING_DELAY = timedelta(seconds=30)
 """ScyllaDB's default ``ring_delay_ms``."""
-
-
-class InvalidTimestamp(ValueError):
-    """A naive datetime, or a generation timestamp finer than the millisecond."""
 
 
 class UnknownGeneration(LookupError):
@@ -72,29 +69,6 @@ class NoGenerationForWrite(WriteRejected):
 
 class GenerationNotLoaded(WriteRejected):
     """The generation operating at ``W`` is known but its description is not loaded."""
-
-
-def as_utc(value: datetime, what: str = "timestamp") -> datetime:
-    """``value`` in UTC; naive datetimes are refused because their zone is a guess."""
-    if not isinstance(value, datetime):
-        raise InvalidTimestamp(f"{what} {value!r} is not a datetime")
-    if value.tzinfo is None or value.utcoffset() is None:
-        raise InvalidTimestamp(f"{what} {value.isoformat()} has no time zone; use UTC")
-    return value.astimezone(UTC)
-
-
-def generation_timestamp(value: datetime, what: str = "generation timestamp") -> datetime:
-    """A generation timestamp: UTC with millisecond precision (``db_clock``, CQL timestamp)."""
-    result = as_utc(value, what)
-    if result.microsecond % 1000:
-        raise InvalidTimestamp(
-            f"{what} {result.isoformat()} has sub-millisecond precision; CQL timestamps are ms"
-        )
-    return result
-
-
-def truncate_to_millis(value: datetime) -> datetime:
-    return value.replace(microsecond=value.microsecond // 1000 * 1000)
 
 
 @total_ordering

@@ -1,10 +1,12 @@
 """The extract job behind ``spark/extract_generation.py`` (kept here, testable, not in the shell).
 
-Input: a description JSON file, or the source cluster's coordinates plus the generation's
-timestamp and id (the job then reads the description itself: it can hold millions of
-streams, too much for XCom). Output: the lake partition
-``<lake>/generations/generation_ts=<ms>/`` (see :mod:`cdcgen.extract.lake`), read back by
-Spark, and one JSON line on stdout describing it.
+Configuration comes as every job's does: the typed :class:`~cdcgen.config.PipelineConfig`
+from ``CDCGEN_*`` variables (the task that submits the job hands over its own with
+:meth:`~cdcgen.config.EnvSettings.to_env`). The arguments say only which generation: its
+timestamp, id and (tablets) table. The job then reads the description from the source
+itself (it can hold millions of streams, too much for XCom), or from ``--description``.
+Output: the lake partition ``<lake>/generations/generation_ts=<ms>/`` (see
+:mod:`cdcgen.extract.lake`), read back by Spark, and one JSON line on stdout describing it.
 """
 
 from __future__ import annotations
@@ -15,15 +17,14 @@ import resource
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import replace
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from cdcgen.config import PipelineConfig
+from cdcgen.core.generation import CorruptGeneration, Generation
+from cdcgen.core.time import InvalidTimestamp, from_millis, parse_moment
 from cdcgen.core.topology import nodes_from_json
 from cdcgen.extract.description_columns import DescriptionColumns, read_description_file
-
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 class ExtractJobError(Exception):
@@ -34,47 +35,46 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="extract_generation.py",
         description="Extract one CDC generation into the lake: one row per stream (Parquet), "
-        "plus the description it came from.",
+        "plus the description it came from. The source cluster and the lake come from the "
+        "CDCGEN_* environment.",
     )
-    where = parser.add_mutually_exclusive_group(required=True)
-    where.add_argument("--description", metavar="FILE", help="description JSON to extract")
-    where.add_argument(
-        "--contact-points",
-        metavar="HOSTS",
-        help="read the description from this source cluster (comma-separated hosts)",
+    parser.add_argument(
+        "--description", metavar="FILE", help="extract this description JSON, not the source's"
     )
-    parser.add_argument("--port", type=int, default=9042)
-    parser.add_argument("--source-mode", default=None, help="raft | gossip | v1 | tablets")
-    parser.add_argument("--source-keyspace-prefix", default=None)
     when = parser.add_mutually_exclusive_group(required=True)
     when.add_argument("--generation-ts", metavar="ISO|MS", help="generation timestamp")
     when.add_argument("--generation-ts-ms", type=int, metavar="MS", help="timestamp in ms")
     parser.add_argument("--generation-id", required=True, help="the source's id of the generation")
-    parser.add_argument("--lake", required=True, type=Path, help="lake root directory")
-    parser.add_argument("--topology", metavar="FILE", help="the ring it was made for (optional)")
     parser.add_argument(
         "--table",
         metavar="KEYSPACE.TABLE",
-        default=None,
+        default="",
         help="the base table of a tablets stream set (the generation id is its log table id)",
     )
+    parser.add_argument("--lake", type=Path, help="lake root (default: CDCGEN_LAKE_PATH)")
+    parser.add_argument("--topology", metavar="FILE", help="the ring it was made for (optional)")
     return parser
 
 
-def parse_timestamp(args: argparse.Namespace) -> datetime:
-    """``--generation-ts-ms``, or ``--generation-ts`` as milliseconds or ISO (naive = UTC)."""
-    from cdcgen.core.timeline import generation_timestamp
+def arguments(generation: Generation) -> list[str]:
+    """The command line that names ``generation`` to this job (what the DAG passes)."""
+    args = ["--generation-ts-ms", str(generation.ms), "--generation-id", generation.id]
+    return [*args, "--table", generation.table] if generation.table else args
 
+
+def generation_of(args: argparse.Namespace) -> Generation:
+    """The generation the arguments name (``--generation-ts``: ms or ISO, naive = UTC)."""
     if args.generation_ts_ms is not None:
-        return _EPOCH + timedelta(milliseconds=args.generation_ts_ms)
-    text = str(args.generation_ts).strip()
-    if text.lstrip("-").isdigit():
-        return _EPOCH + timedelta(milliseconds=int(text))
+        moment = from_millis(args.generation_ts_ms)
+    else:
+        try:
+            moment = parse_moment(str(args.generation_ts), "--generation-ts")
+        except InvalidTimestamp as exc:
+            raise ExtractJobError(str(exc)) from exc
     try:
-        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
-        return generation_timestamp(moment if moment.tzinfo else moment.replace(tzinfo=UTC))
-    except ValueError as exc:
-        raise ExtractJobError(f"--generation-ts {text!r}: {exc}") from exc
+        return Generation(moment, args.generation_id, args.table or "")
+    except InvalidTimestamp as exc:
+        raise ExtractJobError(f"--generation-ts: {exc}") from exc
 
 
 def stored_columns(rows: Sequence[tuple[Any, Any, Any]]) -> DescriptionColumns:
@@ -106,7 +106,7 @@ def stored_columns(rows: Sequence[tuple[Any, Any, Any]]) -> DescriptionColumns:
 
 
 def load_columns(
-    args: argparse.Namespace, timestamp: datetime
+    config: PipelineConfig, generation: Generation, description: str | None
 ) -> tuple[DescriptionColumns, str | None]:
     """The description: from the file, or read from the source cluster.
 
@@ -114,46 +114,34 @@ def load_columns(
     (``None`` when it accepted them): the rows are extracted anyway, so the validation
     report shows what is wrong, and that objection fails the validation on its own.
     """
-    if args.description:
-        return read_description_file(args.description), None
+    if description:
+        return read_description_file(description), None
     from cdcgen.adapters.cql import client_for
     from cdcgen.adapters.generation_sources import source_for
-    from cdcgen.config import PipelineConfig
-    from cdcgen.ports import GenerationRef, SourceMode
-
-    config = PipelineConfig.from_env()
-    changes: dict[str, Any] = {
-        "contact_points": tuple(p.strip() for p in args.contact_points.split(",") if p.strip()),
-        "port": args.port,
-    }
-    if args.source_mode:
-        changes["source_mode"] = SourceMode(args.source_mode)
-    if args.source_keyspace_prefix is not None:
-        changes["source_keyspace_prefix"] = args.source_keyspace_prefix
-    config = replace(config, **changes)
-    from cdcgen.ports import CorruptGeneration
 
     with client_for(config) as client:
         try:
-            generation = source_for(client, config).read_generation(
-                GenerationRef(timestamp, args.generation_id)
-            )
+            found = source_for(client, config).read_description(generation)
         except CorruptGeneration as exc:
             if not exc.stored_rows:
                 raise
             print(f"extract_generation: the source reader refused it: {exc}", file=sys.stderr)
             return stored_columns(exc.stored_rows), str(exc)
-    return DescriptionColumns.from_description(generation.description), None
+    return DescriptionColumns.from_description(found), None
 
 
-def run(argv: Sequence[str] | None = None) -> dict[str, Any]:
-    """Run the job; returns (and ``main`` prints) what was written and how long it took."""
+def run(argv: Sequence[str] | None = None, config: PipelineConfig | None = None) -> dict[str, Any]:
+    """Run the job; returns (and ``main`` prints) what was written and how long it took.
+
+    ``config`` defaults to the ``CDCGEN_*`` environment.
+    """
     from cdcgen.extract.spark_extract import extract_generation, spark_session
 
     args = build_parser().parse_args(argv)
+    config = config or PipelineConfig.from_env()
     started = time.monotonic()
-    timestamp = parse_timestamp(args)
-    columns, source_problem = load_columns(args, timestamp)
+    generation = generation_of(args)
+    columns, source_problem = load_columns(config, generation, args.description)
     nodes = None
     if args.topology:
         nodes = nodes_from_json(json.loads(Path(args.topology).read_text(encoding="utf-8")))
@@ -161,12 +149,12 @@ def run(argv: Sequence[str] | None = None) -> dict[str, Any]:
     spark = spark_session("cdcgen-extract")
     result = extract_generation(
         spark,
-        args.lake,
+        args.lake or config.lake_path,
         columns,
-        timestamp,
-        args.generation_id,
+        generation.timestamp,
+        generation.id,
         nodes=nodes,
-        table=args.table,
+        table=generation.table or None,
         source_problem=source_problem,
     )
     done = time.monotonic()
@@ -181,12 +169,20 @@ def run(argv: Sequence[str] | None = None) -> dict[str, Any]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from cdcgen.config import ConfigError
+    from cdcgen.core.generation import MetadataError
     from cdcgen.core.topology import InvalidDescription, InvalidTopology
-    from cdcgen.ports import MetadataError
 
     try:
         summary = run(argv)
-    except (ExtractJobError, InvalidDescription, InvalidTopology, MetadataError, OSError) as exc:
+    except (
+        ConfigError,
+        ExtractJobError,
+        InvalidDescription,
+        InvalidTopology,
+        MetadataError,
+        OSError,
+    ) as exc:
         print(f"extract_generation: error: {exc}", file=sys.stderr)
         return 2
     print(json.dumps(summary, sort_keys=True))

@@ -30,8 +30,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from cdcgen.changes.windows import floor_ms
 from cdcgen.config import REPO_ROOT, PipelineConfig
+from cdcgen.core.cdc_log import TableRef
+from cdcgen.core.time import floor_ms
 from cdcgen.pipeline.generations import spark_env, to_millis
 
 log = logging.getLogger(__name__)
@@ -85,17 +86,14 @@ def window_end_ms(end: datetime) -> int:
 def configured_tables(config: PipelineConfig, requested: str = "") -> list[str]:
     """The run's tables: the ``tables`` Param, else the connection's ``cdc_tables``, else
     every CDC-enabled table the cluster has (``keyspace.table``, sorted)."""
-    from cdcgen.changes.windows import TableRef
-
     text = requested.strip() or str(config.extra.get("cdc_tables", "")).strip()
     if text:
-        names = [part.strip() for part in text.split(",") if part.strip()]
-        return sorted({TableRef.parse(name).qualified for name in names})
+        return [table.qualified for table in TableRef.parse_list(text)]
+    from cdcgen.adapters.cdc_tables import CdcCatalog
     from cdcgen.adapters.cql import client_for
-    from cdcgen.changes.log_table import list_cdc_tables
 
     with client_for(config) as client:
-        found = [t.qualified for t in list_cdc_tables(client)]
+        found = [t.name for t in CdcCatalog(client, config.source_schema).tables()]
     if not found:
         raise NoTables(
             f"no CDC-enabled table on {','.join(config.contact_points)}; enable CDC on a "

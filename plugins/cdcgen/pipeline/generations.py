@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from cdcgen.config import REPO_ROOT, PipelineConfig
-from cdcgen.ports import GenerationRef, MetadataError, SourceMode
+from cdcgen.core.generation import MetadataError, SourceMode
+from cdcgen.ports import GenerationRef
 
 log = logging.getLogger(__name__)
 
@@ -477,9 +478,9 @@ def _publish_tablet_set(
 
 
 def _publisher(client: Any, config: PipelineConfig) -> Any:
-    from cdcgen.adapters.publisher import CqlDescriptionPublisher
+    from cdcgen.adapters.tablet_publisher import TabletsPublisher
 
-    return CqlDescriptionPublisher(client, config)
+    return TabletsPublisher(client, config)
 
 
 # --- summary --------------------------------------------------------------------------

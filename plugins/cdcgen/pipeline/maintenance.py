@@ -1,44 +1,22 @@
 """Maintenance of the published tables: the V1 -> V2 rewrite and expiring superseded generations.
 
-Both need every CDC table's TTL: a generation may be skipped (rewrite) or marked
-``expired`` only once no CDC table can still hold rows written to it.  The
-publisher (:mod:`cdcgen.adapters.publisher`) implements the two procedures; this
-module finds the CDC tables and turns the outcome into JSON for XCom and logs.
+Both need every CDC table's TTL and creation time (:class:`~cdcgen.adapters.cdc_tables.CdcCatalog`):
+a generation may be skipped (rewrite) or marked ``expired`` only once no CDC table can
+still hold rows written to it. :mod:`cdcgen.adapters.v1_rewrite` and
+:mod:`cdcgen.adapters.expiry` implement the two procedures; this module turns their
+outcome into JSON for XCom and logs.
 """
 
 from __future__ import annotations
 
 import logging
+from datetime import UTC, datetime
 from typing import Any
 
 from cdcgen.config import PipelineConfig
-from cdcgen.ports import SourceMode
+from cdcgen.core.generation import SourceMode
 
 log = logging.getLogger(__name__)
-
-
-def cdc_tables(client: Any, config: PipelineConfig) -> list[Any]:
-    """Every CDC-enabled table with its TTL, as :class:`publication_rules.CdcTable`.
-
-    A real ScyllaDB keeps the ``cdc`` options in ``system_schema.scylla_tables``; the
-    sandbox (a keyspace prefix) records its CDC tables in the emulator's state.
-    """
-    from cdcgen.adapters.publication_rules import CdcTable
-
-    if config.source_keyspace_prefix:
-        from cdcgen.sandbox.emulator.state import load_cdc_tables
-
-        return [
-            CdcTable(f"{t.keyspace}.{t.table}", int(t.cdc_ttl))
-            for t in load_cdc_tables(client, config.source_schema)
-        ]
-    rows = client.execute("SELECT keyspace_name, table_name, cdc FROM system_schema.scylla_tables")
-    tables = []
-    for keyspace, table, options in rows:
-        options = dict(options or {})
-        if str(options.get("enabled", "false")).lower() == "true":
-            tables.append(CdcTable(f"{keyspace}.{table}", int(options.get("ttl", 86400))))
-    return tables
 
 
 def rewrite_v1(config: PipelineConfig) -> dict[str, Any]:
@@ -46,14 +24,17 @@ def rewrite_v1(config: PipelineConfig) -> dict[str, Any]:
 
     Only for a V1 source; other modes have nothing to rewrite.
     """
+    from cdcgen.adapters.cdc_tables import CdcCatalog
     from cdcgen.adapters.cql import client_for
     from cdcgen.adapters.publisher import CqlDescriptionPublisher
+    from cdcgen.adapters.v1_rewrite import rewrite_v1 as run_rewrite
 
     if config.source_mode != SourceMode.V1:
         return {"status": f"skipped: the source is in {config.source_mode} mode, not v1"}
     with client_for(config) as client:
-        tables = cdc_tables(client, config)
-        report = CqlDescriptionPublisher(client, config).rewrite_v1(tables)
+        tables = CdcCatalog(client, config.source_schema).tables()
+        publisher = CqlDescriptionPublisher(client, config)
+        report = run_rewrite(client, config.source_schema, publisher, tables, datetime.now(UTC))
     result = {
         "status": report.status,
         "cdc_tables": len(tables),
@@ -69,12 +50,14 @@ def rewrite_v1(config: PipelineConfig) -> dict[str, Any]:
 
 def expire_superseded(config: PipelineConfig) -> dict[str, Any]:
     """Set ``expired`` on superseded generations older than every CDC table's TTL."""
+    from cdcgen.adapters.cdc_tables import CdcCatalog
     from cdcgen.adapters.cql import client_for
+    from cdcgen.adapters.expiry import expire_superseded as mark_expired
     from cdcgen.adapters.publisher import CqlDescriptionPublisher
 
     with client_for(config) as client:
-        tables = cdc_tables(client, config)
-        marked = CqlDescriptionPublisher(client, config).expire_superseded(tables)
+        tables = CdcCatalog(client, config.source_schema).tables()
+        marked = mark_expired(CqlDescriptionPublisher(client, config), tables)
     result = {
         "cdc_tables": len(tables),
         "expired": {e.timestamp.isoformat(): e.expired.isoformat() for e in marked},

@@ -10,9 +10,10 @@ from __future__ import annotations
 from typing import Any
 
 from cdcgen.config import PipelineConfig
+from cdcgen.core.generation import MetadataError, SourceMode
+from cdcgen.core.identifiers import check_identifier
 from cdcgen.pipeline.generations import from_millis, generation_record, to_millis
-from cdcgen.ports import MetadataError, SourceMode
-from cdcgen.schema import GENERATION_TIMESTAMPS_KEY, Table, check_identifier
+from cdcgen.schema import GENERATION_TIMESTAMPS_KEY, Table
 
 StreamsByRange = dict[int, frozenset[bytes]]
 

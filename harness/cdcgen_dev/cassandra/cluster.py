@@ -1,0 +1,277 @@
+"""Start, stop and inspect sandbox topologies: the API behind `cdcgen sandbox`.
+
+:class:`Sandbox` manages one topology (``single`` or ``cluster``); the module
+functions :func:`down_all`, :func:`status_report` and :func:`running_topology`
+look at every topology, because both put node 1 on 127.0.0.1:9042 and so only
+one can run at a time. Every state change holds a lock file in the state dir so
+a CLI call and a test session never start the same node twice.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import time
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cdcgen_dev.cassandra import process
+from cdcgen_dev.cassandra.config import write_node_config
+from cdcgen_dev.cassandra.errors import SandboxError
+from cdcgen_dev.cassandra.jars import CASSANDRA_VERSION, ensure_jars, jars_ready
+from cdcgen_dev.cassandra.launcher import check_java, jvm_command, nodetool_command, spawn
+from cdcgen_dev.cassandra.leases import lessees
+from cdcgen_dev.cassandra.locking import file_lock
+from cdcgen_dev.cassandra.ports import check_ports_free, port_open
+from cdcgen_dev.cassandra.readiness import wait_for_cql, wait_for_peers_up
+from cdcgen_dev.cassandra.topology import (
+    TOPOLOGIES,
+    NodeSpec,
+    Topology,
+    default_state_dir,
+    topology,
+    topology_for_nodes,
+)
+
+DEFAULT_START_TIMEOUT = float(os.environ.get("CDCGEN_SANDBOX_START_TIMEOUT", "240"))
+DEFAULT_STOP_TIMEOUT = 30.0
+
+
+@dataclass
+class NodeStatus:
+    """What `cdcgen sandbox status` reports for one node."""
+
+    topology: str
+    name: str
+    address: str
+    cql_port: int
+    jmx_port: int
+    pid: int | None
+    alive: bool
+    cql_port_open: bool
+    uptime_s: float | None
+    rss_mb: int | None
+    log: str
+
+
+@dataclass
+class UpResult:
+    """Which nodes `up` started and which were already running."""
+
+    topology: str
+    started: list[str] = field(default_factory=list)
+    already_running: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+    contact_points: list[str] = field(default_factory=list)
+
+
+def node_pid(node: NodeSpec) -> int | None:
+    """The node's pid if it is running, else None (stale pid files are ignored)."""
+    pid = process.read_pid(node.pid_file)
+    if pid is not None and process.is_running(pid, _marker(node)):
+        return pid
+    return None
+
+
+def node_status(topo: Topology, node: NodeSpec) -> NodeStatus:
+    pid = node_pid(node)
+    rss = process.rss_bytes(pid) if pid else None
+    return NodeStatus(
+        topology=topo.name,
+        name=node.name,
+        address=node.address,
+        cql_port=node.native_port,
+        jmx_port=node.jmx_port,
+        pid=pid,
+        alive=pid is not None,
+        cql_port_open=pid is not None and port_open(node.address, node.native_port),
+        uptime_s=process.uptime_seconds(pid) if pid else None,
+        rss_mb=rss // 2**20 if rss else None,
+        log=str(node.system_log),
+    )
+
+
+class Sandbox:
+    """One sandbox topology: ``Sandbox(1)`` is the single node, ``Sandbox(3)`` the cluster."""
+
+    def __init__(
+        self, nodes: int = 1, *, state_dir: Path | None = None, heap: str | None = None
+    ) -> None:
+        self.state_dir = state_dir or default_state_dir()
+        self.topology = topology_for_nodes(nodes, self.state_dir)
+        self.heap = heap
+
+    @property
+    def contact_points(self) -> list[str]:
+        return list(self.topology.contact_points)
+
+    def node(self, index: int) -> NodeSpec:
+        return self.topology.node(index)
+
+    def is_running(self) -> bool:
+        """True if every node of this topology has a live process."""
+        return all(node_pid(n) is not None for n in self.topology.nodes)
+
+    def status(self) -> list[NodeStatus]:
+        return [node_status(self.topology, n) for n in self.topology.nodes]
+
+    def up(self, *, fresh: bool = False, timeout: float = DEFAULT_START_TIMEOUT) -> UpResult:
+        """Start whatever nodes are not running and wait until all are ready.
+
+        Idempotent: running nodes are left alone (and still checked for
+        readiness). ``fresh`` first stops this topology and deletes its data.
+        """
+        began = time.monotonic()
+        with self._lock():
+            self._refuse_if_other_topology_runs()
+            if fresh:
+                _stop_nodes(self.topology.nodes, timeout=DEFAULT_STOP_TIMEOUT)
+                wipe_topology(self.topology)
+            result = UpResult(topology=self.topology.name, contact_points=self.contact_points)
+            to_start = [n for n in self.topology.nodes if node_pid(n) is None]
+            result.already_running = [n.name for n in self.topology.nodes if n not in to_start]
+            self._launch(to_start)
+            self._wait_ready(self.topology.nodes, began + timeout)
+            result.started = [n.name for n in to_start]
+        result.seconds = round(time.monotonic() - began, 1)
+        return result
+
+    def down(self, *, wipe: bool = False, timeout: float = DEFAULT_STOP_TIMEOUT) -> list[str]:
+        """Stop this topology's nodes; return the names stopped. ``wipe`` deletes data."""
+        with self._lock():
+            stopped = _stop_nodes(self.topology.existing_nodes(), timeout=timeout)
+            if wipe:
+                wipe_topology(self.topology)
+        return stopped
+
+    def stop_node(
+        self, index: int, *, kill: bool = False, timeout: float = DEFAULT_STOP_TIMEOUT
+    ) -> None:
+        """Stop one node, for failure tests: orderly (SIGTERM) or a crash (``kill``)."""
+        node = self.node(index)
+        with self._lock():
+            pid = node_pid(node)
+            if pid is not None and kill:
+                process.kill(pid, _marker(node))
+            elif pid is not None:
+                process.stop([(pid, _marker(node))], timeout=timeout)
+            process.remove_pid(node.pid_file)
+
+    def start_node(self, index: int, *, timeout: float = DEFAULT_START_TIMEOUT) -> None:
+        """Start one stopped node and wait until it and its peers see each other."""
+        node = self.node(index)
+        deadline = time.monotonic() + timeout
+        with self._lock():
+            if node_pid(node) is None:
+                self._launch([node])
+            running = [n for n in self.topology.existing_nodes() if node_pid(n) is not None]
+            self._wait_ready(running, deadline)
+
+    def nodetool(self, index: int, *args: str, timeout: float = 60.0) -> str:
+        """Run nodetool against node ``index`` (e.g. ``"status"``); return its output.
+
+        Slow (a JVM start, seconds): meant for debugging and the odd assertion.
+        """
+        node = self.node(index)
+        command = nodetool_command(node, check_java(), ensure_jars(), *args)
+        result = subprocess.run(
+            command, capture_output=True, text=True, timeout=timeout, check=False
+        )
+        if result.returncode != 0:
+            raise SandboxError(
+                f"nodetool {' '.join(args)} on {node.name} failed (exit {result.returncode})",
+                details=(result.stdout + result.stderr)[-4000:],
+            )
+        return result.stdout
+
+    def _launch(self, nodes: list[NodeSpec]) -> None:
+        if not nodes:
+            return
+        java = check_java()
+        lib = ensure_jars()
+        for node in nodes:
+            check_ports_free(node)
+        for node in nodes:
+            write_node_config(node, self.topology)
+            spawn(node, jvm_command(node, java, lib, heap=self.heap))
+
+    def _wait_ready(self, nodes: Sequence[NodeSpec], deadline: float) -> None:
+        for node in nodes:
+            wait_for_cql(node, deadline)
+        wait_for_peers_up(list(nodes), deadline)
+
+    def _refuse_if_other_topology_runs(self) -> None:
+        other = running_topology(self.state_dir)
+        if other is not None and other != self.topology.name:
+            raise SandboxError(
+                f"the {other!r} sandbox is running on the same addresses; "
+                "stop it first with `cdcgen sandbox down`"
+            )
+
+    def _lock(self) -> AbstractContextManager[None]:
+        return file_lock(self.state_dir / ".lock")
+
+
+def running_topology(state_dir: Path | None = None) -> str | None:
+    """The name of the topology with any live node, or None."""
+    for name in TOPOLOGIES:
+        topo = topology(name, state_dir)
+        if any(node_pid(n) is not None for n in topo.existing_nodes()):
+            return name
+    return None
+
+
+def down_all(
+    state_dir: Path | None = None, *, wipe: bool = False, timeout: float = DEFAULT_STOP_TIMEOUT
+) -> list[str]:
+    """Stop every sandbox node of every topology; ``wipe`` deletes all their data."""
+    state_dir = state_dir or default_state_dir()
+    stopped: list[str] = []
+    with file_lock(state_dir / ".lock"):
+        for name in TOPOLOGIES:
+            topo = topology(name, state_dir)
+            stopped += [f"{name}/{n}" for n in _stop_nodes(topo.existing_nodes(), timeout=timeout)]
+            if wipe:
+                wipe_topology(topo)
+    return stopped
+
+
+def status_report(state_dir: Path | None = None) -> dict[str, Any]:
+    """Everything `cdcgen sandbox status` prints, as a JSON-ready dict."""
+    state_dir = state_dir or default_state_dir()
+    nodes = [
+        asdict(node_status(topo, n))
+        for topo in (topology(name, state_dir) for name in TOPOLOGIES)
+        for n in topo.existing_nodes()
+    ]
+    return {
+        "state_dir": str(state_dir),
+        "cassandra_version": CASSANDRA_VERSION,
+        "jars_ready": jars_ready(),
+        "running": running_topology(state_dir),
+        "leased_by": {name: lessees(state_dir, name) for name in TOPOLOGIES},
+        "nodes": nodes,
+    }
+
+
+def wipe_topology(topo: Topology) -> None:
+    """Delete one topology's directory (never the state dir itself)."""
+    if topo.root.name in TOPOLOGIES and topo.root.is_dir():
+        shutil.rmtree(topo.root)
+
+
+def _stop_nodes(nodes: tuple[NodeSpec, ...], *, timeout: float) -> list[str]:
+    live = [(n, pid) for n in nodes if (pid := node_pid(n)) is not None]
+    process.stop([(pid, _marker(n)) for n, pid in live], timeout=timeout)
+    for node in nodes:
+        process.remove_pid(node.pid_file)
+    return [n.name for n, _ in live]
+
+
+def _marker(node: NodeSpec) -> str:
+    """What identifies this node's JVM in /proc/<pid>/cmdline: its own config path."""
+    return str(node.yaml_path)

@@ -1,0 +1,46 @@
+"""The sandbox emulator: plays a ScyllaDB cluster's CDC side inside Apache Cassandra.
+
+No ScyllaDB binary runs here, so the emulator writes what ScyllaDB would: generation
+metadata in every source mode (raft, gossip, legacy V1, tablets) under prefixed keyspaces,
+CDC log rows for a workload of base writes (in the stream the generation timeline maps
+each write to), per-node clocks with skew, and faults on demand. One concept per module:
+
+* :mod:`.schema_setup`: keyspaces and tables (ScyllaDB's and the emulator's own);
+* :mod:`.state`: simulated nodes, known generations, CDC tables;
+* :mod:`.cluster`: :class:`SandboxCluster`, ``join_node`` and clocks;
+* :mod:`.metadata_writers`: how each mode writes a generation;
+* :mod:`.tablets`, :mod:`.tablet_map`: per-table stream sets, splits and merges;
+* :mod:`.log_schema`, :mod:`.log_rows`, :mod:`.tables`: CDC tables and their log rows;
+* :mod:`.workload`, :mod:`.routing`: writes placed the way a ScyllaDB coordinator would;
+* :mod:`.faults`, :mod:`.rewrite`, :mod:`.verify`: fault injection, the V1 rewrite, checks.
+"""
+
+from cdcgen_dev.emulator.cluster import JoinResult, SandboxCluster
+from cdcgen_dev.emulator.faults import FaultKind, GenerationFault
+from cdcgen_dev.emulator.log_schema import BaseTableSpec, Column, orders_table
+from cdcgen_dev.emulator.rewrite import RewriteReport, rewrite_v1
+from cdcgen_dev.emulator.state import EmulatorError, GenerationRecord, SimNode
+from cdcgen_dev.emulator.tables import create_cdc_table
+from cdcgen_dev.emulator.tablets import merge_tablets, split_tablets
+from cdcgen_dev.emulator.workload import WorkloadReport, WorkloadSpec, run_workload
+
+__all__ = [
+    "BaseTableSpec",
+    "Column",
+    "EmulatorError",
+    "FaultKind",
+    "GenerationFault",
+    "GenerationRecord",
+    "JoinResult",
+    "RewriteReport",
+    "SandboxCluster",
+    "SimNode",
+    "WorkloadReport",
+    "WorkloadSpec",
+    "create_cdc_table",
+    "merge_tablets",
+    "orders_table",
+    "rewrite_v1",
+    "run_workload",
+    "split_tablets",
+]

@@ -1,0 +1,132 @@
+"""Create a CDC-enabled base table with its log table, and remember its CDC options.
+
+On ScyllaDB ``WITH cdc = {'enabled': true, 'ttl': N}`` creates the log table, records
+the CDC options and the log's partitioner in ``system_schema.scylla_tables``, and (for a
+tablets keyspace) opens the first stream set. Here the emulator does the same itself:
+base table, ``<table>_scylla_cdc_log`` with ScyllaDB's exact schema
+(:mod:`cdcgen_dev.emulator.log_schema`), the two ``scylla_tables`` rows under the
+sandbox's prefix (read by the pipeline exactly as on ScyllaDB), and its own record in
+``sandbox_cdc_tables`` (the table's definition, for the workload).
+
+One row differs from ScyllaDB on purpose: the log table's ``partitioner`` says Murmur3,
+because Apache Cassandra really hashes the log's partitions (ScyllaDB's CDC partitioner
+takes the token from the stream ID). The pipeline routes reads by what that row says.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import uuid
+from dataclasses import asdict
+from datetime import datetime
+from typing import Any
+
+from cdcgen.core.cdc_log import MURMUR3_PARTITIONER
+from cdcgen.schema import Table
+from cdcgen_dev.emulator.cluster import SandboxCluster
+from cdcgen_dev.emulator.cql_util import execute
+from cdcgen_dev.emulator.log_schema import (
+    BaseTableSpec,
+    Column,
+    base_table_cql,
+    log_table_cql,
+)
+from cdcgen_dev.emulator.schema_setup import create_keyspace, ddl
+from cdcgen_dev.emulator.state import (
+    CdcTableRecord,
+    EmulatorError,
+    load_cdc_table,
+    save_cdc_table,
+)
+from cdcgen_dev.emulator.tablet_map import log2_tablets
+from cdcgen_dev.emulator.tablets import log_table_id, start_tablet_streams
+
+
+def spec_to_json(spec: BaseTableSpec) -> str:
+    return json.dumps(asdict(spec))
+
+
+def spec_from_json(text: str) -> BaseTableSpec:
+    data: dict[str, Any] = json.loads(text)
+
+    def columns(key: str) -> tuple[Column, ...]:
+        return tuple(Column(c["name"], c["cql_type"]) for c in data[key])
+
+    return BaseTableSpec(
+        keyspace=data["keyspace"],
+        table=data["table"],
+        partition_key=columns("partition_key"),
+        clustering_key=columns("clustering_key"),
+        columns=columns("columns"),
+        cdc_ttl=int(data["cdc_ttl"]),
+    )
+
+
+def create_cdc_table(
+    cluster: SandboxCluster,
+    spec: BaseTableSpec,
+    *,
+    tablets: int | None = None,
+    seed: int | None = None,
+    now: datetime | None = None,
+) -> CdcTableRecord:
+    """Create base + log table (idempotent) and, with ``tablets``, the first stream set.
+
+    ``tablets`` is the initial tablet count (a power of two); None means a vnodes
+    keyspace, whose writes follow the cluster's generations.
+    """
+    if tablets is not None:
+        log2_tablets(tablets)
+    cluster.setup()
+    create_keyspace(cluster.client, spec.keyspace)
+    ddl(cluster.client, base_table_cql(spec))
+    ddl(cluster.client, log_table_cql(spec))
+    try:
+        existing: CdcTableRecord | None = load_cdc_table(
+            cluster.client, cluster.schema, spec.keyspace, spec.table
+        )
+    except EmulatorError:  # not recorded yet
+        existing = None
+    record = CdcTableRecord(
+        keyspace=spec.keyspace,
+        table=spec.table,
+        spec_json=spec_to_json(spec),
+        cdc_ttl=spec.cdc_ttl,
+        log_table_id=log_table_id(cluster.client, spec.keyspace, spec.log_table),
+        tablet_count=(existing.tablet_count if existing and existing.tablet_count else tablets),
+    )
+    save_cdc_table(cluster.client, cluster.schema, record)
+    record_cdc_options(cluster, spec)
+    if record.tablet_count is not None:
+        start_tablet_streams(cluster, record, random.Random(seed), now)
+    return record
+
+
+def record_cdc_options(cluster: SandboxCluster, spec: BaseTableSpec) -> None:
+    """The base table's CDC options and the log table's partitioner, in ``scylla_tables``."""
+    scylla_tables = cluster.schema.name(Table.SCYLLA_TABLES)
+    options = {
+        "enabled": "true",
+        "ttl": str(spec.cdc_ttl),
+        "preimage": "false",
+        "postimage": "false",
+        "delta": "full",
+    }
+    execute(
+        cluster.client,
+        f"INSERT INTO {scylla_tables} (keyspace_name, table_name, version, cdc) "
+        "VALUES (?, ?, ?, ?)",
+        (spec.keyspace, spec.table, uuid.uuid1(), options),
+    )
+    execute(
+        cluster.client,
+        f"INSERT INTO {scylla_tables} (keyspace_name, table_name, version, partitioner) "
+        "VALUES (?, ?, ?, ?)",
+        (spec.keyspace, spec.log_table, uuid.uuid1(), MURMUR3_PARTITIONER),
+    )
+
+
+def table_spec(cluster: SandboxCluster, keyspace: str, table: str) -> BaseTableSpec:
+    """The recorded definition of a sandbox CDC table."""
+    return spec_from_json(load_cdc_table(cluster.client, cluster.schema, keyspace, table).spec_json)

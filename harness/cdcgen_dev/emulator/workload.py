@@ -1,0 +1,360 @@
+"""A CDC workload: base writes plus the log rows ScyllaDB would write with them.
+
+Each write picks an operation (insert, update, row delete, partition delete), a key and a
+coordinator (a simulated node that is up, round robin). Its timestamp is the coordinator's
+clock (what ScyllaDB does when the client sends none) or, with ``timestamps="client"``,
+the client's clock plus ``client_skew``. The coordinator then applies ScyllaDB's rules
+(:mod:`cdcgen_dev.emulator.routing`): a write from the future, the past, before the
+first generation or into a generation its nodes could not load is refused (neither base
+nor log row is written, as ScyllaDB fails the whole write); an accepted write goes to the
+stream of the generation operating at its timestamp, so writes in the leeway window
+around a switch land exactly where ScyllaDB would put them.
+
+The generation timeline is re-read every ``refresh_interval`` (nodes learning about new
+generations). Each write is one unlogged batch of prepared statements (its base rows and
+its log rows, applied together like ScyllaDB's base and log mutations), sent with
+``execute_concurrent``; the rate is held by sending what is due every few milliseconds.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from cdcgen.core.cdc_log import timeuuid_from_micros
+from cdcgen.core.stream_id import StreamId
+from cdcgen.core.time import from_micros, to_micros
+from cdcgen.core.timeline import WriteRejected
+from cdcgen_dev.emulator.cluster import SandboxCluster, utc_now
+from cdcgen_dev.emulator.cql_util import prepared
+from cdcgen_dev.emulator.log_rows import (
+    BaseRowChange,
+    BaseWrite,
+    Operation,
+    base_statements,
+    log_insert_cql,
+    log_insert_params,
+    log_row_values,
+)
+from cdcgen_dev.emulator.log_schema import BaseTableSpec, ColumnType
+from cdcgen_dev.emulator.partition import PARTITION_KEY_TYPES, partition_token
+from cdcgen_dev.emulator.routing import TabletRouter, VnodeRouter, WriteRouter
+from cdcgen_dev.emulator.state import EmulatorError, SimNode, load_cdc_table
+from cdcgen_dev.emulator.tables import spec_from_json
+from cdcgen_dev.emulator.tablets import tablet_stream_sets
+
+DEFAULT_MIX: dict[Operation, float] = {
+    Operation.INSERT: 0.55,
+    Operation.UPDATE: 0.30,
+    Operation.ROW_DELETE: 0.12,
+    Operation.PARTITION_DELETE: 0.03,
+}
+TICK_SECONDS = 0.01
+MAX_BURST_SECONDS = 0.25
+
+
+@dataclass(frozen=True)
+class WorkloadSpec:
+    """What to write: table, rate, duration, keys, timestamps, faults."""
+
+    keyspace: str
+    table: str = "orders"
+    rate: float = 200.0  # writes per second
+    duration: timedelta = timedelta(seconds=5)
+    keys: int = 1000  # partition keys 0..keys-1
+    hot_keys: bool = False  # 80% of writes on the first 20% of the keys
+    max_rows_per_write: int = 3  # clustering rows per insert/update/row delete
+    mix: dict[Operation, float] = field(default_factory=lambda: dict(DEFAULT_MIX))
+    timestamps: str = "coordinator"  # or "client"
+    client_skew: timedelta = timedelta(0)
+    coordinator: str | None = None  # one node's name; default: round robin over up nodes
+    base_ttl: int | None = None
+    misroute_fraction: float = 0.0  # fault: log rows put into a wrong stream
+    seed: int | None = None
+    concurrency: int = 64
+    refresh_interval: timedelta = timedelta(milliseconds=500)
+
+    def __post_init__(self) -> None:
+        if self.rate <= 0 or self.keys < 1 or self.max_rows_per_write < 1:
+            raise EmulatorError("rate, keys and rows per write must be positive")
+        if self.timestamps not in ("coordinator", "client"):
+            raise EmulatorError(
+                f"timestamps={self.timestamps!r}: expected 'coordinator' or 'client'"
+            )
+        if not 0.0 <= self.misroute_fraction <= 1.0:
+            raise EmulatorError("misroute_fraction must be between 0 and 1")
+        if not self.mix or any(w < 0 for w in self.mix.values()) or sum(self.mix.values()) <= 0:
+            raise EmulatorError("the operation mix needs positive weights")
+
+
+@dataclass
+class WorkloadReport:
+    """What was written (and refused), to compare with what a consumer reads back."""
+
+    writes: int = 0
+    log_rows: int = 0
+    base_statements: int = 0
+    rejected: Counter[str] = field(default_factory=Counter)
+    failed: int = 0  # accepted writes the cluster failed to apply (driver errors)
+    misrouted: int = 0  # log rows deliberately put into a wrong stream (fault)
+    operations: Counter[str] = field(default_factory=Counter)
+    log_rows_by_generation: Counter[datetime] = field(default_factory=Counter)
+    first_write: datetime | None = None
+    last_write: datetime | None = None
+    elapsed_seconds: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "writes": self.writes,
+            "log_rows": self.log_rows,
+            "base_statements": self.base_statements,
+            "rejected": dict(self.rejected),
+            "failed": self.failed,
+            "misrouted": self.misrouted,
+            "operations": dict(self.operations),
+            "log_rows_by_generation": {
+                k.isoformat(timespec="milliseconds"): v
+                for k, v in sorted(self.log_rows_by_generation.items())
+            },
+            "first_write": self.first_write.isoformat() if self.first_write else None,
+            "last_write": self.last_write.isoformat() if self.last_write else None,
+            "elapsed_seconds": round(self.elapsed_seconds, 3),
+        }
+
+
+ValueMaker = Callable[[random.Random], Any]
+
+_SIMPLE_VALUES: dict[str, ValueMaker] = {
+    "text": lambda r: f"v{r.getrandbits(32):08x}",
+    "varchar": lambda r: f"v{r.getrandbits(32):08x}",
+    "ascii": lambda r: f"a{r.getrandbits(32):08x}",
+    "int": lambda r: r.randint(-(2**31), 2**31 - 1),
+    "bigint": lambda r: r.randint(-(2**63), 2**63 - 1),
+    "smallint": lambda r: r.randint(-(2**15), 2**15 - 1),
+    "tinyint": lambda r: r.randint(-128, 127),
+    "double": lambda r: r.random() * 1000,
+    "float": lambda r: float(r.randint(0, 1 << 20)) / 64,
+    "boolean": lambda r: r.random() < 0.5,
+    "blob": lambda r: r.randbytes(8),
+}
+
+
+def value_maker(cql_type: str) -> ValueMaker:
+    """Random values for a data column: simple types and non-frozen sets of them."""
+    kind = ColumnType.parse(cql_type)
+    if kind.kind == "simple" and kind.args[0] in _SIMPLE_VALUES:
+        return _SIMPLE_VALUES[kind.args[0]]
+    if kind.kind == "set" and kind.args[0] in _SIMPLE_VALUES:
+        element = _SIMPLE_VALUES[kind.args[0]]
+        return lambda r: {element(r) for _ in range(r.randint(1, 3))}
+    raise EmulatorError(f"the workload cannot generate values of type {cql_type!r}")
+
+
+def key_maker(cql_type: str, keys: int) -> Callable[[int], Any]:
+    """Key number -> key value for int/bigint/smallint/text key columns."""
+    if cql_type in ("int", "bigint", "smallint", "tinyint"):
+        return lambda n: n
+    if cql_type in ("text", "varchar", "ascii"):
+        return lambda n: f"k{n}"
+    raise EmulatorError(f"the workload cannot generate keys of type {cql_type!r}")
+
+
+class _WriteFactory:
+    """Builds random :class:`BaseWrite`s for one table spec."""
+
+    def __init__(self, spec: BaseTableSpec, workload: WorkloadSpec, rng: random.Random) -> None:
+        self.spec = spec
+        self.workload = workload
+        self.rng = rng
+        for column in spec.partition_key:
+            if column.cql_type not in PARTITION_KEY_TYPES:
+                raise EmulatorError(f"partition key type {column.cql_type!r} is not supported")
+        self.pk_makers = [key_maker(c.cql_type, workload.keys) for c in spec.partition_key]
+        self.ck_makers = [key_maker(c.cql_type, workload.keys) for c in spec.clustering_key]
+        self.values = {c.name: value_maker(c.cql_type) for c in spec.columns}
+        self.operations = list(workload.mix)
+        self.weights = [workload.mix[op] for op in self.operations]
+        if not spec.clustering_key:
+            # Without clustering rows a row delete is a partition delete.
+            self.operations = [
+                Operation.PARTITION_DELETE if op is Operation.ROW_DELETE else op
+                for op in self.operations
+            ]
+
+    def key_number(self) -> int:
+        keys = self.workload.keys
+        if self.workload.hot_keys and self.rng.random() < 0.8:
+            return self.rng.randrange(max(1, keys // 5))
+        return self.rng.randrange(keys)
+
+    def make(self, timestamp_us: int) -> BaseWrite:
+        rng = self.rng
+        operation = rng.choices(self.operations, self.weights)[0]
+        number = self.key_number()
+        partition = tuple(make(number) for make in self.pk_makers)
+        if operation is Operation.PARTITION_DELETE:
+            return BaseWrite(operation, partition, (), timestamp_us)
+        count = rng.randint(1, self.workload.max_rows_per_write) if self.ck_makers else 1
+        numbers = rng.sample(range(max(count, 16)), count)
+        rows = []
+        for ck in numbers:
+            clustering = tuple(make(ck) for make in self.ck_makers)
+            if operation is Operation.ROW_DELETE:
+                values: dict[str, Any] = {}
+            elif operation is Operation.INSERT:
+                values = {name: make(rng) for name, make in self.values.items()}
+            else:
+                chosen = [n for n in self.values if rng.random() < 0.7] or list(self.values)[:1]
+                values = {name: self.values[name](rng) for name in chosen}
+            rows.append(BaseRowChange(clustering, values))
+        ttl = self.workload.base_ttl if operation in (Operation.INSERT, Operation.UPDATE) else None
+        return BaseWrite(operation, partition, tuple(rows), timestamp_us, ttl)
+
+
+def make_router(cluster: SandboxCluster, keyspace: str, table: str) -> WriteRouter:
+    """The coordinators' current knowledge for this table (vnode generations or tablets)."""
+    record = load_cdc_table(cluster.client, cluster.schema, keyspace, table)
+    if record.uses_tablets:
+        return TabletRouter(tablet_stream_sets(cluster, keyspace, table), cluster.leeway)
+    return VnodeRouter(cluster.timeline(), cluster.leeway)
+
+
+def run_workload(cluster: SandboxCluster, workload: WorkloadSpec) -> WorkloadReport:
+    """Write for ``duration`` at ``rate`` writes/s; returns what was written and refused."""
+    from cassandra.concurrent import execute_concurrent
+
+    writer = _Writer(cluster, workload)
+    report = WorkloadReport()
+    start = time.monotonic()
+    end = start + workload.duration.total_seconds()
+    refreshed = start
+    sent = 0
+    while (now_mono := time.monotonic()) < end:
+        if now_mono - refreshed >= workload.refresh_interval.total_seconds():
+            writer.refresh()
+            refreshed = now_mono
+        due = int((now_mono - start) * workload.rate) + 1 - sent
+        due = min(due, max(1, int(workload.rate * MAX_BURST_SECONDS)))
+        if due <= 0:
+            time.sleep(TICK_SECONDS)
+            continue
+        writes: list[tuple[Any, Any]] = []
+        for _ in range(due):
+            write = writer.plan(report)
+            if write is not None:
+                writes.append((write, None))
+        sent += due
+        if writes:
+            results = execute_concurrent(
+                cluster.client.session,
+                writes,
+                concurrency=workload.concurrency,
+                raise_on_first_error=False,
+            )
+            report.failed += sum(1 for ok, _ in results if not ok)
+    report.elapsed_seconds = time.monotonic() - start
+    return report
+
+
+class _Writer:
+    """Turns random writes into unlogged batches (base + log rows), routed as their
+    coordinator would route them."""
+
+    def __init__(self, cluster: SandboxCluster, workload: WorkloadSpec) -> None:
+        from cassandra.query import UNSET_VALUE, BatchStatement, BatchType
+
+        self.batch_type = BatchStatement
+        self.unlogged = BatchType.UNLOGGED
+        self.consistency = cluster.client.metadata_consistency
+        self.cluster = cluster
+        self.workload = workload
+        self.unset = UNSET_VALUE
+        self.record = load_cdc_table(
+            cluster.client, cluster.schema, workload.keyspace, workload.table
+        )
+        self.spec = spec_from_json(self.record.spec_json)
+        self.rng = random.Random(workload.seed)
+        self.factory = _WriteFactory(self.spec, workload, self.rng)
+        log_cql, self.log_names = log_insert_cql(self.spec)
+        self.log_statement = prepared(cluster.client, log_cql)
+        self.pk_types = [c.cql_type for c in self.spec.partition_key]
+        self.refresh()
+
+    def refresh(self) -> None:
+        """Re-read generations and live nodes, as nodes keep learning about them."""
+        self.router = make_router(self.cluster, self.workload.keyspace, self.workload.table)
+        self.coordinators = itertools.cycle(_coordinators(self.cluster, self.workload.coordinator))
+
+    def plan(self, report: WorkloadReport) -> Any:
+        """One write as an unlogged batch of its base and log statements (applied together,
+        as ScyllaDB applies a base mutation with its log mutation), or None if its
+        coordinator refuses it; updates ``report``.
+        """
+        node = next(self.coordinators)
+        wall = utc_now()
+        clock = self.cluster.clock(node, wall)
+        client_clock = wall + self.workload.client_skew
+        stamp = clock if self.workload.timestamps == "coordinator" else client_clock
+        write = self.factory.make(to_micros(stamp))
+        write_ts = from_micros(write.timestamp_us)
+        try:
+            generation, stream = self.router.route(
+                write_ts, partition_token(self.pk_types, write.partition), clock
+            )
+        except WriteRejected as exc:
+            report.rejected[type(exc).__name__] += 1
+            return None
+        rows = log_row_values(self.spec, write)
+        fraction = self.workload.misroute_fraction
+        if fraction and self.rng.random() < fraction:
+            stream = _wrong_stream(self.router, generation, stream, self.rng)
+            report.misrouted += len(rows)
+        batch = self.batch_type(batch_type=self.unlogged, consistency_level=self.consistency)
+        base = base_statements(self.spec, write)
+        for cql, params in base:
+            batch.add(prepared(self.cluster.client, cql), params)
+        report.base_statements += len(base)
+        time_uuid = timeuuid_from_micros(write.timestamp_us, self.rng)
+        for row in rows:
+            params = log_insert_params(
+                self.log_names, row, stream.raw, time_uuid, write.timestamp_us,
+                self.record.cdc_ttl, self.unset,
+            )  # fmt: skip
+            batch.add(self.log_statement, params)
+        report.writes += 1
+        report.log_rows += len(rows)
+        report.log_rows_by_generation[generation] += len(rows)
+        report.operations[write.operation.name.lower()] += 1
+        report.first_write = min(filter(None, [report.first_write, write_ts]))
+        report.last_write = max(filter(None, [report.last_write, write_ts]))
+        return batch
+
+
+def _coordinators(cluster: SandboxCluster, name: str | None) -> list[SimNode]:
+    if name is not None:
+        node = cluster.node(name)
+        if not node.up:
+            raise EmulatorError(f"coordinator {name} is down")
+        return [node]
+    nodes = cluster.up_nodes()
+    if not nodes:
+        raise EmulatorError("no sandbox node is up: join one first (cdcgen sandbox join-node)")
+    return nodes
+
+
+def _wrong_stream(
+    router: WriteRouter, generation: datetime, correct: StreamId, rng: random.Random
+) -> StreamId:
+    """Fault: another stream of the same generation (or a corrupted copy if it has one)."""
+    others = [s for s in router.streams(generation) if s != correct]
+    if others:
+        return rng.choice(others)
+    flipped = bytearray(correct.raw)
+    flipped[7] ^= 0x01  # a different token: still a valid ID, in the wrong place
+    return StreamId(bytes(flipped))

@@ -1,0 +1,109 @@
+"""From stored description rows to a description, checking what lookup depends on.
+
+Every way ScyllaDB stores a generation ends in ``(range_end, streams, ignore_msb)`` rows;
+``set<blob>`` values come back sorted by bytes, not in shard order, so shard order is
+recovered per range with :func:`cdcgen.core.topology.order_streams_by_shard`. Anything
+that cannot be a valid description raises :class:`~cdcgen.core.generation.CorruptGeneration`
+naming the generation and the problem, with the rows as read, so the extract step can
+still show them to the validation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from typing import Any
+
+from cdcgen.core.generation import CorruptGeneration
+from cdcgen.core.stream_id import InvalidStreamId, StreamId
+from cdcgen.core.tablets import TabletStreamSet
+from cdcgen.core.topology import (
+    InvalidDescription,
+    StreamOrderError,
+    TokenRange,
+    TopologyDescription,
+    order_streams_by_shard,
+)
+
+RawRow = tuple[int, Iterable[bytes], int]
+"""``(range_end, streams, ignore_msb)`` as read from any description table."""
+
+
+def v1_generation_id(timestamp: datetime) -> str:
+    """A V1 generation is known by its timestamp alone: its ISO form, milliseconds, UTC."""
+    return timestamp.astimezone(UTC).isoformat(timespec="milliseconds")
+
+
+def parse_stream(blob: Any, label: str, range_end: int) -> StreamId:
+    if not isinstance(blob, bytes | bytearray):
+        raise CorruptGeneration(f"{label}: range ending at {range_end} holds a non-blob {blob!r}")
+    try:
+        return StreamId(bytes(blob))
+    except InvalidStreamId as exc:
+        raise CorruptGeneration(f"{label}: range ending at {range_end}: {exc}") from exc
+
+
+def description_from_rows(
+    label: str, rows: Iterable[RawRow], *, shard_ordered: bool
+) -> TopologyDescription:
+    """Build a description from stored rows, validating what the lookup depends on.
+
+    ``shard_ordered`` rows (V1 lists) keep their order; sets (v2, v3) are re-ordered by
+    shard from each stream's token. Raises :class:`CorruptGeneration` with ``label``
+    and the rows as read (``stored_rows``).
+    """
+    stored = list(rows)
+    try:
+        return _description_from_rows(label, stored, shard_ordered=shard_ordered)
+    except CorruptGeneration as exc:
+        exc.stored_rows = [(r[0], r[1], r[2]) for r in stored]
+        raise
+
+
+def _description_from_rows(
+    label: str, rows: list[RawRow], *, shard_ordered: bool
+) -> TopologyDescription:
+    parsed = []
+    for range_end, blobs, ignore_msb in rows:
+        if range_end is None or ignore_msb is None or blobs is None:
+            raise CorruptGeneration(f"{label}: a range row lacks range_end, streams or ignore_msb")
+        streams = [parse_stream(b, label, range_end) for b in blobs]
+        parsed.append((int(range_end), streams, int(ignore_msb)))
+    if not parsed:
+        raise CorruptGeneration(f"{label}: the description has no ranges")
+    parsed.sort(key=lambda r: r[0])
+    entries = []
+    for i, (range_end, streams, ignore_msb) in enumerate(parsed):
+        if not streams:
+            raise CorruptGeneration(f"{label}: range ending at {range_end} has no streams")
+        if not shard_ordered:
+            start = parsed[i - 1][0]  # entry 0 wraps around from the last range end
+            try:
+                ordered = order_streams_by_shard(start, range_end, streams, ignore_msb)
+            except StreamOrderError as exc:
+                raise CorruptGeneration(
+                    f"{label}: streams of range ({start}, {range_end}] do not match its "
+                    f"{len(streams)} shards (a missing, duplicated or misplaced stream, or a "
+                    f"gap in the ring): {exc}"
+                ) from exc
+            except ValueError as exc:
+                raise CorruptGeneration(f"{label}: range ending at {range_end}: {exc}") from exc
+        else:
+            ordered = tuple(streams)
+        try:
+            entries.append(TokenRange(range_end, tuple(ordered), ignore_msb))
+        except InvalidDescription as exc:
+            raise CorruptGeneration(f"{label}: {exc}") from exc
+    try:
+        return TopologyDescription(tuple(entries))
+    except InvalidDescription as exc:
+        raise CorruptGeneration(f"{label}: {exc}") from exc
+
+
+def tablets_description(stream_set: TabletStreamSet) -> TopologyDescription:
+    """A tablets stream set as a description: one single-shard range per tablet.
+
+    Range ``i`` ends at stream ``i``'s token (the tablet's last token), so the vnode
+    lookup (first range end >= token) gives exactly ``get_tablet_stream``.
+    """
+    return TopologyDescription(tuple(TokenRange(s.token, (s,), 0) for s in stream_set.streams))

@@ -1,0 +1,274 @@
+"""Which window of which streams to read next: closed windows only, never expired ones.
+
+Pure planning, no I/O. For one CDC table, each generation ``g`` (a vnode generation, or
+one stream set of a tablets table) operates in ``[T_g, T_next)``. For a run covering the
+interval ``[a, b)`` a stream of ``g`` is read over
+
+    [max(T_g, checkpoint), min(T_next, b))
+
+and only once every node's clock is at or past that end + leeway + confidence window: a
+coordinator accepts writes up to ``leeway`` in its own future, and the confidence window
+(30 s, like scylla-cdc-java/go/rust) covers writes still in flight. (Inside a generation
+ScyllaDB also accepts writes whose client-chosen timestamp lies further in the past;
+every windowed consumer misses those, this one included.)
+
+Streams are hashed into a fixed number of *buckets* per generation. A bucket is the unit
+the lake replaces: every stream of a bucket is read over the same window, which starts at
+the *smallest* checkpoint of its streams. Checkpoints are written only after a window's
+files are committed, so files of a bucket starting at or after that smallest checkpoint
+were never acknowledged ("garbage" of a killed run) and are deleted before the window is
+written again. That rule is what makes a resume exact: nothing acknowledged is read twice
+into the lake, nothing unacknowledged is kept.
+
+Tablets tables plug in unchanged: each stream set is a generation whose ``[T_set, T_next)``
+bounds every stream in it, so a stream is never read before it opened or after it closed.
+
+A window starting before ``now - CDC TTL`` would read rows ScyllaDB already dropped: that
+raises :class:`DataExpired`, which says how to re-bootstrap.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from enum import StrEnum
+from functools import cached_property
+
+from cdcgen.core.clocks import window_closes_at
+from cdcgen.core.stream_id import StreamId
+from cdcgen.core.tablets import TabletStreamSet
+from cdcgen.core.time import as_utc, floor_ms, parse_time_label, time_label
+from cdcgen.core.topology import TopologyDescription
+
+
+class DataExpired(Exception):
+    """Terminal: a window starts before ``now - CDC TTL``; its rows are gone from the log.
+
+    Retrying cannot help. The message says what to do: re-bootstrap the table.
+    """
+
+
+class LakeInconsistent(Exception):
+    """Terminal: the lake holds a window that the checkpoints cannot explain."""
+
+
+class Mode(StrEnum):
+    """``incremental`` follows checkpoints; ``backfill`` re-extracts a past interval."""
+
+    INCREMENTAL = "incremental"
+    BACKFILL = "backfill"
+
+
+class WindowKind(StrEnum):
+    NEW = "new"  # first extraction of this time range
+    RESUME = "resume"  # replaces unacknowledged files of a killed run
+    REPLACE = "replace"  # backfill: re-extracts an acknowledged window exactly
+
+
+@dataclass(frozen=True)
+class Interval:
+    """The run's data interval ``[start, end)``, floored to milliseconds."""
+
+    start: datetime
+    end: datetime
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "start", floor_ms(self.start))
+        object.__setattr__(self, "end", floor_ms(self.end))
+        if self.end <= self.start:
+            raise ValueError(
+                f"interval end {self.end.isoformat()} is not after its start "
+                f"{self.start.isoformat()}"
+            )
+
+
+@dataclass(frozen=True, eq=False)
+class GenerationSpan:
+    """A generation as the planner sees it: ``[start, end)`` and the mapping that made it.
+
+    ``mapping`` is a vnode generation's topology description or a tablets table's stream
+    set; both answer "which stream does a token's write go to", which the row checks ask.
+    """
+
+    start: datetime
+    end: datetime | None
+    mapping: TopologyDescription | TabletStreamSet
+    id: str = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "start", as_utc(self.start, "generation start"))
+        if self.end is not None:
+            object.__setattr__(self, "end", as_utc(self.end, "generation end"))
+            if self.end <= self.start:
+                raise ValueError(
+                    f"generation {self.label} ends at {self.end.isoformat()}, not after its start"
+                )
+
+    @property
+    def label(self) -> str:
+        return time_label(self.start)
+
+    @cached_property
+    def streams(self) -> tuple[StreamId, ...]:
+        if isinstance(self.mapping, TabletStreamSet):
+            return self.mapping.streams
+        return tuple(self.mapping.streams())
+
+    @property
+    def is_tablets(self) -> bool:
+        return isinstance(self.mapping, TabletStreamSet)
+
+    def get_stream(self, token: int) -> StreamId:
+        return self.mapping.get_stream(token)
+
+
+def generation_spans(
+    generations: Iterable[tuple[datetime, TopologyDescription | TabletStreamSet, str]],
+) -> list[GenerationSpan]:
+    """Spans from ``(timestamp, mapping, id)`` triples: each ends where the next begins.
+
+    Works for vnode generations (from a :class:`~cdcgen.core.timeline.GenerationTimeline`
+    or a generation source) and for a tablets table's stream sets alike.
+    """
+    ordered = sorted(generations, key=lambda item: as_utc(item[0]))
+    spans = []
+    for i, (timestamp, mapping, ident) in enumerate(ordered):
+        end = ordered[i + 1][0] if i + 1 < len(ordered) else None
+        spans.append(GenerationSpan(timestamp, end, mapping, ident))
+    return spans
+
+
+def tablet_spans(sets: Sequence[TabletStreamSet]) -> list[GenerationSpan]:
+    """A tablets table's stream sets as generations (each set is ``[T_set, T_next_set)``)."""
+    return generation_spans((s.timestamp, s, "") for s in sets)
+
+
+def bucket_of(stream: StreamId, buckets: int) -> int:
+    """The lake bucket of a stream: CRC-32 of its 16 bytes, stable across runs and hosts."""
+    return zlib.crc32(stream.raw) % buckets
+
+
+@dataclass(frozen=True, order=True)
+class LakeWindow:
+    """One window already in the lake: ``generation``/``window``/``bucket`` partitions."""
+
+    generation: str
+    start: datetime
+    end: datetime
+    bucket: int
+
+    @property
+    def label(self) -> str:
+        return window_label(self.start, self.end)
+
+
+def window_label(start: datetime, end: datetime) -> str:
+    return f"{time_label(start)}_{time_label(end)}"
+
+
+def parse_window_label(text: str) -> tuple[datetime, datetime]:
+    start, sep, end = text.partition("_")
+    if not sep:
+        raise ValueError(f"{text!r} is not a window label like <start>_<end>")
+    return parse_time_label(start), parse_time_label(end)
+
+
+@dataclass(frozen=True, eq=False)
+class Window:
+    """Read ``streams`` (one bucket of ``generation``) over ``[start, end)``."""
+
+    generation: GenerationSpan
+    bucket: int
+    start: datetime
+    end: datetime
+    streams: tuple[StreamId, ...]
+    kind: WindowKind = WindowKind.NEW
+
+    @property
+    def label(self) -> str:
+        return window_label(self.start, self.end)
+
+    @property
+    def lake_window(self) -> LakeWindow:
+        return LakeWindow(self.generation.label, self.start, self.end, self.bucket)
+
+    def __repr__(self) -> str:
+        return (
+            f"Window(generation={self.generation.label}, bucket={self.bucket}, "
+            f"[{self.start.isoformat()}, {self.end.isoformat()}), {len(self.streams)} streams, "
+            f"{self.kind.value})"
+        )
+
+
+@dataclass(frozen=True)
+class PendingWindow:
+    """A generation's window that is not closed yet; wait until ``closes_at``."""
+
+    generation: str
+    end: datetime
+    closes_at: datetime
+    reason: str
+
+
+@dataclass(frozen=True)
+class TableState:
+    """What the checkpoint store knows about a table.
+
+    ``checkpoints`` maps ``(generation start, stream)`` to the time up to which that
+    stream is in the lake. ``started_at`` is where extraction began (the first run's
+    interval start, or a re-bootstrap point); ``watermark`` is the consistency watermark.
+    A stream with no checkpoint is complete up to ``floor``: by definition of both.
+    """
+
+    started_at: datetime | None = None
+    watermark: datetime | None = None
+    checkpoints: Mapping[tuple[datetime, StreamId], datetime] = field(default_factory=dict)
+
+    @property
+    def floor(self) -> datetime | None:
+        known = [t for t in (self.started_at, self.watermark) if t is not None]
+        return max(known) if known else None
+
+    def checkpoint(self, generation: GenerationSpan, stream: StreamId, floor: datetime) -> datetime:
+        """The effective checkpoint: never before the generation or the table's floor."""
+        stored = self.checkpoints.get((generation.start, stream))
+        candidates = [generation.start, floor]
+        if stored is not None:
+            candidates.append(stored)
+        return max(candidates)
+
+
+@dataclass(frozen=True)
+class WindowPolicy:
+    """The rules windows obey: closing (leeway, confidence window), expiry (TTL), buckets."""
+
+    leeway: timedelta = timedelta(seconds=5)
+    confidence_window: timedelta = timedelta(seconds=30)
+    ttl: timedelta | None = timedelta(seconds=86_400)
+    expiry_margin: timedelta = timedelta(seconds=60)
+    buckets: int = 8
+
+    def __post_init__(self) -> None:
+        if self.buckets < 1:
+            raise ValueError("buckets must be at least 1")
+        if self.ttl is not None and self.ttl <= timedelta(0):
+            object.__setattr__(self, "ttl", None)  # CDC TTL 0 means rows never expire
+
+    def closes_at(self, end: datetime) -> datetime:
+        """When a window ending at ``end`` is closed, if every node's clock agrees."""
+        return window_closes_at(end, self.leeway, self.confidence_window)
+
+
+@dataclass(frozen=True)
+class WindowPlan:
+    windows: tuple[Window, ...]
+    pending: tuple[PendingWindow, ...]
+    garbage: tuple[LakeWindow, ...]
+    floor: datetime
+    first_run: bool
+
+    @property
+    def stream_reads(self) -> int:
+        return sum(len(w.streams) for w in self.windows)

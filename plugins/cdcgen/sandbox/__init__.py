@@ -1,1 +1,0 @@
-"""The local sandbox: a real Cassandra (``cassandra``) and a ScyllaDB CDC emulator."""
