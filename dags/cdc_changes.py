@@ -34,7 +34,7 @@ import pendulum
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk import AssetOrTimeSchedule, CronDataIntervalTimetable, Param, dag, task, task_group
 
-from cdcgen.airflow import steps
+from cdcgen.airflow import changes_steps as steps
 from cdcgen.airflow.assets import published_generations
 from cdcgen.airflow.connections import SOURCE_CONN_ID, SPARK_CONN_ID
 from cdcgen.airflow.sensors import WindowClosedSensor
@@ -80,10 +80,10 @@ def cdc_changes() -> None:
         return steps.changes_plan(params, dag_run, data_interval_start, data_interval_end)
 
     @task_group(group_id="table")
-    def per_table(table, window_end, spark_args, env_vars):
+    def per_table(table, window_end_ms, spark_args, env_vars):
         wait = WindowClosedSensor(
             task_id="wait",
-            generation=window_end,
+            window_end_ms=window_end_ms,
             cdc_conn_id=SOURCE_CONN_ID,
             deferrable=True,
             doc_md="Every node's clock past the window end + leeway + confidence window.",
@@ -106,7 +106,7 @@ def cdc_changes() -> None:
         doc_md="Rows, watermark and checks per table (also a JSON file); fails on any problem.",
     )
     def summarize(planned, params=None, run_id=None):
-        return steps.changes_summarize(params, run_id, planned)
+        return steps.changes_summary(params, run_id, planned)
 
     planned = plan()
     per_table.expand_kwargs(planned) >> summarize(planned)

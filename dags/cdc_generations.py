@@ -38,11 +38,11 @@ from airflow.sdk import (
     task_group,
 )
 
-from cdcgen.airflow import steps
+from cdcgen.airflow import generation_steps as steps
 from cdcgen.airflow.assets import PUBLICATIONS, published_generations
 from cdcgen.airflow.connections import SOURCE_CONN_ID, SPARK_CONN_ID
 from cdcgen.airflow.sensors import GenerationStartedSensor
-from cdcgen.pipeline.generations import EXTRACT_APPLICATION, SPARK_CONF, spark_env
+from cdcgen.pipeline.generations import EXTRACT_APPLICATION, SPARK_CONF
 
 PUBLISHED = published_generations()  # environment only: no I/O at parse time
 
@@ -104,7 +104,7 @@ def cdc_generations() -> None:
         )
 
     @task_group(group_id="generation")
-    def per_generation(generation, spark_args):
+    def per_generation(generation, spark_args, env_vars):
         wait = GenerationStartedSensor(
             task_id="wait",
             generation=generation,
@@ -118,7 +118,7 @@ def cdc_generations() -> None:
             application=str(EXTRACT_APPLICATION),
             application_args=spark_args,
             conf=SPARK_CONF,
-            env_vars=spark_env(),
+            env_vars=env_vars,
             name="cdcgen-extract-generation",
             retries=1,  # a node restarting is common; a corrupt generation fails twice
             doc_md="Spark: the generation's description to Parquet, one row per stream.",
@@ -130,7 +130,7 @@ def cdc_generations() -> None:
         doc_md="What the run detected, validated and published (also a JSON file).",
     )
     def summarize(detected, params=None, run_id=None, ti=None):
-        return steps.summarize(params, run_id, detected, ti, group_id="generation")
+        return steps.summarize_run(params, run_id, detected, ti, group_id="generation")
 
     detected = detect()
     published = publish(detected)

@@ -18,7 +18,7 @@ from datetime import timedelta
 import pendulum
 from airflow.sdk import CronDataIntervalTimetable, dag, task
 
-from cdcgen.airflow import steps
+from cdcgen.airflow import generation_steps as steps
 
 
 @dag(

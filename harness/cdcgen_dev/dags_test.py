@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from cdcgen.airflow.steps import SUMMARIES_DIR
+from cdcgen.pipeline.run_summary import SUMMARIES_DIR
 from cdcgen_dev.airflow_home import DEFAULT_HOME, airflow_env, airflow_executable
 
 

@@ -184,12 +184,12 @@ def run_dag(
 
 
 def read_back(config: PipelineConfig) -> dict[str, Any]:
-    from cdcgen.pipeline.readback import compare_with_source
+    from cdcgen.adapters.readback import compare_with_source
 
     comparison = compare_with_source(config)
-    if comparison["mismatches"]:
+    if comparison.mismatches:
         raise DemoFailed(
-            "published tables differ from the source: " + "; ".join(comparison["mismatches"])
+            "published tables differ from the source: " + "; ".join(comparison.mismatches)
         )
     return comparison
 
@@ -284,7 +284,7 @@ def main() -> int:
         validation=summary["validation"],
         report=report_index(config, summary),
         data_docs=summary.get("reports", []),
-        generations_matching_source=comparison["matching"],
+        generations_matching_source=comparison.matching,
         sensor_deferrals=summary["deferrals"],
         changes_rows=changes["changes_rows"],
         colocation=changes["colocation"],
@@ -300,8 +300,8 @@ def main() -> int:
     say("")
     say(f"Emulated {len(joined)} generations; the DAG published {published} of them")
     say(f"({streams} streams) to {config.target_keyspace}, oldest first.")
-    say(f"Validation: {summary['validation']}. Read back: {comparison['matching']} of")
-    say(f"{comparison['published']} published generations match the source exactly.")
+    say(f"Validation: {summary['validation']}. Read back: {comparison.matching} of")
+    say(f"{comparison.published} published generations match the source exactly.")
     say(f"Changes: {changes['changes_rows']} rows of {TABLE} in the lake (the source's log")
     say(f"table holds {counted['source']}); colocation {changes['colocation']}, row checks")
     say(f"{changes['checks']}; watermark {result['watermark']}.")
@@ -309,7 +309,7 @@ def main() -> int:
     ok = (
         summary["validation"] == "passed"
         and summary["generations_published"] == len(joined)
-        and comparison["matching"] == len(joined)
+        and comparison.matching == len(joined)
         and changes["colocation"] == "passed"
         and changes["changes_rows"] == counted["source"] > 0
     )

@@ -59,6 +59,15 @@ class DescriptionPublisher(Protocol):
         ...
 
 
+class GenerationLake(Protocol):
+    """Extracted generations: what validation checked is exactly what publication reads."""
+
+    def stream_rows(self, generation: Generation) -> StreamRows:
+        """The generation's validated description as the rows to publish; raises if it was
+        never extracted or changed since."""
+        ...
+
+
 class ClockReader(Protocol):
     """Reads every node's current clock (``SELECT totimestamp(now()) FROM system.local``)."""
 

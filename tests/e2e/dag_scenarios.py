@@ -15,6 +15,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from cdcgen.adapters.readback import Comparison, compare_with_source
 from cdcgen.airflow.connections import source_connection_for
 from cdcgen.config import REPO_ROOT, PipelineConfig
 from cdcgen_dev.dags_test import DagTestRun, dags_test, latest_summary
@@ -85,20 +86,18 @@ class Scenario:
         summary = latest_summary(c.report_dir, since=run.started_at, folder=summaries) or {}
         return run, summary
 
-    def compare(self) -> dict[str, Any]:
-        from cdcgen.pipeline.readback import compare_with_source
-
+    def compare(self) -> Comparison:
         return compare_with_source(self.config)
 
     def asset_events(self) -> list[str]:
         """``extra`` of every event of this scenario's published-generations Asset."""
-        from cdcgen.pipeline.generations import expected_asset_uri
+        from cdcgen.airflow.assets import asset_uri
 
         with sqlite3.connect(self.home / "airflow.db") as db:
             rows = db.execute(
                 "SELECT e.extra FROM asset_event e JOIN asset a ON a.id = e.asset_id "
                 "WHERE a.uri = ?",
-                (expected_asset_uri(self.config),),
+                (asset_uri(self.config),),
             )
             return [row[0] for row in rows]
 

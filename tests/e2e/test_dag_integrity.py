@@ -18,8 +18,11 @@ from typing import Any
 
 import pytest
 
+from cdcgen.airflow.xcom import to_xcom
 from cdcgen.config import REPO_ROOT
 from cdcgen.core.clocks import NodeClock
+from cdcgen.core.generation import Generation
+from cdcgen.core.time import from_millis
 from cdcgen_dev.airflow_home import airflow_env
 
 DAG_FILES = sorted((REPO_ROOT / "dags").glob("*.py"))
@@ -162,17 +165,17 @@ def test_trigger_serialize_round_trip() -> None:
     from airflow.sdk._shared.module_loading import import_string
     from airflow.sdk.serde import deserialize, serialize
 
-    from cdcgen.airflow.triggers import GenerationStartedTrigger
+    from cdcgen.airflow.triggers import ClockPastTrigger
 
-    trigger = GenerationStartedTrigger(
-        generation_ts_ms=TS_MS,
+    trigger = ClockPastTrigger(
+        target_ms=TS_MS + 5000,
         source=SOURCE,
-        leeway_seconds=5.0,
         timeout_seconds=30.0,
+        subject="generation 2026-09-21T14:13:20.000+00:00 (g)",
         poll_interval=0.5,
     )
     classpath, kwargs = trigger.serialize()
-    assert classpath == "cdcgen.airflow.triggers.GenerationStartedTrigger"
+    assert classpath == "cdcgen.airflow.triggers.ClockPastTrigger"
     # What the triggerer does: kwargs go through Airflow's serde, then the class is rebuilt.
     rebuilt = import_string(classpath)(**deserialize(serialize(kwargs)))
     assert rebuilt.serialize() == (classpath, kwargs)
@@ -206,25 +209,24 @@ def sensor(monkeypatch: pytest.MonkeyPatch) -> Any:
     from cdcgen.airflow import sensors
 
     monkeypatch.setattr(sensors, "CdcSourceHook", _FakeHook)
-    return sensors.GenerationStartedSensor(
-        task_id="wait", generation={"timestamp_ms": TS_MS, "id": "g"}
-    )
+    generation = Generation(from_millis(TS_MS), "g")
+    return sensors.GenerationStartedSensor(task_id="wait", generation=to_xcom(generation))
 
 
 def test_sensor_defers_while_a_node_lags(sensor: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     from airflow.sdk.exceptions import TaskDeferred
 
     from cdcgen.airflow import sensors
-    from cdcgen.airflow.triggers import GenerationStartedTrigger
+    from cdcgen.airflow.triggers import ClockPastTrigger
 
     # Node 2 is past T but not past T + leeway (5 s): the generation may still get writes.
     monkeypatch.setattr(sensors, "read_clocks_once", lambda _config: _clocks(10, 4.5))
     with pytest.raises(TaskDeferred) as deferred:
         sensor.execute(context={})
     trigger = deferred.value.trigger
-    assert isinstance(trigger, GenerationStartedTrigger)
-    assert trigger.generation_ts_ms == TS_MS
-    assert trigger.leeway_seconds == 5.0
+    assert isinstance(trigger, ClockPastTrigger)
+    assert trigger.target_ms == TS_MS + 5000  # T + leeway (core.clocks.generation_started_at)
+    assert trigger.subject == "generation 2026-09-21T14:13:20.000+00:00 (g)"
     assert trigger.timeout_seconds == 42.0
     assert trigger.source == SOURCE
     assert deferred.value.method_name == "execute_complete"
@@ -236,7 +238,7 @@ def test_sensor_does_not_defer_once_every_clock_passed(
     from cdcgen.airflow import sensors
 
     monkeypatch.setattr(sensors, "read_clocks_once", lambda _config: _clocks(6, 5.0))
-    assert sensor.execute(context={})["generation_ts_ms"] == TS_MS
+    assert sensor.execute(context={})["target"] == from_millis(TS_MS + 5000).isoformat()
 
 
 def test_sensor_fails_naming_the_nodes(sensor: Any) -> None:
@@ -249,5 +251,5 @@ def test_sensor_fails_naming_the_nodes(sensor: Any) -> None:
     }
     with pytest.raises(AirflowException, match=r"10\.0\.0\.2 unreachable"):
         sensor.execute_complete(context={}, event=event)
-    ok = {"status": "started", "generation_ts_ms": TS_MS, "target": "t", "clocks": {}}
-    assert sensor.execute_complete(context={}, event=ok)["generation_ts_ms"] == TS_MS
+    ok = {"status": "started", "target": "t", "clocks": {}}
+    assert sensor.execute_complete(context={}, event=ok) == {"target": "t"}

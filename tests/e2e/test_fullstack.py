@@ -206,12 +206,12 @@ def test_each_run_published_what_it_was_asked_to(stack: Any, runs: Runs, seeded:
 
 
 def test_published_tables_match_the_source(runs: Runs, seeded: Seeded) -> None:
-    from cdcgen.pipeline.readback import compare_with_source
+    from cdcgen.adapters.readback import compare_with_source
 
     comparison = compare_with_source(seeded.config)
-    assert comparison["mismatches"] == []
-    assert comparison["unpublished"] == []
-    assert comparison["published"] == comparison["matching"] == 3
+    assert comparison.mismatches == []
+    assert comparison.unpublished == []
+    assert comparison.published == comparison.matching == 3
 
 
 def _generation_record(seeded: Seeded, run_id: str) -> Any:

@@ -1,6 +1,6 @@
 """The wait step's rule: every node's clock past T + leeway, else wait, then name the nodes.
 
-Driven through :func:`wait_until_started` and the trigger's ``run`` with scripted
+Driven through :func:`wait_until_past` and the trigger's ``run`` with scripted
 clock readings (the real readers are exercised by the DAG test against the sandbox).
 """
 
@@ -47,15 +47,17 @@ class Script:
 
 
 def wait(script: Script, timeout: float = 0.3) -> dict[str, Any]:
-    from cdcgen.airflow.triggers import wait_until_started
+    from cdcgen.airflow.triggers import wait_until_past
+    from cdcgen.core.clocks import generation_started_at
+    from cdcgen.core.time import to_millis
 
     return asyncio.run(
-        wait_until_started(
+        wait_until_past(
             script,
-            generation_ts_ms=TS_MS,
-            leeway=LEEWAY,
+            target_ms=to_millis(generation_started_at(T, LEEWAY)),
             timeout=timedelta(seconds=timeout),
             poll_interval=0.01,
+            subject="generation g",
         )
     )
 
@@ -91,11 +93,11 @@ def test_unreachable_node_keeps_it_waiting() -> None:
 def test_no_clock_at_all_is_not_started() -> None:
     event = wait(Script([]))
     assert event["status"] == "timeout"
-    assert "no node reported a clock" in event["message"]
+    assert "no node clock was read" in event["message"]
 
 
 def test_transient_errors_are_retried_then_named() -> None:
-    from cdcgen.adapters.cql import ConnectionFailed
+    from cdcgen.adapters.errors import ConnectionFailed
 
     recovered = wait(Script(ConnectionFailed("no CQL node answered"), reading(a=6)), timeout=5)
     assert recovered["status"] == "started"
@@ -117,8 +119,9 @@ def test_trigger_run_yields_one_event(monkeypatch: pytest.MonkeyPatch) -> None:
     readings = iter([reading(a=1), reading(a=5)])
     monkeypatch.setattr(triggers._ClockSession, "read_blocking", lambda self: next(readings))
     monkeypatch.setattr(triggers._ClockSession, "close", lambda self: None)
-    trigger = triggers.GenerationStartedTrigger(
-        generation_ts_ms=TS_MS,
+    trigger = triggers.ClockPastTrigger(
+        target_ms=TS_MS + 5000,
+        subject="generation g",
         source={
             "contact_points": ["127.0.0.1"],
             "port": 9042,
@@ -126,7 +129,6 @@ def test_trigger_run_yields_one_event(monkeypatch: pytest.MonkeyPatch) -> None:
             "source_keyspace_prefix": "sandbox_",
             "clock_source": "sandbox",
         },
-        leeway_seconds=5,
         timeout_seconds=10,
         poll_interval=0.01,
     )

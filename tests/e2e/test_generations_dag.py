@@ -80,7 +80,7 @@ def test_raft_generations_published_as_at_source(scenario: Callable[..., Scenari
     again, summary = scn.run()
     assert_ok(again)
     assert summary["generations_detected"] == 0
-    assert scn.compare()["matching"] == 2
+    assert scn.compare().matching == 2
 
 
 def test_unreachable_node_fails_the_wait_naming_it(scenario: Callable[..., Scenario]) -> None:
@@ -95,7 +95,7 @@ def test_unreachable_node_fails_the_wait_naming_it(scenario: Callable[..., Scena
     assert "node node2 unreachable" in run.output, run.tail(80)
     assert summary["generations_published"] == 0
     assert len(summary["not_validated"]) == 2
-    assert scn.compare()["published"] == 0
+    assert scn.compare().published == 0
 
 
 def test_gossip_generation_published(scenario: Callable[..., Scenario]) -> None:
@@ -110,8 +110,8 @@ def test_gossip_generation_published(scenario: Callable[..., Scenario]) -> None:
     assert summary["generations_published"] == 1
     assert summary["validation"] == "passed"
     comparison = scn.compare()
-    assert comparison["published"] == comparison["matching"] == 1
-    assert comparison["mismatches"] == []
+    assert comparison.published == comparison.matching == 1
+    assert comparison.mismatches == []
 
 
 def test_v1_before_and_after_rewritten(scenario: Callable[..., Scenario]) -> None:
@@ -129,7 +129,7 @@ def test_v1_before_and_after_rewritten(scenario: Callable[..., Scenario]) -> Non
     run, summary = scn.run()
     assert_ok(run)
     assert summary["generations_published"] == 2
-    assert scn.compare()["matching"] == 2
+    assert scn.compare().matching == 2
 
     # The 4.3 -> 4.4 rewrite (maintenance DAG) writes V2 and the `rewritten` marker ...
     maintenance, _ = scn.run_dag("cdc_generations_maintenance")
@@ -141,7 +141,7 @@ def test_v1_before_and_after_rewritten(scenario: Callable[..., Scenario]) -> Non
     assert_ok(forced)
     assert summary["generations_published"] == 2
     comparison = scn.compare()
-    assert comparison["matching"] == 2 and comparison["mismatches"] == []
+    assert comparison.matching == 2 and comparison.mismatches == []
 
 
 def test_tablets_table_stream_sets_published(scenario: Callable[..., Scenario]) -> None:
@@ -159,7 +159,7 @@ def test_tablets_table_stream_sets_published(scenario: Callable[..., Scenario]) 
     assert summary["generations_published"] == 2  # the first stream set and the split
     assert summary["streams_published"] == 4 + 8
     comparison = scn.compare()
-    assert comparison["matching"] == 2 and comparison["mismatches"] == []
+    assert comparison.matching == 2 and comparison.mismatches == []
 
 
 def test_corrupted_generation_is_not_published(scenario: Callable[..., Scenario]) -> None:
@@ -184,7 +184,7 @@ def test_corrupted_generation_is_not_published(scenario: Callable[..., Scenario]
     assert summary["rejected"] == [bad_ts]
     assert summary["published"] == [good_ts]
     comparison = scn.compare()
-    assert comparison["matching"] == 1 and comparison["unpublished"] == [bad_ts]
+    assert comparison.matching == 1 and comparison.unpublished == [bad_ts]
     # The rejected generation's Data Docs say which expectations failed, on which streams.
     bad_ms = str(int(bad.generation.timestamp.timestamp() * 1000))
     docs = [Path(r) for r in summary["reports"] if bad_ms in r]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import random
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -62,14 +63,16 @@ def test_job_writes_the_partition_and_a_rerun_replaces_it_identically(
     )
 
 
-def test_the_pipeline_spark_args_are_understood() -> None:
-    from cdcgen.pipeline.generations import spark_args
+def test_the_dag_names_the_generation_and_the_job_reads_everything_else_from_its_env() -> None:
+    from cdcgen.core.generation import Generation
+    from cdcgen.extract.job import arguments, generation_of
 
-    config = PipelineConfig(contact_points=("10.0.0.1", "10.0.0.2"))
-    generation = {"id": "abc", "timestamp_ms": 1_795_305_600_000}
-    args = build_parser().parse_args(spark_args(config, generation))
-    assert args.generation_ts_ms == 1_795_305_600_000 and args.generation_id == "abc"
-    assert args.contact_points == "10.0.0.1,10.0.0.2" and args.description is None
+    generation = Generation(datetime(2026, 11, 22, 10, 0, 0, 250000, tzinfo=UTC), "abc", "ks.t")
+    args = build_parser().parse_args(arguments(generation))
+    assert generation_of(args) == generation and args.description is None
+    assert not any(
+        a.startswith("--contact") or a.startswith("--source") for a in arguments(generation)
+    )
 
 
 def test_rows_the_source_reader_refuses_are_extracted_and_fail_validation_by_name(
@@ -99,12 +102,8 @@ def test_rows_the_source_reader_refuses_are_extracted_and_fail_validation_by_nam
     assert joined.generation is not None
     ms = int(joined.generation.timestamp.timestamp() * 1000)
     summary = run(
-        [
-            *("--contact-points", ",".join(config.contact_points), "--port", str(config.port)),
-            *("--source-mode", "raft", "--source-keyspace-prefix", prefix),
-            *("--generation-ts-ms", str(ms), "--generation-id", str(joined.generation.id)),
-            *("--lake", str(config.lake_path)),
-        ]
+        ["--generation-ts-ms", str(ms), "--generation-id", str(joined.generation.id)],
+        PipelineConfig.from_env(config.to_env()),  # what the DAG hands the job
     )
     artifact = read_artifact(Path(summary["partition"]))
     assert artifact.source_problem and str(joined.generation.id) in artifact.source_problem

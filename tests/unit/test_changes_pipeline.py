@@ -65,7 +65,7 @@ def test_plan_gives_each_table_its_window_end_and_spark_job(tmp_path: Path) -> N
     )
     assert [p["table"] for p in planned] == ["shop.items", "shop.orders"]
     first = planned[0]
-    assert first["window_end"] == {"timestamp_ms": int(END.timestamp() * 1000)}
+    assert first["window_end_ms"] == int(END.timestamp() * 1000)
     args = dict(zip(first["spark_args"][::2], first["spark_args"][1::2], strict=True))
     assert args["--table"] == "shop.items" and args["--mode"] == "incremental"
     assert args["--interval-start"] == START.isoformat()

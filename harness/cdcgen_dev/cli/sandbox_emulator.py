@@ -80,7 +80,8 @@ def _emulator(args: argparse.Namespace) -> Iterator[SandboxCluster]:
     """Connect and build the SandboxCluster; emulator and driver errors become CliErrors."""
     from cassandra import DriverException, InvalidRequest
 
-    from cdcgen.adapters.cql import ConnectionFailed, connect
+    from cdcgen.adapters.cql import connect
+    from cdcgen.adapters.errors import ConnectionFailed
     from cdcgen.config import ConfigError
     from cdcgen_dev.emulator.cluster import SandboxCluster
     from cdcgen_dev.emulator.faults import FaultError

@@ -12,14 +12,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from cdcgen.adapters.errors import ConnectionFailed
+
 if TYPE_CHECKING:
     from cassandra.cluster import Cluster, Session
 
     from cdcgen.config import PipelineConfig
-
-
-class ConnectionFailed(Exception):
-    """Transient: no node of the cluster answered."""
 
 
 @dataclass
@@ -82,9 +80,15 @@ def connect(
     return CqlClient(cluster, session)
 
 
+def open_client(config: PipelineConfig) -> CqlClient:
+    """A connected client for the source cluster of ``config``; the caller closes it."""
+    return connect(config.contact_points, config.port)
+
+
 @contextmanager
 def client_for(config: PipelineConfig) -> Iterator[CqlClient]:
-    client = connect(config.contact_points, config.port)
+    """:func:`open_client`, closed on exit."""
+    client = open_client(config)
     try:
         yield client
     finally:

@@ -12,7 +12,8 @@ for a configuration.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -118,3 +119,12 @@ def generation_ports(client: CqlClient, config: PipelineConfig) -> GenerationPor
     if isinstance(source, TabletsStreamSource):
         return GenerationPorts(source, TabletPublication(TabletsPublisher(client, config), source))
     return GenerationPorts(source, VnodePublication(CqlDescriptionPublisher(client, config)))
+
+
+@contextmanager
+def connected_generation_ports(config: PipelineConfig) -> Iterator[GenerationPorts]:
+    """:func:`generation_ports` over a client opened for ``config``, closed on exit."""
+    from cdcgen.adapters.cql import client_for
+
+    with client_for(config) as client:
+        yield generation_ports(client, config)

@@ -16,6 +16,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from cdcgen.adapters.publisher import CqlDescriptionPublisher, PublishConflict, PublishError
+from cdcgen.core.tablets import StreamState
 from cdcgen.core.time import generation_timestamp, utc_from_driver
 from cdcgen.schema import TABLET_STREAMS, TABLET_TIMESTAMPS
 
@@ -95,3 +96,14 @@ class TabletsPublisher(CqlDescriptionPublisher):
             (keyspace_name, table_name),
         )
         return sorted(utc_from_driver(r.timestamp) for r in rows)
+
+    def read_tablet_streams(
+        self, keyspace_name: str, table_name: str, timestamp: datetime
+    ) -> frozenset[bytes]:
+        """The current streams published for one stream set."""
+        rows = self._run(
+            f"SELECT stream_state, stream_id FROM {self.keyspace}.{TABLET_STREAMS} "
+            "WHERE keyspace_name = ? AND table_name = ? AND timestamp = ?",
+            (keyspace_name, table_name, generation_timestamp(timestamp)),
+        )
+        return frozenset(bytes(r.stream_id) for r in rows if r.stream_state == StreamState.CURRENT)

@@ -9,7 +9,11 @@ from __future__ import annotations
 from airflow.sdk import Asset, AssetAlias
 
 from cdcgen.config import PipelineConfig
-from cdcgen.pipeline.generations import expected_asset_uri
+
+
+def asset_uri(settings: PipelineConfig) -> str:
+    """The Asset each publication updates: the target's generation-timestamps table."""
+    return f"cdc://{settings.target_keyspace}/cdc_generation_timestamps"
 
 
 def published_generations(settings: PipelineConfig | None = None) -> Asset:
@@ -17,7 +21,7 @@ def published_generations(settings: PipelineConfig | None = None) -> Asset:
     settings = settings or PipelineConfig.from_env()
     return Asset(
         name=f"{settings.target_keyspace}.cdc_generation_timestamps",
-        uri=expected_asset_uri(settings),
+        uri=asset_uri(settings),
         group="cdc",
     )
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import BaseHook
@@ -85,6 +86,13 @@ class CdcSourceHook(BaseHook):
         conn = self.get_connection(self.cdc_conn_id)
         config = config_from_connection(conn.host, conn.port, conn.extra_dejson)
         return config.with_overrides(**overrides) if overrides else config
+
+    def config_for_run(self, params: Mapping[str, Any]) -> PipelineConfig:
+        """The connection's configuration with a run's Params applied (``lake_path``)."""
+        overrides: dict[str, Any] = {}
+        if params.get("lake_path"):
+            overrides["lake_path"] = Path(str(params["lake_path"])).expanduser()
+        return self.get_config(**overrides)
 
     @contextmanager
     def get_client(self, config: PipelineConfig | None = None) -> Iterator[CqlClient]:

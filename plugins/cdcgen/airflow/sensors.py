@@ -1,31 +1,38 @@
-"""``GenerationStartedSensor``: the "wait" step of a generation, deferrable by default.
+"""The DAGs' wait steps, deferrable by default: every node's clock past an instant.
 
-It checks the node clocks once; if some node is not yet past ``T + leeway`` it
-hands the wait to :class:`GenerationStartedTrigger` and frees its worker slot.
-On timeout it fails with a message naming every lagging or unreachable node.
-``@task`` functions cannot defer, hence a class.  The hook (and so the
-connection) is touched only in ``execute``; ``__init__`` stores parameters.
+* :class:`GenerationStartedSensor`: a generation has started everywhere once every clock
+  is past its timestamp plus leeway (:func:`cdcgen.core.clocks.generation_started_at`);
+* :class:`WindowClosedSensor`: a changes window is closed once every clock is past its end
+  plus leeway plus the confidence window (:func:`cdcgen.core.clocks.window_closes_at`).
+
+Each checks the clocks once; if some node is not there yet it hands the wait to
+:class:`~cdcgen.airflow.triggers.ClockPastTrigger` and frees its worker slot. On timeout it
+fails with a message naming every lagging or unreachable node. ``@task`` functions cannot
+defer, hence classes. The hook (and so the connection) is touched only in ``execute``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import BaseSensorOperator
 from airflow.sdk.exceptions import AirflowException
 
+from cdcgen.adapters.errors import is_transient
 from cdcgen.airflow.connections import SOURCE_CONN_ID
 from cdcgen.airflow.hooks import CdcSourceHook
 from cdcgen.airflow.triggers import (
     STARTED,
-    ClockCheck,
-    GenerationStartedTrigger,
+    ClockPastTrigger,
     clock_settings,
-    from_millis,
     read_clocks_once,
 )
+from cdcgen.airflow.xcom import from_xcom
+from cdcgen.core.clocks import ClockCheck, generation_started_at, window_closes_at
+from cdcgen.core.generation import Generation
+from cdcgen.core.time import from_millis, to_millis
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -36,19 +43,9 @@ if TYPE_CHECKING:
 _DEFER_MARGIN = timedelta(minutes=1)
 
 
-def generation_ts_ms(generation: Mapping[str, Any] | int) -> int:
-    """Accept a detected generation dict (``timestamp_ms``) or a bare millisecond timestamp."""
-    if isinstance(generation, Mapping):
-        return int(generation["timestamp_ms"])
-    return int(generation)
+class ClockPastSensor(BaseSensorOperator):
+    """Succeeds once every node's clock is at or past :meth:`target` (see the module doc).
 
-
-class GenerationStartedSensor(BaseSensorOperator):
-    """Succeeds once every node's clock is past the generation's timestamp plus leeway.
-
-    :param generation: the generation (a dict from the detect task with
-        ``timestamp_ms``, or a millisecond timestamp); templated, so a mapped task
-        group can pass its mapped argument.
     :param cdc_conn_id: the source cluster connection.
     :param wait_timeout: how long to wait before failing; default: the connection's
         ``clock_wait_timeout``.
@@ -56,13 +53,11 @@ class GenerationStartedSensor(BaseSensorOperator):
     :param deferrable: wait in the triggerer (default) instead of a worker slot.
     """
 
-    template_fields = ("generation",)
     ui_color = "#e8f0fe"
 
     def __init__(
         self,
         *,
-        generation: Any,
         cdc_conn_id: str = SOURCE_CONN_ID,
         wait_timeout: timedelta | None = None,
         clock_poll_interval: float = 1.0,
@@ -71,53 +66,49 @@ class GenerationStartedSensor(BaseSensorOperator):
     ) -> None:
         kwargs.setdefault("poke_interval", clock_poll_interval)
         super().__init__(**kwargs)
-        self.generation = generation
         self.cdc_conn_id = cdc_conn_id
         self.wait_timeout = wait_timeout
         self.clock_poll_interval = clock_poll_interval
         self.deferrable = deferrable
 
+    def target(self, config: PipelineConfig) -> datetime:
+        """The instant every clock must have passed."""
+        raise NotImplementedError
+
+    def subject(self) -> str:
+        """What is waited for, as the messages name it."""
+        raise NotImplementedError
+
     def _config(self) -> PipelineConfig:
         return CdcSourceHook(self.cdc_conn_id).get_config()
 
-    #: Named in the timeout message; ``None``: "generation <timestamp>".
-    subject: str | None = None
-
-    def _margin(self, config: PipelineConfig) -> timedelta:
-        """How far past the timestamp every clock must be."""
-        return config.generation_leeway
-
     def _check(self, config: PipelineConfig) -> ClockCheck:
-        target = from_millis(generation_ts_ms(self.generation)) + self._margin(config)
-        return ClockCheck(target, tuple(read_clocks_once(config)))
+        return ClockCheck(self.target(config), tuple(read_clocks_once(config)))
 
     def execute(self, context: Context) -> Any:
         if not self.deferrable:
             return super().execute(context)
         config = self._config()
-        ts_ms = generation_ts_ms(self.generation)
+        target = self.target(config)
         try:
             check = self._check(config)
         except Exception as exc:
-            from cdcgen.airflow.triggers import transient_error
-
-            if not transient_error(exc):
+            if not is_transient(exc):
                 raise
             self.log.info("first clock reading failed (%s); deferring", exc)
         else:
             if check.ready:
-                self.log.info("every node is past %s; not deferring", check.target.isoformat())
-                return {"generation_ts_ms": ts_ms, "target": check.target.isoformat()}
+                self.log.info("every node is past %s; not deferring", target.isoformat())
+                return {"target": target.isoformat()}
             self.log.info("waiting in the triggerer: %s", check.describe())
         timeout = self.wait_timeout or config.clock_wait_timeout
         self.defer(
-            trigger=GenerationStartedTrigger(
-                generation_ts_ms=ts_ms,
+            trigger=ClockPastTrigger(
+                target_ms=to_millis(target),
                 source=clock_settings(config),
-                leeway_seconds=self._margin(config).total_seconds(),
                 timeout_seconds=timeout.total_seconds(),
+                subject=self.subject(),
                 poll_interval=self.clock_poll_interval,
-                subject=self.subject,
             ),
             method_name="execute_complete",
             timeout=timeout + _DEFER_MARGIN,
@@ -126,11 +117,11 @@ class GenerationStartedSensor(BaseSensorOperator):
     def execute_complete(self, context: Context, event: Mapping[str, Any] | None = None) -> Any:
         """Resumed from the trigger: succeed, or fail naming the nodes that kept it waiting."""
         if not event:
-            raise AirflowException("GenerationStartedTrigger ended without an event")
+            raise AirflowException("ClockPastTrigger ended without an event")
         if event.get("status") != STARTED:
             raise AirflowException(event.get("message") or f"clock wait failed: {event!r}")
-        self.log.info("generation started on every node: %s", event.get("clocks"))
-        return {"generation_ts_ms": event["generation_ts_ms"], "target": event["target"]}
+        self.log.info("every node is past the target: %s", event.get("clocks"))
+        return {"target": event["target"]}
 
     def poke(self, context: Context) -> bool:
         """Poke mode (``deferrable=False``): one reading per poke, lagging nodes logged."""
@@ -140,16 +131,39 @@ class GenerationStartedSensor(BaseSensorOperator):
         return check.ready
 
 
-class WindowClosedSensor(GenerationStartedSensor):
-    """Succeeds once every node's clock is past a window end + leeway + confidence window.
+class GenerationStartedSensor(ClockPastSensor):
+    """The generations DAG's wait. ``generation``: the detect step's record (templated,
+    so a mapped task group can pass its mapped argument)."""
 
-    The changes DAG's wait: a log row may carry a write time up to a node's clock skew
-    in the past, so a window ``[start, end)`` is complete only when no node can still
-    write below ``end``. ``generation`` is the window end (a record with
-    ``timestamp_ms`` or milliseconds), the same deferral and messages as a generation's.
-    """
+    template_fields = ("generation",)
 
-    subject = "changes window end"
+    def __init__(self, *, generation: Any, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.generation = generation
 
-    def _margin(self, config: PipelineConfig) -> timedelta:
-        return config.generation_leeway + config.confidence_window
+    def _generation(self) -> Generation:
+        return from_xcom(Generation, self.generation)
+
+    def target(self, config: PipelineConfig) -> datetime:
+        return generation_started_at(self._generation().timestamp, config.generation_leeway)
+
+    def subject(self) -> str:
+        return self._generation().label
+
+
+class WindowClosedSensor(ClockPastSensor):
+    """The changes DAG's wait. ``window_end_ms``: the end of the windows a table's extract
+    reads (templated, so a mapped task group can pass its mapped argument)."""
+
+    template_fields = ("window_end_ms",)
+
+    def __init__(self, *, window_end_ms: Any, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.window_end_ms = window_end_ms
+
+    def target(self, config: PipelineConfig) -> datetime:
+        end = from_millis(int(self.window_end_ms))
+        return window_closes_at(end, config.generation_leeway, config.confidence_window)
+
+    def subject(self) -> str:
+        return f"changes window ending {from_millis(int(self.window_end_ms)).isoformat()}"

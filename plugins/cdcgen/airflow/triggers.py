@@ -1,11 +1,10 @@
-"""``GenerationStartedTrigger``: wait, without a worker slot, until a generation runs everywhere.
+"""``ClockPastTrigger``: wait, without a worker slot, until every node's clock is past an instant.
 
-A generation with timestamp ``T`` can still receive writes from a node whose
-clock is behind ``T + leeway`` (design doc section 4).  So the pipeline must not
-treat it as started, or its predecessor as closed, until **every** node's clock
-has passed ``T + leeway``: a node that is skewed behind, or that cannot be read,
-keeps the wait going.  After the timeout the trigger reports which nodes were
-lagging or unreachable, and why.
+The instant comes from the sensor (:mod:`cdcgen.airflow.sensors`), which applies the
+rules of :mod:`cdcgen.core.clocks`: a generation's timestamp plus leeway, or a changes
+window's end plus leeway and confidence window. A node that is skewed behind, or that
+cannot be read, keeps the wait going. After the timeout the trigger reports which nodes
+were lagging or unreachable, and why.
 
 This module is imported by the triggerer from the installed package (the
 triggerer does not load DAG bundles).  The blocking cassandra-driver calls run in
@@ -17,15 +16,20 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
-from typing import Any
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
 
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
+from cdcgen.adapters.errors import is_transient
 from cdcgen.config import PipelineConfig
-from cdcgen.core.clocks import NodeClock
+from cdcgen.core.clocks import ClockCheck, NodeClock
 from cdcgen.core.generation import SourceMode
+from cdcgen.core.time import from_millis
+
+if TYPE_CHECKING:
+    from cdcgen.adapters.cql import CqlClient
+    from cdcgen.ports import ClockReader
 
 #: While waiting, the lagging nodes are logged at most this often (polls are every second).
 LOG_EVERY_SECONDS = 30.0
@@ -68,89 +72,25 @@ def config_from_clock_settings(settings: dict[str, Any]) -> PipelineConfig:
     )
 
 
-def _utc(moment: datetime) -> datetime:
-    # cassandra-driver returns naive datetimes for `timestamp` values, in UTC.
-    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
-
-
-def from_millis(ms: int) -> datetime:
-    return datetime.fromtimestamp(ms / 1000, tz=UTC)
-
-
-@dataclass(frozen=True)
-class ClockCheck:
-    """One reading of every node's clock against the moment the generation must have passed."""
-
-    target: datetime
-    clocks: tuple[NodeClock, ...]
-
-    @property
-    def lagging(self) -> tuple[NodeClock, ...]:
-        """Nodes that could not be read or whose clock is still before ``target``."""
-        return tuple(
-            c for c in self.clocks if c.clock is None or c.error or _utc(c.clock) < self.target
-        )
-
-    @property
-    def ready(self) -> bool:
-        return bool(self.clocks) and not self.lagging
-
-    def describe(self) -> str:
-        """One clause per lagging node, naming it; used in logs and the failure message."""
-        if not self.clocks:
-            return "no node reported a clock"
-        parts = []
-        for c in self.lagging:
-            if c.clock is None or c.error:
-                parts.append(f"node {c.node} unreachable ({c.error or 'no clock value'})")
-            else:
-                short = (self.target - _utc(c.clock)).total_seconds()
-                parts.append(
-                    f"node {c.node} clock {_utc(c.clock).isoformat()} is {short:.3f} s "
-                    f"before {self.target.isoformat()}"
-                )
-        return "; ".join(parts) if parts else "every node has passed the target"
-
-    def lagging_json(self) -> list[dict[str, Any]]:
-        return [
-            {
-                "node": c.node,
-                "clock": _utc(c.clock).isoformat() if c.clock is not None else None,
-                "error": c.error,
-            }
-            for c in self.lagging
-        ]
-
-
-def transient_error(exc: BaseException) -> bool:
-    """Errors worth retrying: the cluster or the network, not a bug or a bad setting."""
-    from cdcgen.adapters.cql import ConnectionFailed
-
-    if isinstance(exc, ConnectionFailed | OSError | TimeoutError):
-        return True
-    return type(exc).__module__.split(".", 1)[0] == "cassandra"
-
-
-async def wait_until_started(
+async def wait_until_past(
     read_clocks: Callable[[], Awaitable[Sequence[NodeClock]]],
     *,
-    generation_ts_ms: int,
-    leeway: timedelta,
+    target_ms: int,
     timeout: timedelta,
     poll_interval: float,
+    subject: str,
     log: Callable[[str], None] = lambda _msg: None,
     monotonic: Callable[[], float] = time.monotonic,
-    is_transient: Callable[[BaseException], bool] | None = None,
-    subject: str | None = None,
+    transient: Callable[[BaseException], bool] = is_transient,
 ) -> dict[str, Any]:
-    """Poll ``read_clocks`` until every node's clock >= T + leeway; return the event payload.
+    """Poll ``read_clocks`` until every node's clock is at or past the target instant;
+    return the event payload.
 
     A failed read is not "not yet": a transient one (network, driver) is remembered
     and named if the timeout comes while polling goes on, because a node restarting
     is the common case; any other error ends the wait at once with status ``error``.
     """
-    is_transient = is_transient or transient_error
-    target = from_millis(generation_ts_ms) + leeway
+    target = from_millis(target_ms)
     deadline = monotonic() + timeout.total_seconds()
     last: ClockCheck | None = None
     last_error: str | None = None
@@ -160,10 +100,10 @@ async def wait_until_started(
             last = ClockCheck(target, tuple(await read_clocks()))
             last_error = None
         except Exception as exc:
-            if not is_transient(exc):
+            if not transient(exc):
                 return {
                     "status": ERROR,
-                    "generation_ts_ms": generation_ts_ms,
+                    "target": target.isoformat(),
                     "message": f"cannot read node clocks: {type(exc).__name__}: {exc}",
                 }
             # Transient: remembered, named if the timeout comes.
@@ -172,9 +112,12 @@ async def wait_until_started(
         if last is not None and last_error is None and last.ready:
             return {
                 "status": STARTED,
-                "generation_ts_ms": generation_ts_ms,
                 "target": target.isoformat(),
-                "clocks": {c.node: _utc(c.clock).isoformat() for c in last.clocks if c.clock},
+                "clocks": {
+                    c.node: reading.isoformat()
+                    for c in last.clocks
+                    if (reading := c.reading) is not None
+                },
             }
         remaining = deadline - monotonic()
         if remaining <= 0:
@@ -183,66 +126,63 @@ async def wait_until_started(
                 why = f"{last_error}; last reading: {last.describe()}"
             return {
                 "status": TIMEOUT,
-                "generation_ts_ms": generation_ts_ms,
                 "target": target.isoformat(),
-                "lagging": last.lagging_json() if last else [],
+                "lagging": _lagging_json(last) if last else [],
                 "message": (
-                    f"{subject or 'generation ' + from_millis(generation_ts_ms).isoformat()} "
-                    f"has not started on every node after {timeout.total_seconds():g} s "
-                    "(needs every clock past "
-                    f"{target.isoformat()}): {why}"
+                    f"{subject}: not every node's clock is past {target.isoformat()} "
+                    f"after {timeout.total_seconds():g} s: {why}"
                 ),
             }
         if last is not None and last_error is None and monotonic() >= next_log:
             log(last.describe())
             next_log = monotonic() + LOG_EVERY_SECONDS
         # Clocks advance in real time: sleep about as long as the largest shortfall.
-        shortfall = max(
-            (
-                (target - _utc(c.clock)).total_seconds()
-                for c in (last.lagging if last else ())
-                if c.clock is not None and not c.error
-            ),
-            default=poll_interval,
-        )
+        shortfall = (last.shortfall() if last else None) or poll_interval
         await asyncio.sleep(max(0.05, min(poll_interval, shortfall, remaining)))
 
 
-class GenerationStartedTrigger(BaseTrigger):
-    """Fires once every node's clock is past ``generation_ts_ms + leeway`` (or on timeout).
+def _lagging_json(check: ClockCheck) -> list[dict[str, Any]]:
+    return [
+        {
+            "node": c.node,
+            "clock": reading.isoformat() if (reading := c.reading) is not None else None,
+            "error": c.error,
+        }
+        for c in check.lagging
+    ]
 
-    ``subject`` names what is waited for in the timeout message (default: the generation);
-    the changes DAG waits for a window end the same way, with a larger ``leeway``.
+
+class ClockPastTrigger(BaseTrigger):
+    """Fires once every node's clock is at or past ``target_ms`` (or on timeout).
+
+    ``subject`` names what is waited for (a generation, a changes window) in the messages.
     """
 
     def __init__(
         self,
         *,
-        generation_ts_ms: int,
+        target_ms: int,
         source: dict[str, Any],
-        leeway_seconds: float,
         timeout_seconds: float,
+        subject: str,
         poll_interval: float = 1.0,
-        subject: str | None = None,
     ) -> None:
         super().__init__()
-        self.subject = subject
-        self.generation_ts_ms = int(generation_ts_ms)
+        self.target_ms = int(target_ms)
         self.source = dict(source)
-        self.leeway_seconds = float(leeway_seconds)
         self.timeout_seconds = float(timeout_seconds)
+        self.subject = subject
         self.poll_interval = float(poll_interval)
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
         return (
             f"{type(self).__module__}.{type(self).__qualname__}",
             {
-                "generation_ts_ms": self.generation_ts_ms,
+                "target_ms": self.target_ms,
                 "source": self.source,
-                "leeway_seconds": self.leeway_seconds,
                 "timeout_seconds": self.timeout_seconds,
-                "poll_interval": self.poll_interval,
                 "subject": self.subject,
+                "poll_interval": self.poll_interval,
             },
         )
 
@@ -254,14 +194,13 @@ class GenerationStartedTrigger(BaseTrigger):
             return
         session = _ClockSession(config)
         try:
-            payload = await wait_until_started(
+            payload = await wait_until_past(
                 session.read,
-                generation_ts_ms=self.generation_ts_ms,
-                leeway=timedelta(seconds=self.leeway_seconds),
+                target_ms=self.target_ms,
                 timeout=timedelta(seconds=self.timeout_seconds),
                 poll_interval=self.poll_interval,
-                log=self.log.info,
                 subject=self.subject,
+                log=self.log.info,
             )
         finally:
             await asyncio.shield(asyncio.to_thread(session.close))
@@ -273,15 +212,15 @@ class _ClockSession:
 
     def __init__(self, config: PipelineConfig) -> None:
         self.config = config
-        self._client: Any = None
-        self._reader: Any = None
+        self._client: CqlClient | None = None
+        self._reader: ClockReader | None = None
 
     def read_blocking(self) -> list[NodeClock]:
         if self._reader is None:
             from cdcgen.adapters.clocks import clock_reader_for
-            from cdcgen.adapters.cql import connect
+            from cdcgen.adapters.cql import open_client
 
-            self._client = connect(self.config.contact_points, self.config.port)
+            self._client = open_client(self.config)
             self._reader = clock_reader_for(self._client, self.config)
         try:
             return list(self._reader.read_clocks())

@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
 
@@ -130,7 +130,8 @@ def add_publish(commands: SubParsers) -> None:
 
 
 def publish_command(args: argparse.Namespace) -> int:
-    from cdcgen.adapters.cql import ConnectionFailed, client_for
+    from cdcgen.adapters.cql import client_for
+    from cdcgen.adapters.errors import ConnectionFailed
     from cdcgen.adapters.publisher import CqlDescriptionPublisher, PublishError
 
     timestamp = parse_timestamp(args.timestamp)
@@ -180,19 +181,12 @@ def connection_config(args: argparse.Namespace) -> PipelineConfig:
 
 def parse_timestamp(text: str) -> datetime:
     """An ISO timestamp (``Z`` allowed; naive means UTC) or milliseconds since the epoch."""
-    from cdcgen.core.time import generation_timestamp
+    from cdcgen.core.time import InvalidTimestamp, generation_timestamp, parse_moment
 
-    raw = text.strip()
     try:
-        if raw.lstrip("-").isdigit():
-            moment = datetime.fromtimestamp(int(raw) / 1000, tz=UTC)
-        else:
-            moment = datetime.fromisoformat(raw.replace("Z", "+00:00"))
-            if moment.tzinfo is None:
-                moment = moment.replace(tzinfo=UTC)
-        return generation_timestamp(moment)
-    except ValueError as exc:
-        raise CliError(f"timestamp {text!r}: {exc}") from exc
+        return generation_timestamp(parse_moment(text, "timestamp"))
+    except InvalidTimestamp as exc:
+        raise CliError(str(exc)) from exc
 
 
 def load_columns(path: str) -> DescriptionColumns:

@@ -11,18 +11,19 @@ A source generation with ``"published": false`` is one the pipeline still has to
 from __future__ import annotations
 
 import argparse
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from cdcgen.cli import CliError
 from cdcgen.cli.generation_ops import connection_config, print_json_line
+from cdcgen.core.time import iso_millis, to_millis
 
 if TYPE_CHECKING:
     from cdcgen.adapters.cql import CqlClient
     from cdcgen.config import PipelineConfig
+    from cdcgen.core.generation import Generation
 
 SubParsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def register(subparsers: SubParsers) -> None:
@@ -56,7 +57,8 @@ def add_list(commands: SubParsers) -> None:
 def list_command(args: argparse.Namespace) -> int:
     from cassandra import DriverException
 
-    from cdcgen.adapters.cql import ConnectionFailed, client_for
+    from cdcgen.adapters.cql import client_for
+    from cdcgen.adapters.errors import ConnectionFailed
     from cdcgen.core.generation import MetadataError
 
     config = connection_config(args)
@@ -71,10 +73,12 @@ def list_command(args: argparse.Namespace) -> int:
             f"cannot list generations (source mode {config.source_mode}, keyspace prefix "
             f"{config.source_keyspace_prefix!r}, target {config.target_keyspace}): {exc}"
         ) from exc
-    for ref in source:
-        line = {"kind": "source", **_when(ref.timestamp), "id": ref.id}
+    for generation in source:
+        line = {"kind": "source", **_when(generation.timestamp), "id": generation.id}
+        if generation.table:
+            line["table"] = generation.table
         if not args.source_only:
-            line["published"] = ref.timestamp in published
+            line["published"] = generation.timestamp in published
         print_json_line(line)
     for moment, expired in sorted(published.items()):
         print_json_line(
@@ -95,15 +99,11 @@ def _published(client: CqlClient, config: PipelineConfig) -> dict[datetime, date
     return {g.time: g.expired for g in generations}
 
 
-def _source(client: CqlClient, config: PipelineConfig) -> list[Any]:
-    try:
-        from cdcgen.adapters.generation_sources import source_for
-    except ModuleNotFoundError as exc:  # pragma: no cover - until the readers land
-        raise CliError(f"source generation readers are not available: {exc}") from exc
+def _source(client: CqlClient, config: PipelineConfig) -> list[Generation]:
+    from cdcgen.adapters.generation_sources import source_for
+
     return sorted(source_for(client, config).list_generations())
 
 
 def _when(moment: datetime) -> dict[str, Any]:
-    delta = moment - _EPOCH
-    millis = (delta.days * 86_400 + delta.seconds) * 1000 + delta.microseconds // 1000
-    return {"timestamp": moment.isoformat(timespec="milliseconds"), "timestamp_ms": millis}
+    return {"timestamp": iso_millis(moment), "timestamp_ms": to_millis(moment)}

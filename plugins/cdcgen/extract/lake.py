@@ -32,6 +32,7 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
+from cdcgen.core.generation import Generation
 from cdcgen.core.topology import Node, nodes_from_json, nodes_to_json
 from cdcgen.extract.description_columns import DescriptionColumns, write_description_file
 from cdcgen.extract.streams_table import flatten_generation, timestamp_millis
@@ -252,3 +253,23 @@ def previous_artifact(
     """The newest extracted generation (of the same table) older than ``timestamp_ms``."""
     older = [a for a in list_artifacts(lake, table) if a.timestamp_ms < timestamp_ms]
     return older[-1] if older else None
+
+
+def generation_dir(lake: Path, generation: Generation) -> Path:
+    """Where ``generation`` is extracted (:func:`partition_dir` of its timestamp and table)."""
+    return partition_dir(lake, generation.ms, generation.table or None)
+
+
+class LocalGenerationLake:
+    """:class:`cdcgen.ports.GenerationLake` over the partitions of a lake folder.
+
+    The rows come from ``description.json``, checked against the hash the extract step
+    recorded in the manifest: what is published is byte for byte what was validated.
+    """
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+
+    def stream_rows(self, generation: Generation) -> list[tuple[int, list[bytes]]]:
+        artifact = read_artifact(generation_dir(self.root, generation))
+        return artifact.read_description().stream_rows()

@@ -32,8 +32,8 @@ from typing import Any
 
 from cdcgen.config import REPO_ROOT, PipelineConfig
 from cdcgen.core.cdc_log import TableRef
-from cdcgen.core.time import floor_ms
-from cdcgen.pipeline.generations import spark_env, to_millis
+from cdcgen.core.time import floor_ms, to_millis
+from cdcgen.pipeline.generations import spark_env
 
 log = logging.getLogger(__name__)
 
@@ -145,7 +145,7 @@ def plan(
         planned.append(
             {
                 "table": table,
-                "window_end": {"timestamp_ms": window_end_ms(end)},
+                "window_end_ms": window_end_ms(end),
                 "spark_args": [part for pair in arguments.items() for part in pair],
                 "env_vars": env,
             }

@@ -10,67 +10,54 @@ description gets counts only.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from cdcgen.config import PipelineConfig
+from cdcgen.core.generation import Generation
+from cdcgen.core.topology import InvalidDescription
+from cdcgen.extract.lake import ArtifactError, read_artifact
+from cdcgen.reports.adapters import owners_from_nodes, ring_from_description
+from cdcgen.reports.records import GenerationCounts, GenerationReport, RingEntry, RunStatus
+from cdcgen.reports.site import record_run
 
-
-def expectations_json(checks: Sequence[Any]) -> list[dict[str, Any]]:
-    """Validation checks as plain JSON (they travel through XCom to publish)."""
-    out = []
-    for check in checks:
-        samples = "; ".join(
-            ", ".join(f"{k}={v}" for k, v in dict(row).items()) for row in check.samples[:3]
-        )
-        details = check.describe() + (f" e.g. {samples}" if samples else "")
-        out.append({"name": check.check, "passed": bool(check.passed), "details": details})
-    return out
+if TYPE_CHECKING:
+    from cdcgen.pipeline.validate import ValidationOutcome
 
 
 def record_generation(
     config: PipelineConfig,
-    generation: Mapping[str, Any],
+    generation: Generation,
     generation_dir: Path,
-    validation: Mapping[str, Any],
+    validation: ValidationOutcome,
     *,
     published: bool,
     dag_id: str = "",
     run_id: str = "",
 ) -> str:
     """Write one :class:`GenerationReport` and rebuild the site; returns the page path."""
-    from cdcgen.reports.records import ExpectationOutcome, GenerationReport, RunStatus
-    from cdcgen.reports.site import record_run
-
-    ring, counts = _ring_and_counts(generation_dir)
+    ring, counts = ring_and_counts(generation_dir)
     record = GenerationReport(
-        generation_id=str(generation["id"]),
-        generation_time=datetime.fromtimestamp(int(generation["timestamp_ms"]) / 1000, tz=UTC),
-        status=RunStatus.SUCCESS if validation.get("passed") else RunStatus.FAILED,
-        expectations=tuple(
-            ExpectationOutcome(name=e["name"], passed=e["passed"], details=e.get("details", ""))
-            for e in validation.get("expectations", ())
-        ),
+        generation_id=generation.id,
+        generation_time=generation.timestamp,
+        status=RunStatus.SUCCESS if validation.passed else RunStatus.FAILED,
+        expectations=validation.expectations,
         ring=ring,
         counts=counts,
         dag_id=dag_id,
         run_id=run_id,
         published=published,
-        data_docs_path=str(validation.get("report") or ""),
+        data_docs_path=validation.data_docs or "",
         source=f"{config.source_mode} ({config.source_keyspace_prefix or 'ScyllaDB'} schema)",
-        notes=tuple(validation.get("skipped", ())),
+        notes=validation.skipped,
     )
     return str(record_run(Path(config.report_dir), record))
 
 
-def _ring_and_counts(generation_dir: Path) -> tuple[tuple[Any, ...], Any]:
-    from cdcgen.core.topology import InvalidDescription
-    from cdcgen.extract.lake import ArtifactError, read_artifact
-    from cdcgen.reports.adapters import owners_from_nodes, ring_from_description
-    from cdcgen.reports.records import GenerationCounts
-
+def ring_and_counts(
+    generation_dir: Path,
+) -> tuple[tuple[RingEntry, ...], GenerationCounts | None]:
+    """The ring picture and counts of an extracted generation (none if it was not)."""
     try:
         artifact = read_artifact(generation_dir)
         columns = artifact.read_description()

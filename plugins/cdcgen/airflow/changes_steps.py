@@ -1,0 +1,44 @@
+"""Task bodies of ``cdc_changes``: Airflow in, one pipeline call, JSON out."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from cdcgen.airflow.generation_steps import run_config, run_type_of
+
+
+def changes_plan(
+    params: Mapping[str, Any],
+    dag_run: Any,
+    interval_start: datetime | None,
+    interval_end: datetime | None,
+) -> list[dict[str, Any]]:
+    """The run's tables, each with its window end (for the wait) and its Spark job."""
+    from cdcgen.pipeline import changes
+
+    return changes.plan(
+        run_config(params),
+        run_type=run_type_of(dag_run.run_type),
+        interval_start=interval_start,
+        interval_end=interval_end,
+        run_after=getattr(dag_run, "run_after", None),
+        run_id=dag_run.run_id,
+        dag_id=dag_run.dag_id,
+        tables=str(params.get("tables") or ""),
+    )
+
+
+def changes_summary(
+    params: Mapping[str, Any], run_id: str, planned: Sequence[Mapping[str, Any]] | None
+) -> dict[str, Any]:
+    """Every table's result in one summary; fails the run naming each table that failed."""
+    from airflow.sdk.exceptions import AirflowFailException
+
+    from cdcgen.pipeline import changes
+
+    summary = changes.summarize(run_config(params), run_id, planned)
+    if summary["problems"]:
+        raise AirflowFailException("changes run incomplete: " + "; ".join(summary["problems"]))
+    return summary

@@ -1,0 +1,220 @@
+"""Task bodies of ``cdc_generations`` and its maintenance DAG: Airflow in, pipeline call, XCom out.
+
+The DAG files stay a table of contents: each ``@task`` calls exactly one function here.
+This module turns the run's Params and the source connection into a
+:class:`~cdcgen.config.PipelineConfig` (through :class:`CdcSourceHook`, so only when a task
+runs), builds the ports, calls the pipeline with typed values and converts them to and
+from XCom (:mod:`cdcgen.airflow.xcom`), which nothing below this layer knows of.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from cdcgen.airflow.hooks import CdcSourceHook
+from cdcgen.airflow.xcom import from_xcom, list_from_xcom, to_xcom
+from cdcgen.config import PipelineConfig
+from cdcgen.core.generation import Generation
+from cdcgen.pipeline.generations import spark_env
+from cdcgen.pipeline.validate import ValidationOutcome
+
+#: ``DagRun.run_type`` of a backfill run (``airflow.utils.types.DagRunType.BACKFILL_JOB``).
+BACKFILL = "backfill"
+
+#: XCom key under which validate records its outcome, passed or not.
+VALIDATION_KEY = "validation"
+
+
+def run_type_of(run_type: Any) -> str:
+    """``DagRunType`` (the task SDK's enum, whose str() is "DagRunType.X") as its value."""
+    return str(getattr(run_type, "value", run_type) or "")
+
+
+def run_config(params: Mapping[str, Any]) -> PipelineConfig:
+    return CdcSourceHook().config_for_run(params)
+
+
+def detect(
+    params: Mapping[str, Any],
+    interval_start: datetime | None,
+    interval_end: datetime | None,
+    run_type: Any = None,
+) -> list[dict[str, Any]]:
+    """Generations this run handles, each with its Spark job (mapped-group kwargs).
+
+    Every run takes the unpublished generations; a backfill run also re-does the
+    generations whose timestamps fall in its data interval. (A scheduled run does not:
+    it would re-publish every generation once more, one interval later.)
+    """
+    from cdcgen.adapters.generation_sources import connected_generation_ports
+    from cdcgen.extract.job import arguments
+    from cdcgen.pipeline.detect import detect as detect_generations
+
+    config = run_config(params)
+    interval = None
+    backfill = run_type_of(run_type) == BACKFILL
+    if backfill and interval_start is not None and interval_end is not None:
+        interval = (interval_start, interval_end)
+    with connected_generation_ports(config) as ports:
+        chosen = detect_generations(
+            ports.source,
+            ports.publisher,
+            interval,
+            generation_id=str(params.get("generation_id") or "") or None,
+            force=bool(params.get("force")),
+        )
+    env = {**spark_env(), **config.to_env()}
+    return [
+        {
+            "generation": to_xcom(s.generation),
+            "spark_args": arguments(s.generation),
+            "env_vars": env,
+        }
+        for s in chosen
+    ]
+
+
+def validate(params: Mapping[str, Any], generation: Any, ti: Any) -> dict[str, Any]:
+    """Validate; on failure record the outcome (Data Docs path) and fail without retrying."""
+    from airflow.sdk.exceptions import AirflowFailException
+
+    from cdcgen.pipeline.validate import GenerationRejected
+    from cdcgen.pipeline.validate import validate as validate_generation
+
+    try:
+        outcome = validate_generation(
+            run_config(params),
+            from_xcom(Generation, generation),
+            dag_id=ti.dag_id,
+            run_id=ti.run_id,
+        )
+    except GenerationRejected as exc:
+        ti.xcom_push(key=VALIDATION_KEY, value=to_xcom(exc.outcome))
+        raise AirflowFailException(str(exc)) from exc
+    result: dict[str, Any] = to_xcom(outcome)
+    ti.xcom_push(key=VALIDATION_KEY, value=result)
+    return result
+
+
+def _validations(ti: Any, group_id: str) -> list[ValidationOutcome]:
+    """Every map index's outcome (pulled as a list, so none at all is fine too)."""
+    pulled = ti.xcom_pull(task_ids=[f"{group_id}.validate"], key=VALIDATION_KEY) or []
+    return list_from_xcom(ValidationOutcome, [v for v in pulled if v])
+
+
+def _detected(detected: Sequence[Mapping[str, Any]] | None) -> list[Generation] | None:
+    if detected is None:
+        return None
+    return [from_xcom(Generation, item["generation"]) for item in detected]
+
+
+def publish(
+    params: Mapping[str, Any],
+    detected: Sequence[Mapping[str, Any]] | None,
+    ti: Any,
+    group_id: str,
+    outlet_events: Any = None,
+    alias: Any = None,
+    asset: Any = None,
+) -> dict[str, Any]:
+    """Publish the run's validated generations in order; one Asset event per publication.
+
+    The events go through an AssetAlias (one per generation, each with its own
+    ``extra``): a task emits a single event per plain Asset outlet. This task succeeds
+    even when some generations are held back, so that the events of those published
+    are recorded; ``summarize`` then fails the run naming the others.
+    """
+    from dataclasses import replace
+
+    from cdcgen.adapters.generation_sources import connected_generation_ports
+    from cdcgen.extract.lake import LocalGenerationLake, generation_dir
+    from cdcgen.pipeline.publish import publish_in_order
+    from cdcgen.pipeline.reporting import record_generation
+
+    config = run_config(params)
+    validations = _validations(ti, group_id)
+    with connected_generation_ports(config) as ports:
+        outcome = publish_in_order(
+            _detected(detected) or [],
+            validations,
+            source=ports.source,
+            publisher=ports.publisher,
+            lake=LocalGenerationLake(config.lake_path),
+            target_keyspace=config.target_keyspace,
+        )
+    by_generation = {v.generation: v for v in validations}
+    published = []
+    for item in outcome.published:
+        page = record_generation(
+            config,
+            item.generation,
+            generation_dir(config.lake_path, item.generation),
+            by_generation[item.generation],
+            published=True,
+            dag_id=ti.dag_id,
+            run_id=ti.run_id,
+        )
+        published.append(replace(item, page=page))
+        if outlet_events is not None and alias is not None and asset is not None:
+            outlet_events[alias].add(
+                asset,
+                extra={
+                    "generation_id": item.generation.id,
+                    "generation_timestamp": item.generation.iso,
+                    "generation_ts_ms": item.generation.ms,
+                    "table": item.generation.table or None,
+                    "streams": item.streams,
+                    "target_keyspace": item.target_keyspace,
+                },
+            )
+    result: dict[str, Any] = to_xcom(replace(outcome, published=tuple(published)))
+    return result
+
+
+def summarize_run(
+    params: Mapping[str, Any],
+    run_id: str,
+    detected: Sequence[Mapping[str, Any]] | None,
+    ti: Any,
+    group_id: str,
+) -> dict[str, Any]:
+    """The run's summary, written to ``<report_dir>/summaries/<run id>.json`` for the demo.
+
+    This task runs whatever happened upstream and is the DAG's only leaf, so it decides
+    the run's state: it fails, after writing the summary, when detection failed or any
+    detected generation was not published.
+    """
+    from airflow.sdk.exceptions import AirflowFailException
+
+    from cdcgen.pipeline.publish import PublicationOutcome
+    from cdcgen.pipeline.run_summary import (
+        SUMMARIES_DIR,
+        generations_run_summary,
+        write_summary,
+    )
+
+    config = run_config(params)
+    pulled = ti.xcom_pull(task_ids="publish")
+    publication = from_xcom(PublicationOutcome, pulled) if pulled else PublicationOutcome()
+    summary = generations_run_summary(
+        run_id, _detected(detected), _validations(ti, group_id), publication
+    )
+    write_summary(Path(config.report_dir) / SUMMARIES_DIR, run_id, summary)
+    if summary["problems"]:
+        raise AirflowFailException("run incomplete: " + "; ".join(summary["problems"]))
+    return summary
+
+
+def rewrite_v1(params: Mapping[str, Any]) -> dict[str, Any]:
+    from cdcgen.pipeline import maintenance
+
+    return maintenance.rewrite_v1(run_config(params))
+
+
+def expire_superseded(params: Mapping[str, Any]) -> dict[str, Any]:
+    from cdcgen.pipeline import maintenance
+
+    return maintenance.expire_superseded(run_config(params))

@@ -1,0 +1,39 @@
+"""Typed records in and out of XCom: the one place they become JSON.
+
+The pipeline passes typed values (:class:`~cdcgen.core.generation.Generation`,
+:class:`~cdcgen.pipeline.validate.ValidationOutcome`, ...); Airflow stores task results as
+JSON. pydantic's ``TypeAdapter`` converts both ways and validates on the way in (a
+generation timestamp finer than the millisecond is refused, as everywhere else).
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any, TypeVar
+
+from pydantic import TypeAdapter
+
+T = TypeVar("T")
+
+
+@cache
+def _adapter(kind: type[Any]) -> TypeAdapter[Any]:
+    return TypeAdapter(kind)
+
+
+def to_xcom(value: Any) -> Any:
+    """A typed record (or a list of them) as JSON-compatible values."""
+    if isinstance(value, list | tuple):
+        return [to_xcom(item) for item in value]
+    return _adapter(type(value)).dump_python(value, mode="json")
+
+
+def from_xcom(kind: type[T], data: Any) -> T:
+    """The typed record ``data`` was made from."""
+    result: T = _adapter(kind).validate_python(data)
+    return result
+
+
+def list_from_xcom(kind: type[T], data: Any) -> list[T]:
+    """A list of typed records; ``None`` (an upstream task failed) is an empty list."""
+    return [from_xcom(kind, item) for item in data or ()]

@@ -1,0 +1,93 @@
+"""What a ``cdc_generations`` run did, as one JSON object, and whether the run failed.
+
+Written to ``<report_dir>/summaries/<run id>.json`` (``make demo`` and the tests read the
+newest) and returned by the DAG's last task. ``problems`` lists every reason the run must
+fail: detection failed, a generation was rejected, never validated, held back, or failed
+to publish; an empty list means every detected generation is public.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from cdcgen.core.generation import Generation
+from cdcgen.pipeline.publish import PublicationOutcome
+from cdcgen.pipeline.validate import ValidationOutcome
+
+#: Under the report directory: one summary per generations run.
+SUMMARIES_DIR = "summaries"
+
+
+def validation_verdict(
+    detected: Sequence[Generation], validations: Sequence[ValidationOutcome]
+) -> str:
+    """``passed`` when every detected generation passed; ``failed`` when one failed;
+    ``incomplete`` when some never reached validation; ``none`` when nothing was detected."""
+    reached = {v.generation for v in validations}
+    if any(not v.passed for v in validations):
+        return "failed"
+    if any(g not in reached for g in detected):
+        return "incomplete"
+    return "passed" if detected else "none"
+
+
+def generations_run_summary(
+    run_id: str,
+    detected: Sequence[Generation] | None,
+    validations: Sequence[ValidationOutcome],
+    publication: PublicationOutcome,
+) -> dict[str, Any]:
+    """The run's summary (see the module doc)."""
+    generations = list(detected or ())
+    reached = {v.generation for v in validations}
+    rejected = sorted(v.generation.iso for v in validations if not v.passed)
+    missing = sorted(g.iso for g in generations if g not in reached)
+    reports = sorted({v.data_docs for v in validations if v.data_docs})
+    held = [{"generation": h.generation.iso, "reason": h.reason} for h in publication.held_back]
+    problems = []
+    if detected is None:
+        problems.append("detect failed: nothing was examined")
+    if rejected:
+        problems.append(f"rejected by validation: {', '.join(rejected)}")
+    if missing:
+        problems.append(f"never validated (wait or extract failed): {', '.join(missing)}")
+    others = [h for h in held if h["generation"] not in rejected + missing]
+    if others:
+        problems.append(
+            "held back: " + "; ".join(f"{h['generation']} ({h['reason']})" for h in others)
+        )
+    unpublished = len(generations) - len(publication.published)
+    if unpublished and not problems:
+        problems.append(f"{unpublished} validated generation(s) failed to publish")
+    return {
+        "run_id": run_id,
+        "generations_detected": len(generations),
+        "generations_published": len(publication.published),
+        "streams_published": sum(p.streams for p in publication.published),
+        "published": sorted(p.generation.iso for p in publication.published),
+        "rejected": rejected,
+        "not_validated": missing,
+        "held_back": held,
+        "validation": validation_verdict(generations, validations),
+        "report": reports[0] if reports else None,
+        "reports": reports,
+        "status": "failed" if problems else "ok",
+        "problems": problems,
+    }
+
+
+def safe_name(text: str) -> str:
+    """A run id as a file name."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", text)
+
+
+def write_summary(folder: Path, run_id: str, summary: Mapping[str, Any]) -> Path:
+    """``<folder>/<run id>.json``, replacing an earlier one of the same run."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{safe_name(run_id)}.json"
+    path.write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    return path

@@ -1,0 +1,86 @@
+"""The gate before publication: a generation's GX suites, recorded for the report site.
+
+What the suites decide travels to the publish step as a :class:`ValidationOutcome` (the
+Airflow edge turns it into XCom); a failed one raises :class:`GenerationRejected`
+carrying the same outcome, so the run can record why without parsing a message.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+from cdcgen.config import PipelineConfig
+from cdcgen.core.generation import Generation
+from cdcgen.extract.lake import generation_dir
+from cdcgen.reports.records import ExpectationOutcome
+
+
+@dataclass(frozen=True)
+class ValidationOutcome:
+    """What the suites said about one extracted generation."""
+
+    generation: Generation
+    passed: bool
+    summary: str
+    data_docs: str | None = None
+    failed: tuple[str, ...] = ()
+    expectations: tuple[ExpectationOutcome, ...] = ()
+    skipped: tuple[str, ...] = ()
+    page: str | None = None
+
+
+class GenerationRejected(Exception):
+    """Terminal: validation failed; the generation must not be published."""
+
+    def __init__(self, message: str, outcome: ValidationOutcome) -> None:
+        super().__init__(message)
+        self.outcome = outcome
+
+
+def expectation_outcomes(checks: Any) -> tuple[ExpectationOutcome, ...]:
+    """Each check as the report site shows it: name, verdict, a few offending rows."""
+    out = []
+    for check in checks:
+        samples = "; ".join(
+            ", ".join(f"{k}={v}" for k, v in dict(row).items()) for row in check.samples[:3]
+        )
+        details = check.describe() + (f" e.g. {samples}" if samples else "")
+        out.append(ExpectationOutcome(check.check, bool(check.passed), details))
+    return tuple(out)
+
+
+def validate(
+    config: PipelineConfig, generation: Generation, *, dag_id: str = "", run_id: str = ""
+) -> ValidationOutcome:
+    """Run the GX suites on the extracted generation and record the outcome.
+
+    Raises :class:`GenerationRejected` if any expectation fails; its message is the
+    validation summary (each failed expectation with a few offending streams) and the
+    report page.
+    """
+    from cdcgen.pipeline.reporting import record_generation
+    from cdcgen.validation.generation_suite import validate_generation
+
+    directory = generation_dir(config.lake_path, generation)
+    result = validate_generation(config, directory)
+    outcome = ValidationOutcome(
+        generation=generation,
+        passed=bool(result.passed),
+        summary=result.summary,
+        data_docs=str(result.report_index) if result.report_index else None,
+        failed=tuple(f.describe() for f in result.failures),
+        expectations=expectation_outcomes(result.checks),
+        skipped=tuple(result.skipped),
+    )
+    page = record_generation(
+        config, generation, directory, outcome, published=False, dag_id=dag_id, run_id=run_id
+    )
+    outcome = replace(outcome, page=page)
+    if not outcome.passed:
+        raise GenerationRejected(
+            f"{generation.label} failed validation and will not be published.\n"
+            f"{outcome.summary}\nReport page: {page}",
+            outcome,
+        )
+    return outcome
