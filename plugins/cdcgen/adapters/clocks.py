@@ -15,10 +15,12 @@ generation cannot be declared closed.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
+from cdcgen.adapters.errors import is_transient
 from cdcgen.core.clocks import NodeClock
+from cdcgen.core.time import utc_from_driver
 from cdcgen.extensions import CLOCK_READERS, CQL_CLOCKS, clock_sources, registered
 from cdcgen.ports import ClockReader
 
@@ -30,21 +32,6 @@ if TYPE_CHECKING:
 
 CLOCK_QUERY = "SELECT totimestamp(now()) FROM system.local"
 DEFAULT_TIMEOUT_SECONDS = 3.0
-
-
-def _driver_errors() -> tuple[type[BaseException], ...]:
-    """Errors that mean "this host did not answer", not bugs."""
-    from cassandra import DriverException, OperationTimedOut, RequestExecutionException
-    from cassandra.cluster import NoHostAvailable
-    from cassandra.connection import ConnectionException
-
-    return (
-        NoHostAvailable,
-        OperationTimedOut,
-        DriverException,
-        RequestExecutionException,
-        ConnectionException,
-    )
 
 
 def read_host_clock(
@@ -59,12 +46,14 @@ def read_host_clock(
     statement = SimpleStatement(CLOCK_QUERY, consistency_level=ConsistencyLevel.ONE)
     try:
         rows = list(client.session.execute(statement, host=host, timeout=timeout))
-    except _driver_errors() as exc:
+    except Exception as exc:
+        if not is_transient(exc):
+            raise
         return None, f"host {host.address} did not answer: {type(exc).__name__}: {exc}"
     if not rows or rows[0][0] is None:
         return None, f"host {host.address} returned no clock"
     value: datetime = rows[0][0]
-    return (value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)), None
+    return utc_from_driver(value), None
 
 
 def cluster_hosts(client: CqlClient) -> list[Host]:

@@ -26,13 +26,14 @@ import shutil
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import pyarrow.parquet as pq
 
 from cdcgen.core.generation import Generation
+from cdcgen.core.time import from_millis
 from cdcgen.core.topology import Node, nodes_from_json, nodes_to_json
 from cdcgen.extract.description_columns import DescriptionColumns, write_description_file
 from cdcgen.extract.streams_table import flatten_generation, timestamp_millis
@@ -94,7 +95,7 @@ class GenerationArtifact:
 
     @property
     def timestamp(self) -> datetime:
-        return datetime(1970, 1, 1, tzinfo=UTC) + timedelta(milliseconds=self.timestamp_ms)
+        return from_millis(self.timestamp_ms)
 
     @property
     def label(self) -> str:

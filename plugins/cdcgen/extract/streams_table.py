@@ -17,20 +17,19 @@ Parquet take it without copying through Python).
 from __future__ import annotations
 
 from collections.abc import Iterable
-from datetime import UTC, datetime
+from datetime import datetime
 
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
 from cdcgen.core.stream_id import INDEX_SHIFT, MAX_INDEX, RANDOM_SHIFT, STREAM_ID_SIZE
-from cdcgen.core.time import generation_timestamp
+from cdcgen.core.time import generation_timestamp, to_millis
 from cdcgen.core.tokens import MAX_IGNORE_MSB, MIN_TOKEN, find_first_token_for_shard_array
 from cdcgen.core.topology import Node, token_owners
 from cdcgen.extract.description_columns import DescriptionColumns, hex_matrix
 
 Int64Array = npt.NDArray[np.int64]
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 BoolArray = npt.NDArray[np.bool_]
 
 STREAMS_SCHEMA = pa.schema(
@@ -128,12 +127,8 @@ def expected_first_tokens(
 
 
 def timestamp_millis(timestamp: datetime) -> int:
-    """Milliseconds since the epoch of a generation timestamp (UTC, ms precision), exactly.
-
-    Integer arithmetic on the timedelta: ``datetime.timestamp()`` goes through a float.
-    """
-    delta = generation_timestamp(timestamp) - _EPOCH
-    return (delta.days * 86_400 + delta.seconds) * 1000 + delta.microseconds // 1000
+    """Milliseconds since the epoch of a generation timestamp (UTC, ms precision), exactly."""
+    return to_millis(generation_timestamp(timestamp))
 
 
 def _row_entries(columns: DescriptionColumns) -> Int64Array:
