@@ -9,8 +9,10 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 setup:
 	@scripts/setup.sh
 
+# The source mode the demo emulates: raft (default), gossip, v1 or tablets.
+MODE ?= raft
 demo: setup
-	$(BIN)/python -m cdcgen_dev.demo
+	$(BIN)/python -m cdcgen_dev.demo --mode $(MODE)
 
 test: setup lint typecheck
 	$(BIN)/pytest -p no:cacheprovider

@@ -1,29 +1,29 @@
-"""Headless Chromium driven through ChromeDriver's W3C WebDriver API, standard library only.
+"""Headless Chromium driven by Selenium through Debian's ChromeDriver.
 
 Airflow's UI is a single-page app that fetches its data after load, so a plain
-``chromium --screenshot`` may capture a spinner.  Driving ChromeDriver lets a test
+``chromium --screenshot`` may capture a spinner.  Driving the browser lets a test
 wait until the page *says* what it should (its visible text), then screenshot it.
-Flags are the ones this machine needs: no sandbox as root, no background network,
-a fresh profile per session.
+
+Selenium speaks the same W3C WebDriver protocol to the same ``chromedriver`` that
+Debian builds from the same source as its ``chromium`` (so the two always match);
+both paths are given explicitly, so Selenium Manager never looks for or downloads a
+driver or a browser.  Flags are the ones this machine needs: no sandbox as root, no
+background network, a fresh profile per session.
 """
 
 from __future__ import annotations
 
-import base64
-import json
-import os
-import socket
 import tempfile
-import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterable
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cdcgen_dev.devstack.packages import chromium
-from cdcgen_dev.devstack.processes import Managed, StackError
+from cdcgen_dev.devstack.processes import StackError
+
+if TYPE_CHECKING:
+    from selenium.webdriver.chrome.webdriver import WebDriver
 
 CHROMIUM_FLAGS = (
     "--headless=new",
@@ -39,81 +39,69 @@ CHROMIUM_FLAGS = (
     "--force-device-scale-factor=1",
 )
 
+#: How long a page may take to load (Airflow's first page compiles its UI bundle).
+PAGE_LOAD_SECONDS = 120.0
+#: How often :meth:`Browser.wait_for_text` reads the page's text again.
+POLL_SECONDS = 0.5
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
+#: Same-origin iframes included (Airflow shows plugin views in one); cross-origin ones
+#: raise on access and are skipped.
+_FRAME_TEXT = (
+    "let t = document.body ? document.body.innerText : '';"
+    "for (const f of document.querySelectorAll('iframe')) {"
+    "  try { t += '\\n' + f.contentDocument.body.innerText; } catch (e) {} }"
+    "return t;"
+)
 
 
 class Browser:
-    """One ChromeDriver + Chromium session; use as a context manager (always quits)."""
+    """One ChromeDriver + Chromium session; use as a context manager (always quits).
+
+    ``workdir`` keeps ChromeDriver's log (what to read when a session fails to start).
+    """
 
     def __init__(self, workdir: Path, width: int = 1400, height: int = 1000) -> None:
         self.workdir = workdir
         self.width, self.height = width, height
-        self.port = _free_port()
-        self.driver = Managed(
-            "chromedriver", workdir / "chromedriver.pid", workdir / "chromedriver.log"
-        )
-        self.session: str | None = None
+        self._driver: WebDriver | None = None
         self._profile = tempfile.TemporaryDirectory(prefix="cdcgen-chromium-")
 
-    # --- WebDriver plumbing -----------------------------------------------------------
+    @property
+    def log_file(self) -> Path:
+        return self.workdir / "chromedriver.log"
 
-    def _call(self, method: str, path: str, body: Any = None, timeout: float = 60.0) -> Any:
-        data = None if body is None else json.dumps(body).encode()
-        request = urllib.request.Request(
-            f"http://127.0.0.1:{self.port}{path}",
-            data=data,
-            method=method,
-            headers={"Content-Type": "application/json"},
-        )
-        try:
-            with urllib.request.urlopen(request, timeout=timeout) as response:
-                answer = json.loads(response.read() or b"{}")
-        except urllib.error.HTTPError as exc:
-            raise StackError(f"WebDriver {method} {path}: {exc.read().decode()[:1500]}") from None
-        return answer.get("value")
-
-    def _session_call(self, method: str, path: str, body: Any = None, timeout: float = 60.0) -> Any:
-        if self.session is None:
-            raise StackError("browser not started")
-        return self._call(method, f"/session/{self.session}{path}", body, timeout)
+    @property
+    def driver(self) -> WebDriver:
+        if self._driver is None:
+            raise StackError("browser not started (use Browser as a context manager)")
+        return self._driver
 
     # --- lifecycle --------------------------------------------------------------------
 
     def __enter__(self) -> Browser:
+        from selenium import webdriver
+        from selenium.common.exceptions import WebDriverException
+        from selenium.webdriver.chrome.service import Service
+
         chrome, driver = chromium()
         self.workdir.mkdir(parents=True, exist_ok=True)
-        self.driver.start([str(driver), f"--port={self.port}"], env=dict(os.environ))
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                if self._call("GET", "/status", timeout=5).get("ready"):
-                    break
-            except (OSError, StackError):
-                pass
-            if time.monotonic() > deadline:
-                raise StackError(f"chromedriver did not start:\n{self.driver.tail()}")
-            time.sleep(0.3)
-        capabilities = {
-            "capabilities": {
-                "alwaysMatch": {
-                    "browserName": "chrome",
-                    "goog:chromeOptions": {
-                        "binary": str(chrome),
-                        "args": [
-                            *CHROMIUM_FLAGS,
-                            f"--user-data-dir={self._profile.name}",
-                            f"--window-size={self.width},{self.height}",
-                        ],
-                    },
-                }
-            }
-        }
-        self.session = self._call("POST", "/session", capabilities, timeout=120)["sessionId"]
+        options = webdriver.ChromeOptions()
+        options.binary_location = str(chrome)
+        for flag in (
+            *CHROMIUM_FLAGS,
+            f"--user-data-dir={self._profile.name}",
+            f"--window-size={self.width},{self.height}",
+        ):
+            options.add_argument(flag)
+        service = Service(executable_path=str(driver), log_output=str(self.log_file))
+        try:
+            self._driver = webdriver.Chrome(options=options, service=service)
+        except WebDriverException as exc:
+            self._profile.cleanup()
+            raise StackError(
+                f"Chromium did not start: {exc.msg}\n(ChromeDriver log: {self.log_file})"
+            ) from None
+        self._driver.set_page_load_timeout(PAGE_LOAD_SECONDS)
         return self
 
     def __exit__(
@@ -122,23 +110,21 @@ class Browser:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
+        """Quit the session; ``quit`` also stops ChromeDriver, which ends Chromium."""
         try:
-            if self.session is not None:
-                self._session_call("DELETE", "", timeout=30)
-        except (OSError, StackError):
-            pass
+            if self._driver is not None:
+                self._driver.quit()
         finally:
-            self.session = None
-            self.driver.stop(timeout=10)
+            self._driver = None
             self._profile.cleanup()
 
     # --- what tests use ---------------------------------------------------------------
 
     def open(self, url: str) -> None:
-        self._session_call("POST", "/url", {"url": url}, timeout=120)
+        self.driver.get(url)
 
     def script(self, source: str, *args: Any) -> Any:
-        return self._session_call("POST", "/execute/sync", {"script": source, "args": list(args)})
+        return self.driver.execute_script(source, *args)
 
     def text(self) -> str:
         """The page's visible text (``innerText``; an iframe's text is not included)."""
@@ -146,46 +132,53 @@ class Browser:
 
     def frame_text(self) -> str:
         """Visible text of the page and of same-origin iframes (Airflow's plugin views)."""
-        return str(
-            self.script(
-                "let t = document.body ? document.body.innerText : '';"
-                "for (const f of document.querySelectorAll('iframe')) {"
-                "  try { t += '\\n' + f.contentDocument.body.innerText; } catch (e) {} }"
-                "return t;"
-            )
-        )
+        return str(self.script(_FRAME_TEXT))
 
     def count(self, css: str) -> int:
-        return int(self.script("return document.querySelectorAll(arguments[0]).length;", css))
+        from selenium.webdriver.common.by import By
+
+        return len(self.driver.find_elements(By.CSS_SELECTOR, css))
 
     def wait_for_text(
         self, expected: Iterable[str], timeout: float = 60.0, frames: bool = False
     ) -> str:
-        """Poll until every string in ``expected`` is visible; returns the text seen."""
+        """Poll until every string in ``expected`` is visible; returns the text seen.
+
+        On timeout the error lists what is missing and what the page shows instead,
+        which is what one needs to tell a slow page from a wrong one.
+        """
+        from selenium.common.exceptions import TimeoutException
+        from selenium.webdriver.support.wait import WebDriverWait
+
         wanted = list(expected)
-        deadline = time.monotonic() + timeout
-        while True:
+        seen = ""
+
+        def shows_everything(_: WebDriver) -> str | None:
+            nonlocal seen
             seen = self.frame_text() if frames else self.text()
-            if all(item in seen for item in wanted):
-                return seen
-            if time.monotonic() > deadline:
-                missing = [item for item in wanted if item not in seen]
-                raise StackError(f"page never showed {missing}; it shows:\n{seen[:3000]}")
-            time.sleep(0.5)
+            return seen if all(item in seen for item in wanted) else None
+
+        try:
+            return str(
+                WebDriverWait(self.driver, timeout, poll_frequency=POLL_SECONDS).until(
+                    shows_everything
+                )
+            )
+        except TimeoutException:
+            missing = [item for item in wanted if item not in seen]
+            raise StackError(f"page never showed {missing}; it shows:\n{seen[:3000]}") from None
 
     def full_page_screenshot(self, path: Path, max_height: int = 6000) -> Path:
         """The whole page, not only the window: grow the window to the document's height."""
         height = int(self.script("return document.documentElement.scrollHeight;"))
-        self._session_call(
-            "POST", "/window/rect", {"width": self.width, "height": min(height, max_height)}
-        )
+        self.driver.set_window_size(self.width, min(height, max_height))
         try:
             return self.screenshot(path)
         finally:
-            self._session_call("POST", "/window/rect", {"width": self.width, "height": self.height})
+            self.driver.set_window_size(self.width, self.height)
 
     def screenshot(self, path: Path) -> Path:
-        data = self._session_call("GET", "/screenshot")
+        """The window's content as a PNG file."""
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(base64.b64decode(data))
+        path.write_bytes(self.driver.get_screenshot_as_png())
         return path

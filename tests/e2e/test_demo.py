@@ -1,0 +1,94 @@
+"""``python -m cdcgen_dev.demo --mode M`` end to end, in every source mode.
+
+The demo is run as a person runs it (``make demo MODE=M``): a subprocess on the
+sandbox, real ``airflow dags test`` runs, Spark and GX. Its last line must be one JSON
+object with today's summary keys plus ``source_mode`` and ``cdc_table``, report
+success, publish what a reader in that mode can find, replicate every change into
+the lake, and leave no process of its own behind. ``--wait`` queues the test behind
+a demo a developer may be running.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import uuid
+from typing import Any
+
+import psutil
+import pytest
+
+from cdcgen.core.generation import SourceMode
+
+pytestmark = [pytest.mark.e2e, pytest.mark.integration, pytest.mark.timeout(3600)]
+
+#: The keys ``make demo`` printed before it had modes; they must all stay.
+SUMMARY_KEYS = {
+    "generations_published",
+    "streams_published",
+    "validation",
+    "report",
+    "changes_rows",
+    "colocation",
+    "data_docs",
+    "generations_matching_source",
+    "sensor_deferrals",
+    "row_checks",
+    "changes_matching_source",
+    "watermark",
+    "workload_writes",
+    "target_keyspace",
+    "lake",
+    "seconds",
+    "status",
+}
+
+
+def _processes_with(variable: str, value: str) -> list[psutil.Process]:
+    """Live processes whose environment has ``variable=value``: whatever the demo started
+    inherited it, whichever session or parent it ended up in."""
+    found = []
+    for process in psutil.process_iter():
+        try:
+            if process.environ().get(variable) == value:
+                found.append(process)
+        except (psutil.Error, OSError):
+            continue
+    return found
+
+
+@pytest.mark.parametrize("mode", list(SourceMode))
+def test_demo_runs_end_to_end(mode: SourceMode, cassandra_any: Any) -> None:
+    """``cassandra_any`` leases the sandbox first, so the demo starts no Cassandra of its own
+    and every process carrying its marker afterwards is a leftover."""
+    marker = uuid.uuid4().hex
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "CDCGEN_DEMO_RUN": marker}
+    env.pop("AIRFLOW_HOME", None)  # the demo uses its own home (var/airflow)
+    done = subprocess.run(
+        [sys.executable, "-m", "cdcgen_dev.demo", "--mode", str(mode), "--wait"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+        timeout=3300,
+        check=False,
+    )
+    lines = done.stdout.strip().splitlines()
+    assert done.returncode == 0, "\n".join(lines[-60:])
+    summary = json.loads(lines[-1])
+    assert summary["status"] == "ok"
+    assert set(summary) >= SUMMARY_KEYS
+    assert summary["source_mode"] == str(mode)
+    assert summary["cdc_table"] == "demo_shop.orders"
+    assert summary["generations_published"] == summary["generations_expected"] > 0
+    assert summary["generations_matching_source"] == summary["generations_expected"]
+    assert summary["validation"] == "passed" and summary["colocation"] == "passed"
+    assert summary["changes_rows"] > 0 and summary["changes_matching_source"] is True
+    if mode is SourceMode.GOSSIP:
+        assert summary["generations_expected"] == 1 < summary["generations_emulated"]
+    if mode is SourceMode.V1:
+        assert summary["before_rewrite"]["generations_published"] == 2
+    leftovers = _processes_with("CDCGEN_DEMO_RUN", marker)
+    assert leftovers == [], f"the demo left {leftovers} running"
