@@ -16,15 +16,27 @@ from pathlib import Path
 from typing import Any
 
 from cdcgen.config import PipelineConfig
+from cdcgen.core.topology import InvalidDescription
+from cdcgen.reports.adapters import owners_from_nodes, ring_from_description
+from cdcgen.reports.records import (
+    ExpectationOutcome,
+    GenerationCounts,
+    GenerationReport,
+    RingEntry,
+    RunStatus,
+)
+from cdcgen.reports.site import record_run
+from cdcgen.validation.results import CheckOutcome, row_text
+
+#: Offending rows quoted per check in the record (its Data Docs list them all).
+ROWS_QUOTED = 3
 
 
-def expectations_json(checks: Sequence[Any]) -> list[dict[str, Any]]:
+def expectations_json(checks: Sequence[CheckOutcome]) -> list[dict[str, object]]:
     """Validation checks as plain JSON (they travel through XCom to publish)."""
-    out = []
+    out: list[dict[str, object]] = []
     for check in checks:
-        samples = "; ".join(
-            ", ".join(f"{k}={v}" for k, v in dict(row).items()) for row in check.samples[:3]
-        )
+        samples = "; ".join(row_text(row) for row in check.samples[:ROWS_QUOTED])
         details = check.describe() + (f" e.g. {samples}" if samples else "")
         out.append({"name": check.check, "passed": bool(check.passed), "details": details})
     return out
@@ -41,9 +53,6 @@ def record_generation(
     run_id: str = "",
 ) -> str:
     """Write one :class:`GenerationReport` and rebuild the site; returns the page path."""
-    from cdcgen.reports.records import ExpectationOutcome, GenerationReport, RunStatus
-    from cdcgen.reports.site import record_run
-
     ring, counts = _ring_and_counts(generation_dir)
     record = GenerationReport(
         generation_id=str(generation["id"]),
@@ -65,11 +74,12 @@ def record_generation(
     return str(record_run(Path(config.report_dir), record))
 
 
-def _ring_and_counts(generation_dir: Path) -> tuple[tuple[Any, ...], Any]:
-    from cdcgen.core.topology import InvalidDescription
+def _ring_and_counts(
+    generation_dir: Path,
+) -> tuple[tuple[RingEntry, ...], GenerationCounts | None]:
+    """The ring picture and the counts of an extracted generation, as far as readable."""
+    # pyarrow (the lake's Parquet) is heavy: load it only when a record is written.
     from cdcgen.extract.lake import ArtifactError, read_artifact
-    from cdcgen.reports.adapters import owners_from_nodes, ring_from_description
-    from cdcgen.reports.records import GenerationCounts
 
     try:
         artifact = read_artifact(generation_dir)
