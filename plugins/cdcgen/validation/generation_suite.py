@@ -30,7 +30,13 @@ from cdcgen.extract.lake import (
     read_artifact,
     write_generation,
 )
-from cdcgen.extract.streams_table import ring_vnode_count
+from cdcgen.extract.spark_extract import (
+    entries_frame,
+    read_streams,
+    spark_session,
+    streams_frame,
+)
+from cdcgen.extract.streams_table import flatten_generation, ring_vnode_count
 from cdcgen.validation.gx_runner import run_suites
 from cdcgen.validation.results import ValidationResult, summary_text
 from cdcgen.validation.suites import GENERATION_SUITES, load_suites
@@ -66,8 +72,6 @@ def validate_generation(
     ``previous="auto"`` compares against the newest older partition in the same lake.
     Data Docs go to ``report_dir`` or ``<config.report_dir>/generation_ts=<ms>/``.
     """
-    from cdcgen.extract.spark_extract import entries_frame, read_streams, spark_session
-
     artifact = read_artifact(generation_dir)
     columns = artifact.read_description()
     session = spark or spark_session("cdcgen-validate")
@@ -105,8 +109,6 @@ def validate_description(
     It is flattened into a temporary lake partition (pyarrow writes Parquet far faster
     than Spark ingests Arrow batches), then validated exactly like an extraction.
     """
-    from cdcgen.extract.spark_extract import entries_frame, read_streams
-
     moment = timestamp or datetime(1970, 1, 1, tzinfo=UTC)
     with tempfile.TemporaryDirectory(prefix="cdcgen-validate-") as lake:
         artifact = write_generation(Path(lake), columns, moment, generation_id, nodes=nodes)
@@ -190,9 +192,6 @@ def _label(artifact: GenerationArtifact) -> str:
 
 def _previous_ids(spark: SparkSession, previous: Previous) -> DataFrame | None:
     """The previous generation's stream IDs, from a lake partition, a JSON file or columns."""
-    from cdcgen.extract.spark_extract import read_streams, streams_frame
-    from cdcgen.extract.streams_table import flatten_generation
-
     if previous is None or previous == "auto":
         return None
     if isinstance(previous, DescriptionColumns):

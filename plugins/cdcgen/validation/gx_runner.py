@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from cdcgen.progress import Progress
 from cdcgen.validation.results import CheckOutcome, Row
 from cdcgen.validation.suites import SuiteError, SuiteSpec, check_name
 
@@ -55,8 +56,6 @@ def run_suites(
         InMemoryStoreBackendDefaults,
         ProgressBarsConfig,
     )
-
-    from cdcgen.progress import Progress
 
     # Importing the expectation modules registers their types with GX (by name).
     from cdcgen.validation import change_expectations, generation_expectations  # noqa: F401
