@@ -64,12 +64,12 @@ def _write(path: Path | None, output: dict[str, Any]) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     from cdcgen.changes.job import run_changes
-    from cdcgen.changes.row_checks import ChangesInvalid
     from cdcgen.changes.stream_reader import TransientReadError
     from cdcgen.config import PipelineConfig
     from cdcgen.core.cdc_log import TableRef
     from cdcgen.core.generation import SourceMode
     from cdcgen.core.windows import DataExpired, Interval, Mode
+    from cdcgen.validation.results import ChangesInvalid
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     args = parse_args(argv)

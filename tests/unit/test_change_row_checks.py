@@ -13,7 +13,6 @@ from hypothesis import strategies as st
 
 from cdcgen.changes.extract import ExtractionResult
 from cdcgen.changes.report import changes_report
-from cdcgen.changes.row_checks import RowCheck, RowCheckResult, row_text
 from cdcgen.changes.row_frames import GenerationMapper
 from cdcgen.core.cdc_log import TableRef
 from cdcgen.core.stream_id import StreamId
@@ -22,6 +21,7 @@ from cdcgen.core.time import to_micros
 from cdcgen.core.topology import Node, make_generation
 from cdcgen.core.windows import Interval, Mode, WindowPlan, generation_spans, tablet_spans
 from cdcgen.reports.records import RunStatus
+from cdcgen.validation.results import CheckOutcome, ValidationResult, row_text
 
 T0 = datetime(2026, 11, 22, 10, tzinfo=UTC)
 
@@ -88,10 +88,10 @@ def test_report_names_offending_rows_and_fails_the_run(tmp_path: Path) -> None:
         "base_key": '{"pk":17}',
         "expected_stream_hex": "cd" * 16,
     }
-    checks = RowCheckResult(
+    checks = ValidationResult(
         passed=False,
         checks=[
-            RowCheck(
+            CheckOutcome(
                 "changes_rows",
                 "expect_change_in_its_keys_stream",
                 "colocation",
@@ -99,7 +99,7 @@ def test_report_names_offending_rows_and_fails_the_run(tmp_path: Path) -> None:
                 1,
                 (bad_row,),
             ),
-            RowCheck("changes_rows", "expect_no_duplicate_changes", "no duplicates", True, 0),
+            CheckOutcome("changes_rows", "expect_no_duplicate_changes", "no duplicates", True, 0),
         ],
         report_index=tmp_path / "docs" / "index.html",
         summary="",

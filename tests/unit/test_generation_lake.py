@@ -24,7 +24,7 @@ from cdcgen.extract.lake import (
 )
 from cdcgen.extract.streams_table import STREAMS_SCHEMA, flatten_generation
 from cdcgen.validation.suites import (
-    SUITE_FILES,
+    GENERATION_SUITES,
     SuiteError,
     expectations_dir,
     load_suite,
@@ -93,7 +93,7 @@ def test_previous_artifact_is_the_newest_older_one(tmp_path: Path) -> None:
 
 def test_suites_load_and_skip_checks_whose_inputs_are_missing() -> None:
     suites = load_suites()
-    assert [s.path.name for s in suites] == list(SUITE_FILES)
+    assert [s.path.name for s in suites] == list(GENERATION_SUITES.files)
     assert {s.batch for s in suites} == {"streams", "entries"}
     skipped = [name for s in suites for name in s.skipped]
     assert any("needs topology" in name for name in skipped)
@@ -105,7 +105,7 @@ def test_suites_load_and_skip_checks_whose_inputs_are_missing() -> None:
 def test_every_suite_expectation_names_a_registered_gx_type() -> None:
     from great_expectations.expectations.registry import get_expectation_impl
 
-    import cdcgen.validation.custom_expectations  # noqa: F401
+    import cdcgen.validation.generation_expectations  # noqa: F401
 
     for suite in load_suites(available={"topology", "previous"}):
         for expectation in suite.expectations:

@@ -13,26 +13,26 @@ from pathlib import Path
 import pytest
 
 from cdcgen.core.topology import Node, make_generation
-from cdcgen.reports import svg
 from cdcgen.reports.adapters import expectations_from_gx, ring_from_description
 from cdcgen.reports.changes_page import render_changes_page
+from cdcgen.reports.checks_page import ROWS_SHOWN, checks_page_path, write_checks_page
 from cdcgen.reports.generation_page import render_generation_page
 from cdcgen.reports.index_page import render_index
+from cdcgen.reports.record_json import RecordError, dumps, loads
 from cdcgen.reports.records import (
     ChangesReport,
     ExpectationOutcome,
     GenerationReport,
     GenerationRows,
-    RecordError,
     RingEntry,
     RunStatus,
     TableLag,
-    dumps,
     generation_page_name,
-    loads,
 )
+from cdcgen.reports.ring_picture import range_fraction, token_angle
 from cdcgen.reports.sample import sample_changes, sample_generation
 from cdcgen.reports.site import build_site, load_records, record_run, save_record
+from cdcgen.validation.results import CheckOutcome
 
 T0 = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
 MIN, MAX = -(1 << 63), (1 << 63) - 1
@@ -132,10 +132,10 @@ def test_counts_are_derived_from_the_ring_when_not_recorded() -> None:
 
 
 def test_ring_geometry() -> None:
-    assert svg.token_angle(MIN) == 0
-    assert svg.range_fraction(MIN, 0) == 0.5
-    assert svg.range_fraction(0, MIN) == 0.5  # wraps around
-    assert svg.range_fraction(5, 5) == 1.0  # a one-token ring: one range, all of it
+    assert token_angle(MIN) == 0
+    assert range_fraction(MIN, 0) == 0.5
+    assert range_fraction(0, MIN) == 0.5  # wraps around
+    assert range_fraction(5, 5) == 1.0  # a one-token ring: one range, all of it
 
 
 def test_ring_from_description_covers_the_ring_exactly_once() -> None:
@@ -147,7 +147,7 @@ def test_ring_from_description_covers_the_ring_exactly_once() -> None:
         (-100, 500, "a", 2),
         (500, 7_000, "b", 1),
     ]
-    assert sum(svg.range_fraction(e.range_start, e.range_end) for e in ring) == pytest.approx(1)
+    assert sum(range_fraction(e.range_start, e.range_end) for e in ring) == pytest.approx(1)
     assert all(len(e.stream_tokens) == e.shard_count for e in ring)
 
 
@@ -219,6 +219,33 @@ def test_changes_page_without_runs_says_so() -> None:
     html = render_changes_page([])
     assert "No changes run has been recorded yet." in html
     assert "no data" in html
+
+
+def test_checks_page_lists_each_failed_check_s_rows_by_column(tmp_path: Path) -> None:
+    run = tmp_path / "changes" / "shop.orders" / "r1"
+    rows = tuple(
+        {"stream_hex": f"{i:032x}", "cdc_time": f"t{i}", "base_key": '{"pk":"<b>"}'}
+        for i in range(ROWS_SHOWN + 10)
+    )
+    misrouted = CheckOutcome(
+        "changes_rows", "expect_change_in_its_keys_stream", "colocation", False, len(rows), rows
+    )
+    complete = CheckOutcome("changes_rows", "expect_complete_batches", "batches", True, 0)
+    skipped = ["changes_counts: row count (needs source_counts)"]
+    index = run / "index.html"
+    path = write_checks_page(run, "shop.orders r1", [complete, misrouted], skipped, index)
+    assert path == checks_page_path(run) and path.parent == run
+    html = path.read_text()
+    page = parse(html)
+    assert page.headings == ["Row checks: shop.orders r1", "Offending rows", "Skipped"]
+    assert '<a href="index.html">' in html
+    assert "<th>stream_hex</th><th>cdc_time</th><th>base_key</th>" in html
+    assert f"colocation: {len(rows)} offending row(s), first {ROWS_SHOWN} shown" in html
+    shown = {row["stream_hex"] for row in rows[:ROWS_SHOWN]}
+    assert all(stream in html for stream in shown)
+    assert rows[ROWS_SHOWN]["stream_hex"] not in html
+    assert "<b>" not in html and "&lt;b&gt;" in html
+    assert skipped[0] in html
 
 
 def test_index_lists_every_run_with_links() -> None:

@@ -59,8 +59,8 @@ def run_changes(
     from cdcgen.changes.extract import changes_spark_session, extract_changes
     from cdcgen.changes.log_table import describe_log_table
     from cdcgen.changes.report import record_changes_run
-    from cdcgen.changes.row_checks import ChangesInvalid
     from cdcgen.changes.row_frames import validate_extraction
+    from cdcgen.validation.results import ChangesInvalid
 
     settings = settings or ChangesSettings.from_env()
     session = spark or changes_spark_session()

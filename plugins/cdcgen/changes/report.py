@@ -16,34 +16,32 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cdcgen.core.time import parse_time_label
+from cdcgen.reports.records import (
+    ChangesReport,
+    ExpectationOutcome,
+    GenerationRows,
+    RunStatus,
+    TableLag,
+)
+from cdcgen.reports.site import record_run
+from cdcgen.validation.results import ValidationResult, row_text
 
 if TYPE_CHECKING:
     from cdcgen.changes.extract import ExtractionResult
-    from cdcgen.changes.row_checks import RowCheck, RowCheckResult
-    from cdcgen.reports.records import ChangesReport
-
-CHECKS_PAGE = "checks.html"
-ROWS_SHOWN = 50
 
 
 def changes_report(
     result: ExtractionResult,
-    checks: RowCheckResult | None = None,
+    checks: ValidationResult | None = None,
     *,
     report_dir: Path | None = None,
     dag_id: str = "",
     now: datetime | None = None,
     error: str | None = None,
 ) -> ChangesReport:
-    from cdcgen.changes.row_checks import row_text
-    from cdcgen.reports.records import (
-        ChangesReport,
-        ExpectationOutcome,
-        GenerationRows,
-        RunStatus,
-        TableLag,
-    )
-
+    """The run as the report site's record; a failed check lists its rows by name, and
+    the record links the run's checks page (else its Data Docs) relative to
+    ``report_dir``."""
     now = now or datetime.now(UTC)
     failed = error is not None or (checks is not None and not checks.passed)
     lag = None if result.watermark is None else (now - result.watermark).total_seconds()
@@ -103,62 +101,11 @@ def changes_report(
 def record_changes_run(
     report_dir: Path,
     result: ExtractionResult,
-    checks: RowCheckResult | None = None,
+    checks: ValidationResult | None = None,
     *,
     dag_id: str = "",
     error: str | None = None,
 ) -> Path:
     """Save the run's record and rebuild the site; returns the changes page."""
-    from cdcgen.reports.site import record_run
-
     record = changes_report(result, checks, report_dir=report_dir, dag_id=dag_id, error=error)
     return record_run(report_dir, record)
-
-
-def _offending_rows(check: RowCheck) -> str:
-    from cdcgen.reports.html import esc, table
-
-    columns: list[str] = []
-    for row in check.samples[:ROWS_SHOWN]:
-        columns += [c for c in row if c not in columns]
-    rows = [[f"<code>{esc(row.get(c, ''))}</code>" for c in columns] for row in check.samples]
-    shown = min(len(check.samples), ROWS_SHOWN)
-    head = (
-        f"<h3>{esc(check.check)}: {esc(check.observed)} offending row(s)"
-        f"{'' if shown == check.observed else f', first {shown} shown'}</h3>"
-    )
-    if check.error:
-        return head + f"<p>could not run: <code>{esc(check.error)}</code></p>"
-    return head + table(columns, rows[:ROWS_SHOWN])
-
-
-def render_checks_page(label: str, checks: RowCheckResult, data_docs: str) -> str:
-    """One run's row checks: verdicts, then every failed check's offending rows by name."""
-    from cdcgen.reports.html import esc, expectations_table, page
-    from cdcgen.reports.records import ExpectationOutcome
-
-    outcomes = [ExpectationOutcome(c.check, c.passed, c.describe()) for c in checks.checks]
-    body = [
-        f"<h1>Row checks: {esc(label)}</h1>",
-        f'<p><a href="{esc(data_docs)}">Great Expectations Data Docs</a></p>',
-        expectations_table(outcomes),
-    ]
-    failures = [c for c in checks.checks if not c.passed]
-    if failures:
-        body.append("<h2>Offending rows</h2>")
-        body += [_offending_rows(c) for c in failures]
-    if checks.skipped:
-        body.append("<h2>Skipped</h2><ul>")
-        body += [f"<li>{esc(s)}</li>" for s in checks.skipped]
-        body.append("</ul>")
-    return page(f"Row checks {label}", "\n".join(body), root="")
-
-
-def write_checks_page(report_dir: Path, label: str, checks: RowCheckResult) -> Path:
-    """``<report_dir>/checks.html`` next to the run's Data Docs (linked from the site)."""
-    from cdcgen.reports.site import write_atomic
-
-    path = Path(report_dir) / CHECKS_PAGE
-    docs = os.path.relpath(checks.report_index, report_dir)
-    write_atomic(path, render_checks_page(label, checks, docs))
-    return path

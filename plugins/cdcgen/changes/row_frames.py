@@ -9,7 +9,7 @@ and the source's per-stream counts.
 * :func:`source_counts_frame`: the source's ``COUNT(*)`` per stream and window, one query
   per stream spread over Spark tasks exactly like the extraction's reads;
 * :func:`validate_extraction`: those frames for everything a run wrote, checked with the
-  change suites (:func:`cdcgen.changes.row_checks.check_frames`).
+  change suites (:func:`cdcgen.validation.change_rows.validate_change_frames`).
 """
 
 from __future__ import annotations
@@ -21,12 +21,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from cdcgen.changes.row_checks import RowCheckResult, check_frames
 from cdcgen.core.generation_arrays import GenerationArrays
 from cdcgen.core.lookup import StreamLookup
 from cdcgen.core.tablets import TabletStreamSet
 from cdcgen.core.time import to_micros
 from cdcgen.core.windows import GenerationSpan, Window
+from cdcgen.validation.change_rows import validate_change_frames
+from cdcgen.validation.results import ValidationResult
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -272,7 +273,7 @@ def validate_extraction(
     *,
     report_dir: Path | None = None,
     expectations_dir: Path | None = None,
-) -> RowCheckResult:
+) -> ValidationResult:
     """Check every window ``result`` wrote (what the DAG's validate task calls)."""
     from cdcgen.changes.extract import read_lake
     from cdcgen.reports.records import slug
@@ -283,7 +284,7 @@ def validate_extraction(
     windows = list(result.windows)
     leeway_us = int(config.generation_leeway.total_seconds() * 1_000_000)
     if not windows or not any(result.lake_root.rglob("*.parquet")):
-        return RowCheckResult(
+        return ValidationResult(
             True, [], target / "index.html", "no window extracted: nothing to check"
         )
     rows = change_rows_frame(
@@ -296,7 +297,7 @@ def validate_extraction(
     if settings.verify_source_counts:
         source = source_counts_frame(spark, config, settings, log_table, windows)
         counts = stream_counts_frame(rows, source)
-    return check_frames(
+    return validate_change_frames(
         rows,
         counts,
         report_dir=target,

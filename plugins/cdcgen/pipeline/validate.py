@@ -8,12 +8,13 @@ carrying the same outcome, so the run can record why without parsing a message.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any
+from collections.abc import Sequence
 
 from cdcgen.config import PipelineConfig
 from cdcgen.core.generation import Generation
 from cdcgen.extract.lake import generation_dir
 from cdcgen.reports.records import ExpectationOutcome
+from cdcgen.validation.results import CheckOutcome, row_text
 
 
 @dataclass(frozen=True)
@@ -38,13 +39,15 @@ class GenerationRejected(Exception):
         self.outcome = outcome
 
 
-def expectation_outcomes(checks: Any) -> tuple[ExpectationOutcome, ...]:
+#: Offending rows quoted per check in the record (its Data Docs list them all).
+ROWS_QUOTED = 3
+
+
+def expectation_outcomes(checks: Sequence[CheckOutcome]) -> tuple[ExpectationOutcome, ...]:
     """Each check as the report site shows it: name, verdict, a few offending rows."""
     out = []
     for check in checks:
-        samples = "; ".join(
-            ", ".join(f"{k}={v}" for k, v in dict(row).items()) for row in check.samples[:3]
-        )
+        samples = "; ".join(row_text(row) for row in check.samples[:ROWS_QUOTED])
         details = check.describe() + (f" e.g. {samples}" if samples else "")
         out.append(ExpectationOutcome(check.check, bool(check.passed), details))
     return tuple(out)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from cdcgen.reports import svg
+from cdcgen.reports import ring_picture, svg
 from cdcgen.reports.html import (
     badge,
     cards,
@@ -38,7 +38,7 @@ def node_rows(ring: Sequence[RingEntry], colours: dict[str, str]) -> list[tuple[
     rows: list[tuple[str, ...]] = []
     for node in sorted(shards):
         mine = [e for e in ring if e.node == node]
-        share = sum(svg.range_fraction(e.range_start, e.range_end) for e in mine)
+        share = sum(ring_picture.range_fraction(e.range_start, e.range_end) for e in mine)
         rows.append(
             (
                 f'<span class="swatch" style="background:{colours[node]}"></span>'
@@ -57,7 +57,7 @@ def render_generation_page(
 ) -> str:
     """HTML of one generation's page; ``history`` is every run recorded for it, newest first."""
     counts = record.resolved_counts()
-    colours = svg.node_colours([e.node for e in record.ring])
+    colours = ring_picture.node_colours([e.node for e in record.ring])
     docs = data_docs_href(record.data_docs_path, root)
     title = f"Generation {fmt_time(record.generation_time)}"
     meta = [
@@ -96,14 +96,14 @@ def render_generation_page(
             for n, c in colours.items()
         )
         shard_legend = "".join(
-            f'<span><span class="swatch" style="background:{svg.shard_colour(s)}"></span>'
+            f'<span><span class="swatch" style="background:{ring_picture.shard_colour(s)}"></span>'
             f"shard {s}</span>"
             for s in range(max(e.shard_count for e in record.ring))
         )
-        sizes = [svg.range_fraction(e.range_start, e.range_end) * 100 for e in record.ring]
+        sizes = [ring_picture.range_fraction(e.range_start, e.range_end) * 100 for e in record.ring]
         body += [
             '<div class="figures"><figure>',
-            svg.ring_svg(record.ring, colours),
+            ring_picture.ring_svg(record.ring, colours),
             "<figcaption>Each arc is a token range <code>(start, end]</code>, clockwise from "
             "the minimum token at the top, coloured by the node that owned it. Dots are "
             "streams at their token, one track per shard index.</figcaption>",

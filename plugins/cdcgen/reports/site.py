@@ -25,15 +25,12 @@ from pathlib import Path
 from cdcgen.reports.changes_page import render_changes_page
 from cdcgen.reports.generation_page import render_generation_page
 from cdcgen.reports.index_page import render_index
+from cdcgen.reports.record_json import NotARecord, RecordError, dumps, loads
 from cdcgen.reports.records import (
     ChangesReport,
     GenerationReport,
-    NotARecord,
-    RecordError,
     RunRecord,
-    dumps,
     generation_page_name,
-    loads,
     record_key,
 )
 

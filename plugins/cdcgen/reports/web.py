@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from cdcgen.reports.html import esc
 from cdcgen.reports.records import GenerationReport, generation_page_name
 from cdcgen.reports.site import CHANGES, GENERATIONS_DIR, INDEX, RUNS_DIR, build_site, load_records
 
@@ -101,12 +102,10 @@ def create_app(
         root = report_dir()
         target = page_for_run(root, dag_id, run_id)
         if target is None:
-            from html import escape
-
             return HTMLResponse(
                 "<!DOCTYPE html><html><body style='font-family:sans-serif'>"
-                f"<p>No report has been recorded for run <code>{escape(run_id)}</code> of "
-                f"<code>{escape(dag_id)}</code> yet.</p>"
+                f"<p>No report has been recorded for run <code>{esc(run_id)}</code> of "
+                f"<code>{esc(dag_id)}</code> yet.</p>"
                 f'<p><a href="{URL_PREFIX}/">All runs</a></p></body></html>'
             )
         if index_is_stale(root):

@@ -8,90 +8,49 @@ are listed as skipped otherwise.
 
 :func:`validate_generation` is what the pipeline calls for an extracted partition;
 :func:`validate_description` is the same for a description file (the CLI);
-:func:`validate_frames` is the common core on DataFrames. Each returns a
-:class:`ValidationResult`; :meth:`ValidationResult.raise_if_failed` turns a failure into
-:class:`GenerationInvalid` for callers that prefer an exception.
+:func:`validate_frames` is the common core on DataFrames. Each returns the one
+:class:`~cdcgen.validation.results.ValidationResult`;
+``result.raise_if_failed(GenerationInvalid)`` turns a failure into an exception for
+callers that prefer one.
 """
 
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from cdcgen.core.topology import Node
-from cdcgen.extract.description_columns import DescriptionColumns
+from cdcgen.extract.description_columns import DescriptionColumns, read_description_file
 from cdcgen.extract.lake import (
     GenerationArtifact,
     previous_artifact,
     read_artifact,
     write_generation,
 )
-from cdcgen.extract.streams_table import ring_vnode_count
-from cdcgen.validation.suites import load_suites
+from cdcgen.extract.spark_extract import (
+    entries_frame,
+    read_streams,
+    spark_session,
+    streams_frame,
+)
+from cdcgen.extract.streams_table import flatten_generation, ring_vnode_count
+from cdcgen.validation.gx_runner import run_suites
+from cdcgen.validation.results import ValidationResult, summary_text
+from cdcgen.validation.suites import GENERATION_SUITES, load_suites
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
     from cdcgen.config import PipelineConfig
-    from cdcgen.validation.gx_runner import RawOutcome
 
-SAMPLES_PER_FAILURE = 5
 #: Column of the entries batch holding the source reader's objection (null: none).
 SOURCE_PROBLEM_COLUMN = "source_problem"
+#: The previous generation: a lake partition, a description file or columns; ``"auto"``
+#: finds the newest older partition in the same lake.
 Previous = Path | DescriptionColumns | None | Literal["auto"]
-
-
-@dataclass(frozen=True)
-class CheckOutcome:
-    """One expectation's verdict with its offending rows (stream hex, entry, token...).
-
-    ``samples`` holds the rows GX returned (at most its ``MAX_RESULT_RECORDS``, 200);
-    ``observed`` the full count. The summary prints the first few.
-    """
-
-    suite: str
-    expectation: str
-    check: str
-    passed: bool
-    observed: Any = None
-    samples: tuple[Mapping[str, Any], ...] = ()
-    error: str | None = None
-    counts_rows: bool = False  # ``observed`` is a number of offending rows
-
-    def describe(self) -> str:
-        where = f"{self.suite}.{self.expectation}"
-        if self.error:
-            return f"{self.check} [{where}]: could not run: {self.error}"
-        if self.counts_rows:
-            return f"{self.check} [{where}]: {self.observed} offending row(s)"
-        return f"{self.check} [{where}]: observed {self.observed}"
-
-
-@dataclass(frozen=True)
-class ValidationResult:
-    passed: bool
-    failures: list[CheckOutcome]
-    report_index: Path
-    summary: str
-    checks: list[CheckOutcome] = field(default_factory=list)
-    skipped: list[str] = field(default_factory=list)
-
-    def raise_if_failed(self) -> ValidationResult:
-        if not self.passed:
-            raise GenerationInvalid(self)
-        return self
-
-
-class GenerationInvalid(Exception):
-    """Terminal: the generation broke at least one rule; it must not be published."""
-
-    def __init__(self, result: ValidationResult) -> None:
-        super().__init__(result.summary)
-        self.result = result
 
 
 # --- entry points -----------------------------------------------------------------------
@@ -113,8 +72,6 @@ def validate_generation(
     ``previous="auto"`` compares against the newest older partition in the same lake.
     Data Docs go to ``report_dir`` or ``<config.report_dir>/generation_ts=<ms>/``.
     """
-    from cdcgen.extract.spark_extract import entries_frame, read_streams, spark_session
-
     artifact = read_artifact(generation_dir)
     columns = artifact.read_description()
     session = spark or spark_session("cdcgen-validate")
@@ -152,8 +109,6 @@ def validate_description(
     It is flattened into a temporary lake partition (pyarrow writes Parquet far faster
     than Spark ingests Arrow batches), then validated exactly like an extraction.
     """
-    from cdcgen.extract.spark_extract import entries_frame, read_streams
-
     moment = timestamp or datetime(1970, 1, 1, tzinfo=UTC)
     with tempfile.TemporaryDirectory(prefix="cdcgen-validate-") as lake:
         artifact = write_generation(Path(lake), columns, moment, generation_id, nodes=nodes)
@@ -188,8 +143,8 @@ def validate_frames(
     The streams are cached for the run (every check scans them); the previous IDs are
     exposed to the reuse check as a temporary view, dropped afterwards.
     """
-    from cdcgen.validation.custom_expectations import PREVIOUS_STREAM_IDS_VIEW
-    from cdcgen.validation.gx_runner import run_suites
+    # GX is heavy (and registers the expectation types on import): load it only to run.
+    from cdcgen.validation.generation_expectations import PREVIOUS_STREAM_IDS_VIEW
 
     available = set()
     if ring_vnodes is not None:
@@ -197,7 +152,7 @@ def validate_frames(
     if previous_ids is not None:
         available.add("previous")
         previous_ids.select("stream_id").createOrReplaceTempView(PREVIOUS_STREAM_IDS_VIEW)
-    suites = load_suites(expectations_dir, available, layout)
+    suites = load_suites(expectations_dir, available, layout, GENERATION_SUITES)
     # The source reader's verdict travels as a column, so a GX expectation (and so Data
     # Docs) reports it beside the checks that show, row by row, what is wrong.
     from pyspark.sql import functions as F
@@ -205,7 +160,7 @@ def validate_frames(
     entries = entries.withColumn(SOURCE_PROBLEM_COLUMN, F.lit(source_problem).cast("string"))
     streams = streams.cache()
     try:
-        raw, index = run_suites(
+        checks, index = run_suites(
             suites,
             {"streams": streams, "entries": entries},
             {"ring_vnode_count": ring_vnodes} if ring_vnodes is not None else {},
@@ -215,15 +170,12 @@ def validate_frames(
     finally:
         streams.unpersist()
         spark.catalog.dropTempView(PREVIOUS_STREAM_IDS_VIEW)
-    checks = [_outcome(item) for item in raw]
     skipped = [f"{suite.name}: {name}" for suite in suites for name in suite.skipped]
-    failures = [check for check in checks if not check.passed]
     return ValidationResult(
-        passed=not failures,
-        failures=failures,
-        report_index=index,
-        summary=summarize(label, checks, skipped, index),
+        passed=all(check.passed for check in checks),
         checks=checks,
+        report_index=index,
+        summary=summary_text(f"generation {label}", checks, skipped, index),
         skipped=skipped,
     )
 
@@ -240,9 +192,6 @@ def _label(artifact: GenerationArtifact) -> str:
 
 def _previous_ids(spark: SparkSession, previous: Previous) -> DataFrame | None:
     """The previous generation's stream IDs, from a lake partition, a JSON file or columns."""
-    from cdcgen.extract.spark_extract import read_streams, streams_frame
-    from cdcgen.extract.streams_table import flatten_generation
-
     if previous is None or previous == "auto":
         return None
     if isinstance(previous, DescriptionColumns):
@@ -251,59 +200,4 @@ def _previous_ids(spark: SparkSession, previous: Previous) -> DataFrame | None:
     path = Path(previous)
     if path.is_dir():
         return read_streams(spark, path).select("stream_id")
-    from cdcgen.extract.description_columns import read_description_file
-
     return _previous_ids(spark, read_description_file(path))
-
-
-def _outcome(raw: RawOutcome) -> CheckOutcome:
-    result = raw.result
-    details = result.get("details") or {}
-    rows = details.get("unexpected_rows")
-    counts_rows = rows is not None or "unexpected_count" in result
-    if rows is None:
-        values = result.get("partial_unexpected_list") or []
-        rows = [{"value": value} for value in values]
-    observed = result.get("observed_value", result.get("unexpected_count"))
-    return CheckOutcome(
-        suite=raw.suite,
-        expectation=raw.expectation,
-        check=raw.check,
-        passed=raw.passed,
-        observed=observed,
-        samples=tuple(dict(row) for row in rows),
-        error=raw.error,
-        counts_rows=counts_rows,
-    )
-
-
-def summarize(
-    label: str, checks: Sequence[CheckOutcome], skipped: Sequence[str], index: Path
-) -> str:
-    """A few lines a person reads in a task log: each failed check and offending rows."""
-    failures = [check for check in checks if not check.passed]
-    verdict = "FAILED" if failures else "passed"
-    passed = len(checks) - len(failures)
-    lines = [f"generation {label}: {verdict}, {passed} of {len(checks)} checks passed"]
-    for check in failures:
-        lines.append(f"  FAILED {check.describe()}")
-        lines.extend(f"    {_row_text(row)}" for row in check.samples[:SAMPLES_PER_FAILURE])
-    if skipped:
-        lines.append("  skipped: " + "; ".join(skipped))
-    lines.append(f"  Data Docs: {index}")
-    return "\n".join(lines)
-
-
-def _row_text(row: Mapping[str, Any]) -> str:
-    parts = []
-    if "stream_id_hex" in row:
-        parts.append(f"stream {row['stream_id_hex']}")
-    if "entry_index" in row:
-        parts.append(f"entry {row['entry_index']}")
-    if "shard" in row:
-        parts.append(f"shard {row['shard']}")
-    if "stream_token" in row:
-        parts.append(f"token {row['stream_token']}")
-    shown = {"stream_id_hex", "entry_index", "shard", "stream_token"}
-    parts.extend(f"{key}={value}" for key, value in row.items() if key not in shown)
-    return ", ".join(parts)

@@ -7,6 +7,8 @@ whose base directory is the generation's report directory, so the static HTML la
 
 The DataFrames are passed through ``add_spark(...).add_dataframe_asset(...)
 .add_batch_definition_whole_dataframe(...)``; custom expectations run as Spark SQL.
+This is the one module that reads GX's result objects: each becomes a
+:class:`~cdcgen.validation.results.CheckOutcome`, whichever suite family ran.
 """
 
 from __future__ import annotations
@@ -17,10 +19,11 @@ import re
 import shutil
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from cdcgen.progress import Progress
+from cdcgen.validation.results import CheckOutcome, Row
 from cdcgen.validation.suites import SuiteError, SuiteSpec, check_name
 
 if TYPE_CHECKING:
@@ -32,26 +35,19 @@ SITE_NAME = "cdcgen"
 DATASOURCE_NAME = "cdcgen_generation"
 
 
-@dataclass(frozen=True)
-class RawOutcome:
-    """One expectation's result, reduced to plain data."""
-
-    suite: str
-    expectation: str
-    check: str
-    passed: bool
-    result: Mapping[str, Any]
-    error: str | None
-
-
 def run_suites(
     suites: Sequence[SuiteSpec],
     frames: Mapping[str, DataFrame],
     parameters: Mapping[str, Any],
     report_dir: Path,
     run_name: str,
-) -> tuple[list[RawOutcome], Path]:
-    """Validate each suite on ``frames[suite.batch]``; return outcomes and the docs index."""
+    *,
+    max_samples: int | None = None,
+) -> tuple[list[CheckOutcome], Path]:
+    """Validate each suite on ``frames[suite.batch]``; return outcomes and the docs index.
+
+    Each outcome keeps at most ``max_samples`` offending rows (all GX returned: None).
+    """
     os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
     import great_expectations as gx
     from great_expectations.core.run_identifier import RunIdentifier
@@ -61,8 +57,8 @@ def run_suites(
         ProgressBarsConfig,
     )
 
-    import cdcgen.validation.custom_expectations  # noqa: F401  (registers the custom types)
-    from cdcgen.progress import Progress
+    # Importing the expectation modules registers their types with GX (by name).
+    from cdcgen.validation import change_expectations, generation_expectations  # noqa: F401
 
     if (report_dir / "index.html").exists():
         shutil.rmtree(report_dir)  # a re-validation replaces the generation's old Data Docs
@@ -95,7 +91,7 @@ def run_suites(
     }
     # The run name becomes a directory of the site: keep it to URL-safe characters.
     run_id = RunIdentifier(run_name=re.sub(r"[^A-Za-z0-9._=-]+", "_", run_name).strip("_"))
-    outcomes: list[RawOutcome] = []
+    outcomes: list[CheckOutcome] = []
     checks = sum(len(spec.expectations) for spec in suites)
     progress = Progress(total=checks, unit="checks", log=log.info, every=0.0, label=run_name)
     for spec in suites:
@@ -126,17 +122,39 @@ def run_suites(
                 raise SuiteError(f"suite {spec.name}: a result without its expectation")
             info = item.exception_info or {}
             raised = bool(info.get("raised_exception"))
+            observed, samples, counts_rows = _observed(dict(item.result or {}), max_samples)
             outcomes.append(
-                RawOutcome(
+                CheckOutcome(
                     suite=spec.name,
                     expectation=config.type,
                     check=check_name({"type": config.type, "meta": config.meta}),
                     passed=bool(item.success) and not raised,
-                    result=dict(item.result or {}),
+                    observed=observed,
+                    samples=samples,
                     error=str(info.get("exception_message")) if raised else None,
+                    counts_rows=counts_rows,
                 )
             )
     started = time.monotonic()
     context.build_data_docs(site_names=[SITE_NAME])
     log.info("Data Docs built in %.1f s: %s", time.monotonic() - started, report_dir)
     return outcomes, report_dir / "index.html"
+
+
+def _observed(
+    result: Mapping[str, Any], max_samples: int | None
+) -> tuple[object, tuple[Row, ...], bool]:
+    """What GX observed: the offending rows (a custom rule's query) or the unexpected
+    values (a built-in column expectation), their count, and whether it counts rows."""
+    details = result.get("details") or {}
+    rows = details.get("unexpected_rows")
+    counts_rows = rows is not None or "unexpected_count" in result
+    if rows is None:
+        rows = [{"value": value} for value in result.get("partial_unexpected_list") or []]
+    samples = tuple(_plain(row) for row in rows[:max_samples])
+    return result.get("observed_value", result.get("unexpected_count")), samples, counts_rows
+
+
+def _plain(row: Mapping[str, Any]) -> Row:
+    """A row JSON and a page can carry: timestamps as ISO text."""
+    return {k: (v.isoformat() if hasattr(v, "isoformat") else v) for k, v in row.items()}

@@ -1,13 +1,19 @@
-"""Load the generation suites (JSON, in ``expectations/``) without importing GX.
+"""Load the expectation suites (JSON, in ``expectations/``) without importing GX.
 
-A suite file is Great Expectations' own suite JSON (``name``, ``expectations`` with
-``type``/``kwargs``/``meta``) plus two conventions of this project, both in ``meta``:
+Two families of suites, one loader: the *generation* suites (``generation_*.json``,
+the gate before publication) and the *change* suites (``changes_*.json``, the rows a
+changes run wrote). A suite file is Great Expectations' own suite JSON (``name``,
+``expectations`` with ``type``/``kwargs``/``meta``) plus this project's conventions,
+all in ``meta``:
 
-* suite ``meta.batch``: which table the suite runs on, ``"streams"`` (one row per
-  stream) or ``"entries"`` (one row per entry);
+* suite ``meta.batch``: which table the suite runs on. Generation suites: ``"streams"``
+  (one row per stream) or ``"entries"`` (one row per entry); change suites:
+  ``"changes_rows"`` (one row per change) or ``"changes_stream_counts"`` (one row per
+  stream and window, lake against source);
 * expectation ``meta.requires``: inputs a check needs (``"topology"``: the ring the
-  generation was made for; ``"previous"``: the previous generation). Without them the
-  check is skipped, and the skip is reported, never silent.
+  generation was made for; ``"previous"``: the previous generation;
+  ``"source_counts"``: the source's per-stream row counts). Without them the check is
+  skipped, and the skip is reported, never silent;
 * expectation ``meta.layouts``: the stream layouts a rule belongs to, ``"vnodes"``
   (a generation: streams per vnode and shard) and/or ``"tablets"`` (a table's stream
   set: one stream per tablet, on the tablet's last token, index 0); both when absent.
@@ -27,15 +33,30 @@ from typing import Any
 
 from cdcgen.config import REPO_ROOT
 
-SUITE_FILES: tuple[str, ...] = (
-    "generation_coverage.json",
-    "generation_format.json",
-    "generation_colocation.json",
-)
-BATCHES = frozenset({"streams", "entries"})
-REQUIREMENTS = frozenset({"topology", "previous"})
+REQUIREMENTS = frozenset({"topology", "previous", "source_counts"})
 LAYOUTS = frozenset({"vnodes", "tablets"})
 EXPECTATIONS_DIR_ENV = "CDCGEN_EXPECTATIONS_DIR"
+
+
+@dataclass(frozen=True)
+class SuiteFamily:
+    """The suite files of one gate, in run order, and the batches they may run on."""
+
+    name: str
+    files: tuple[str, ...]
+    batches: frozenset[str]
+
+
+GENERATION_SUITES = SuiteFamily(
+    "generation",
+    ("generation_coverage.json", "generation_format.json", "generation_colocation.json"),
+    frozenset({"streams", "entries"}),
+)
+CHANGE_SUITES = SuiteFamily(
+    "changes",
+    ("changes_rows.json", "changes_counts.json"),
+    frozenset({"changes_rows", "changes_stream_counts"}),
+)
 
 
 class SuiteError(ValueError):
@@ -67,11 +88,56 @@ def check_name(expectation: Mapping[str, Any]) -> str:
     return str(meta.get("check") or expectation.get("type"))
 
 
-def load_suite(path: Path, available: Iterable[str] = (), layout: str = "vnodes") -> SuiteSpec:
-    """One suite with the expectations of ``layout`` whose inputs are ``available``."""
+def load_suite(
+    path: Path,
+    available: Iterable[str] = (),
+    layout: str = "vnodes",
+    family: SuiteFamily = GENERATION_SUITES,
+) -> SuiteSpec:
+    """One suite of ``family`` with the expectations of ``layout`` whose inputs are
+    ``available``."""
     if layout not in LAYOUTS:
         raise SuiteError(f"unknown stream layout {layout!r}; known: {sorted(LAYOUTS)}")
+    raw = _read(path)
+    name = raw.get("name")
+    meta = raw.get("meta") or {}
+    batch = meta.get("batch")
+    if not isinstance(name, str) or not name:
+        raise SuiteError(f"suite {path}: missing 'name'")
+    if batch not in family.batches:
+        raise SuiteError(
+            f"suite {path}: meta.batch of a {family.name} suite must be one of "
+            f"{sorted(family.batches)}, got {batch!r}"
+        )
     have = set(available)
+    kept: list[dict[str, Any]] = []
+    skipped: list[str] = []
+    for i, expectation in enumerate(raw["expectations"]):
+        if not isinstance(expectation, dict) or not isinstance(expectation.get("type"), str):
+            raise SuiteError(f"suite {path}: expectations[{i}] needs a 'type'")
+        if layout not in _layouts(path, i, expectation):
+            continue
+        missing = [need for need in _requirements(path, i, expectation) if need not in have]
+        if missing:
+            skipped.append(f"{check_name(expectation)} (needs {', '.join(missing)})")
+        else:
+            kept.append(expectation)
+    return SuiteSpec(name, str(batch), tuple(kept), tuple(skipped), meta, path)
+
+
+def load_suites(
+    directory: Path | None = None,
+    available: Iterable[str] = (),
+    layout: str = "vnodes",
+    family: SuiteFamily = GENERATION_SUITES,
+) -> list[SuiteSpec]:
+    """Every suite of ``family`` for ``layout``, in the family's order."""
+    base = directory or expectations_dir()
+    have = tuple(available)
+    return [load_suite(base / name, have, layout, family) for name in family.files]
+
+
+def _read(path: Path) -> dict[str, Any]:
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
@@ -80,47 +146,25 @@ def load_suite(path: Path, available: Iterable[str] = (), layout: str = "vnodes"
         raise SuiteError(f"suite {path} is not valid JSON: {exc}") from exc
     if not isinstance(raw, dict) or not isinstance(raw.get("expectations"), list):
         raise SuiteError(f"suite {path}: expected an object with an 'expectations' list")
-    name = raw.get("name")
-    meta = raw.get("meta") or {}
-    batch = meta.get("batch")
-    if not isinstance(name, str) or not name:
-        raise SuiteError(f"suite {path}: missing 'name'")
-    if batch not in BATCHES:
+    return raw
+
+
+def _layouts(path: Path, index: int, expectation: Mapping[str, Any]) -> set[str]:
+    layouts = set((expectation.get("meta") or {}).get("layouts") or LAYOUTS)
+    if layouts - LAYOUTS:
         raise SuiteError(
-            f"suite {path}: meta.batch must be one of {sorted(BATCHES)}, got {batch!r}"
+            f"suite {path}: expectations[{index}] names unknown layout(s) "
+            f"{sorted(layouts - LAYOUTS)}; known: {sorted(LAYOUTS)}"
         )
-    kept: list[dict[str, Any]] = []
-    skipped: list[str] = []
-    for i, expectation in enumerate(raw["expectations"]):
-        if not isinstance(expectation, dict) or not isinstance(expectation.get("type"), str):
-            raise SuiteError(f"suite {path}: expectations[{i}] needs a 'type'")
-        layouts = (expectation.get("meta") or {}).get("layouts") or sorted(LAYOUTS)
-        if set(layouts) - LAYOUTS:
-            raise SuiteError(
-                f"suite {path}: expectations[{i}] names unknown layout(s) "
-                f"{sorted(set(layouts) - LAYOUTS)}; known: {sorted(LAYOUTS)}"
-            )
-        if layout not in layouts:
-            continue
-        needs = (expectation.get("meta") or {}).get("requires") or []
-        unknown = set(needs) - REQUIREMENTS
-        if unknown:
-            raise SuiteError(
-                f"suite {path}: expectations[{i}] requires unknown input(s) {sorted(unknown)}; "
-                f"known: {sorted(REQUIREMENTS)}"
-            )
-        missing = [need for need in needs if need not in have]
-        if missing:
-            skipped.append(f"{check_name(expectation)} (needs {', '.join(missing)})")
-        else:
-            kept.append(expectation)
-    return SuiteSpec(name, batch, tuple(kept), tuple(skipped), meta, path)
+    return layouts
 
 
-def load_suites(
-    directory: Path | None = None, available: Iterable[str] = (), layout: str = "vnodes"
-) -> list[SuiteSpec]:
-    """Every generation suite for ``layout``, in :data:`SUITE_FILES` order."""
-    base = directory or expectations_dir()
-    have = tuple(available)
-    return [load_suite(base / name, have, layout) for name in SUITE_FILES]
+def _requirements(path: Path, index: int, expectation: Mapping[str, Any]) -> list[str]:
+    needs = list((expectation.get("meta") or {}).get("requires") or [])
+    unknown = set(needs) - REQUIREMENTS
+    if unknown:
+        raise SuiteError(
+            f"suite {path}: expectations[{index}] requires unknown input(s) "
+            f"{sorted(unknown)}; known: {sorted(REQUIREMENTS)}"
+        )
+    return [str(need) for need in needs]

@@ -1,13 +1,14 @@
 """The row rules of extracted changes as named Great Expectations expectations.
 
-Same pattern as :mod:`cdcgen.validation.custom_expectations`: each rule is an
+Same pattern as :mod:`.generation_expectations`: each rule is an
 :class:`UnexpectedRowsExpectation` with a fixed Spark SQL query returning the offending
 rows, with what a person needs to find them (stream, ``cdc$time``, ``cdc$batch_seq_no``,
 the base key). The suites in ``expectations/changes_*.json`` name them by type.
 
-The queries run on the frame :mod:`cdcgen.changes.row_checks` prepares (one row per
+The queries run on the frames :mod:`cdcgen.changes.row_frames` prepares (one row per
 change, log columns renamed without ``$``, plus the expected stream and the window and
-generation bounds) or on its per-stream count frame.
+generation bounds; and the per-stream counts, lake against source), checked by
+:mod:`.change_rows`.
 
 Imports Great Expectations at module level (TID253 forbids that in DAG-facing code):
 only ever imported from inside functions, right before the suites run.
@@ -17,7 +18,9 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from great_expectations.expectations import UnexpectedRowsExpectation  # type: ignore[attr-defined]  # noqa: TID253
+from great_expectations.expectations.core.unexpected_rows_expectation import (  # noqa: TID253
+    UnexpectedRowsExpectation,
+)
 
 _ROW = "stream_hex, cdc_time, batch_seq_no, write_time, operation_name, base_key"
 _ORDER = "ORDER BY stream_hex, write_time, batch_seq_no"

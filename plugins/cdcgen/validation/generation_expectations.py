@@ -1,5 +1,7 @@
 """The generation rules as named Great Expectations expectations.
 
+The row rules of a changes run are their siblings in :mod:`.change_expectations`.
+
 Each class is an :class:`UnexpectedRowsExpectation` with a fixed Spark SQL query over
 the batch (one row per stream, or one per entry; see :mod:`cdcgen.extract.streams_table`)
 that returns the offending rows with the columns a person needs to find them (stream ID
@@ -20,7 +22,9 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from great_expectations.expectations import UnexpectedRowsExpectation  # noqa: TID253
+from great_expectations.expectations.core.unexpected_rows_expectation import (  # noqa: TID253
+    UnexpectedRowsExpectation,
+)
 
 # Columns shown for an offending stream: enough to find and understand it.
 _STREAM = "stream_id_hex, entry_index, shard, stream_token"
@@ -243,7 +247,7 @@ class ExpectStreamTokenToBeTabletLastToken(UnexpectedRowsExpectation):
     check: ClassVar[str] = "stream on its tablet's last token"
 
 
-CUSTOM_EXPECTATIONS: tuple[type[UnexpectedRowsExpectation], ...] = (
+GENERATION_EXPECTATIONS: tuple[type[UnexpectedRowsExpectation], ...] = (
     ExpectRangeEndsStrictlyIncreasing,
     ExpectRangeEndsUnique,
     ExpectEveryEntryToHaveStreams,
