@@ -116,7 +116,7 @@ def test_gossip_generation_published(scenario: Callable[..., Scenario]) -> None:
 
 
 def test_v1_before_and_after_rewritten(scenario: Callable[..., Scenario]) -> None:
-    from cdcgen.adapters.vnode_sources import detect_legacy_mode
+    from cdcgen.adapters.v1_sources import detect_legacy_mode
     from cdcgen_dev.emulator import create_cdc_table, orders_table
 
     scn = scenario("v1", SourceMode.V1)

@@ -20,7 +20,7 @@ import pytest
 
 from cdcgen.adapters.cql import CqlClient, client_for
 from cdcgen.adapters.generation_sources import source_for
-from cdcgen.adapters.vnode_sources import detect_legacy_mode
+from cdcgen.adapters.v1_sources import detect_legacy_mode
 from cdcgen.config import PipelineConfig
 from cdcgen.core.cdc_log import TableRef
 from cdcgen.core.generation import SourceMode

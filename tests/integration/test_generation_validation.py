@@ -20,8 +20,10 @@ import pytest
 from cdcgen.config import PipelineConfig
 from cdcgen.core.stream_id import StreamId
 from cdcgen.core.tokens import shard_of
-from cdcgen.core.topology import Node, description_to_json, make_generation, nodes_to_json
+from cdcgen.core.topology import Node, make_generation
+from cdcgen.core.topology_json import description_to_json, nodes_to_json
 from cdcgen.extract.description_columns import DescriptionColumns
+from cdcgen.extract.description_json import columns_from_json
 from cdcgen.extract.lake import write_generation
 from cdcgen.extract.spark_extract import extract_generation
 from cdcgen.extract.streams_table import flatten_generation
@@ -53,9 +55,9 @@ def _generation(seed: int) -> Json:
 
 def test_a_valid_generation_passes_every_check(spark: SparkSession, tmp_path: Path) -> None:
     lake = tmp_path / "lake"
-    write_generation(lake, DescriptionColumns.from_json(_generation(1)), T1, "previous")
+    write_generation(lake, columns_from_json(_generation(1)), T1, "previous")
     extracted = extract_generation(
-        spark, lake, DescriptionColumns.from_json(_generation(2)), T2, "current", nodes=NODES
+        spark, lake, columns_from_json(_generation(2)), T2, "current", nodes=NODES
     )
     config = PipelineConfig(lake_path=lake, report_dir=tmp_path / "reports")
     result = validate_generation(config, extracted.artifact.directory, spark=spark)
@@ -122,9 +124,7 @@ def test_a_tablet_stream_off_its_last_token_fails(spark: SparkSession, tmp_path:
     bad["entries"][2]["streams"] = [moved.hex]
     lake = tmp_path / "lake"
     config = PipelineConfig(lake_path=lake, report_dir=tmp_path / "reports")
-    artifact = write_generation(
-        lake, DescriptionColumns.from_json(bad), T1, "log-id", table="shop.orders"
-    )
+    artifact = write_generation(lake, columns_from_json(bad), T1, "log-id", table="shop.orders")
     result = validate_generation(config, artifact.directory, spark=spark)
     failed = {c.check: c for c in result.failures}
     assert set(failed) == {"stream on its tablet's last token"}, result.summary
@@ -219,10 +219,10 @@ def corrupted(
     assert len(set(touched.values())) == len(touched), "one entry per corruption"
     result = validate_description(
         spark,
-        DescriptionColumns.from_json(data),
+        columns_from_json(data),
         report_dir=tmp_path_factory.mktemp("corrupted") / "docs",
         nodes=NODES,
-        previous=DescriptionColumns.from_json(previous),
+        previous=columns_from_json(previous),
         timestamp=T2,
         generation_id="corrupted",
     )
@@ -266,9 +266,7 @@ def test_unsorted_range_ends_fail_the_ordering_check(spark: SparkSession, tmp_pa
     entries = data["entries"]
     entries[4], entries[5] = entries[5], entries[4]
     entries[2]["token_range_end"] = entries[1]["token_range_end"]
-    result = validate_description(
-        spark, DescriptionColumns.from_json(data), report_dir=tmp_path / "docs"
-    )
+    result = validate_description(spark, columns_from_json(data), report_dir=tmp_path / "docs")
     failed = {check.expectation: check for check in result.failures}
     assert {"expect_range_ends_strictly_increasing", "expect_range_ends_unique"} <= set(failed)
     order = failed["expect_range_ends_strictly_increasing"].samples

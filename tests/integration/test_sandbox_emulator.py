@@ -23,12 +23,11 @@ from cdcgen.adapters.cql import CqlClient, connect
 from cdcgen.adapters.description_rows import tablets_description
 from cdcgen.adapters.generation_sources import source_for
 from cdcgen.adapters.tablet_sources import TabletsStreamSource
+from cdcgen.adapters.v1_sources import V1GenerationSource, detect_legacy_mode
 from cdcgen.adapters.vnode_sources import (
     GossipGenerationSource,
     LegacyGenerationSource,
     RaftGenerationSource,
-    V1GenerationSource,
-    detect_legacy_mode,
 )
 from cdcgen.config import PipelineConfig
 from cdcgen.core.generation import CorruptGeneration, Generation, IncompleteGeneration, SourceMode

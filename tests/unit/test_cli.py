@@ -14,13 +14,8 @@ import pytest
 
 from cdcgen.cli import main
 from cdcgen.core.stream_id import StreamId
-from cdcgen.core.topology import (
-    Node,
-    description_from_json,
-    description_to_json,
-    make_generation,
-    nodes_from_json,
-)
+from cdcgen.core.topology import Node, make_generation
+from cdcgen.core.topology_json import description_from_json, description_to_json, nodes_from_json
 
 JAVA_VECTOR = "0123456789abcdeffffffffffffffff1"
 

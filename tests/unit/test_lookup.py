@@ -18,9 +18,9 @@ from cdcgen.core.topology import (
     InvalidTopology,
     Node,
     TopologyDescription,
-    description_to_json,
     make_generation,
 )
+from cdcgen.core.topology_json import description_to_json
 
 tokens = st.integers(min_value=MIN_TOKEN, max_value=MAX_TOKEN)
 

@@ -28,13 +28,10 @@ from cdcgen.core.tokens import (
     shard_of,
     shard_start_table,
 )
-from cdcgen.core.topology import (
-    InvalidDescription,
-    Node,
-    description_to_json,
-    make_generation,
-)
+from cdcgen.core.topology import InvalidDescription, Node, make_generation
+from cdcgen.core.topology_json import description_to_json
 from cdcgen.extract.description_columns import DescriptionColumns
+from cdcgen.extract.description_json import columns_from_json, columns_to_json
 from cdcgen.extract.streams_table import (
     STREAMS_SCHEMA,
     entries_table,
@@ -159,15 +156,15 @@ def test_vectorized_builder_and_objects_flatten_identically() -> None:
 def test_json_round_trip_matches_the_core_format() -> None:
     description = make_generation(_nodes(1, 3, 4, (2, 5)), random.Random(1))
     columns = DescriptionColumns.from_description(description)
-    assert columns.to_json() == description_to_json(description)
-    again = DescriptionColumns.from_json(json.loads(json.dumps(columns.to_json())))
+    assert columns_to_json(columns) == description_to_json(description)
+    again = columns_from_json(json.loads(json.dumps(columns_to_json(columns))))
     assert again.blob_data == columns.blob_data
     assert again.to_description() == description
 
 
 def test_broken_descriptions_are_kept_for_validation_to_judge() -> None:
     good = StreamId.from_parts(100, 1, 5)
-    columns = DescriptionColumns.from_json(
+    columns = columns_from_json(
         {
             "entries": [
                 {
@@ -204,7 +201,7 @@ def test_broken_descriptions_are_kept_for_validation_to_judge() -> None:
 )
 def test_unrepresentable_json_is_an_error_naming_the_place(bad: dict[str, object]) -> None:
     with pytest.raises(InvalidDescription, match=r"entries|description"):
-        DescriptionColumns.from_json(bad)
+        columns_from_json(bad)
 
 
 def test_entries_table_with_the_ring_knows_owners_and_ring_tokens() -> None:

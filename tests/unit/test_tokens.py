@@ -18,6 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from cdcgen.core.token_arrays import find_first_token_for_shard_array, shard_of_array
 from cdcgen.core.tokens import (
     DEFAULT_IGNORE_MSB,
     MAX_TOKEN,
@@ -26,9 +27,7 @@ from cdcgen.core.tokens import (
     InvalidToken,
     bias,
     find_first_token_for_shard,
-    find_first_token_for_shard_array,
     shard_of,
-    shard_of_array,
     shard_start_table,
     token_for_next_shard,
     unbias,

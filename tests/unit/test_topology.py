@@ -19,14 +19,16 @@ from cdcgen.core.topology import (
     StreamOrderError,
     TokenRange,
     TopologyDescription,
-    description_from_json,
-    description_to_json,
     is_optimal,
     make_generation,
-    nodes_from_json,
-    nodes_to_json,
     order_streams_by_shard,
     ring_tokens,
+)
+from cdcgen.core.topology_json import (
+    description_from_json,
+    description_to_json,
+    nodes_from_json,
+    nodes_to_json,
 )
 
 tokens = st.integers(min_value=MIN_TOKEN, max_value=MAX_TOKEN)

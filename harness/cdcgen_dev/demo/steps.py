@@ -158,7 +158,7 @@ def read_back(config: PipelineConfig) -> Comparison:
 def still_v1(config: PipelineConfig) -> bool:
     """Whether readers must still use the V1 tables (no ``rewritten`` marker yet)."""
     from cdcgen.adapters.cql import client_for
-    from cdcgen.adapters.vnode_sources import detect_legacy_mode
+    from cdcgen.adapters.v1_sources import detect_legacy_mode
     from cdcgen.core.generation import SourceMode
 
     with client_for(config) as client:

@@ -33,7 +33,8 @@ from cdcgen.core.timeline import (
     new_generation_timestamp,
 )
 from cdcgen.core.tokens import DEFAULT_IGNORE_MSB, MAX_TOKEN, MIN_TOKEN
-from cdcgen.core.topology import TopologyDescription, description_to_json, make_generation
+from cdcgen.core.topology import TopologyDescription, make_generation
+from cdcgen.core.topology_json import description_to_json
 from cdcgen.schema import SourceSchema
 from cdcgen_dev.emulator import faults as fault_rules
 from cdcgen_dev.emulator.faults import GenerationFault

@@ -16,7 +16,6 @@ from cdcgen.adapters.v1_rewrite import RewriteReport, is_rewritten, write_marker
 from cdcgen.adapters.v1_rewrite import rewrite_v1 as run_rewrite
 from cdcgen.schema import Table
 from cdcgen_dev.emulator.cluster import SandboxCluster, utc_now
-from cdcgen_dev.emulator.schema_setup import table_exists
 
 
 def rewrite_v1(
@@ -25,8 +24,7 @@ def rewrite_v1(
     """Run the rewrite in the emulated cluster (``marker_only``: a node that skips copying
     and only writes the marker, as after ``dont_rewrite_streams`` and a manual copy)."""
     client, schema = cluster.client, cluster.schema
-    keyspace, table = schema.name(Table.CDC_STREAMS_DESCRIPTIONS_V1).split(".", 1)
-    if not table_exists(client, keyspace, table):
+    if not client.table_exists(schema.name(Table.CDC_STREAMS_DESCRIPTIONS_V1)):
         return RewriteReport("no V1 streams table: nothing to rewrite")
     cluster.setup(legacy_v1=True)
     if marker_only:

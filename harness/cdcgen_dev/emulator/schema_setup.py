@@ -69,15 +69,6 @@ def ensure_schema(client: CqlClient, schema: SourceSchema, *, legacy_v1: bool = 
         ddl(client, f"CREATE TABLE IF NOT EXISTS {state_table(schema, name)} ({columns})")
 
 
-def table_exists(client: CqlClient, keyspace: str, table: str) -> bool:
-    """Whether ``keyspace.table`` exists, asked of ``system_schema`` (not the driver's cache)."""
-    rows = client.execute(
-        "SELECT table_name FROM system_schema.tables WHERE keyspace_name = %s AND table_name = %s",
-        (keyspace, table),
-    )
-    return bool(list(rows))
-
-
 def drop_keyspaces(client: CqlClient, schema: SourceSchema) -> None:
     """Drop every prefixed keyspace of this schema (tests and ``sandbox reset``)."""
     state_keyspace(schema)

@@ -31,7 +31,8 @@ from cdcgen.core.identifiers import check_identifier
 from cdcgen.core.stream_id import StreamId
 from cdcgen.core.tablets import TabletStreamSet
 from cdcgen.core.time import EPOCH, utc_from_driver
-from cdcgen.core.topology import Node, TopologyDescription, description_from_json
+from cdcgen.core.topology import Node, TopologyDescription
+from cdcgen.core.topology_json import description_from_json
 from cdcgen.schema import SourceSchema, Table
 from cdcgen_dev.emulator.cql_util import execute
 

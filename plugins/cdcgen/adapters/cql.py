@@ -35,7 +35,8 @@ class CqlClient:
     def metadata_consistency(self) -> int:
         from cassandra import ConsistencyLevel
 
-        return ConsistencyLevel.QUORUM if self.node_count > 1 else ConsistencyLevel.ONE
+        level: int = ConsistencyLevel.QUORUM if self.node_count > 1 else ConsistencyLevel.ONE
+        return level
 
     def execute(self, query: Any, params: Sequence[Any] | None = None, **kwargs: Any) -> Any:
         """Runs a metadata statement at the metadata consistency level."""
@@ -52,6 +53,17 @@ class CqlClient:
             else query
         )
         return self.session.execute(statement, params, **kwargs)
+
+    def table_exists(self, qualified_name: str) -> bool:
+        """Whether ``keyspace.table`` exists, asked of ``system_schema`` (not the driver's
+        cache, which lags behind schema changes)."""
+        keyspace, _, table = qualified_name.partition(".")
+        rows = self.execute(
+            "SELECT table_name FROM system_schema.tables "
+            "WHERE keyspace_name = %s AND table_name = %s",
+            (keyspace, table),
+        )
+        return bool(list(rows))
 
     def close(self) -> None:
         self.cluster.shutdown()

@@ -17,17 +17,15 @@ A generation already (even partly) published with *different* streams is refused
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from cdcgen.adapters.errors import is_transient
+from cdcgen.adapters.writes import IdempotentWriter
 from cdcgen.core.identifiers import check_identifier
 from cdcgen.core.time import generation_timestamp, utc_from_driver
 from cdcgen.core.topology import TopologyDescription
-from cdcgen.progress import Progress
 from cdcgen.schema import GENERATION_TIMESTAMPS_KEY, TABLET_VIEWS, Table, create_table_cql
 
 if TYPE_CHECKING:
@@ -41,8 +39,6 @@ log = logging.getLogger(__name__)
 SCYLLA_KEYSPACE = "system_distributed"
 """ScyllaDB's own keyspace: its tables exist already and must never be created by us."""
 
-#: Batches per progress step (a batch is up to ~1 MB of ranges).
-PROGRESS_SLICE = 32
 
 DEFAULT_BATCH_BYTES = 1_000_000
 """About 1 MB per batch: ScyllaDB's bound for one description mutation."""
@@ -93,8 +89,7 @@ class CqlDescriptionPublisher:
         self.keyspace = check_identifier(chosen, "target keyspace")
         self.concurrency = concurrency or (config.publish_concurrency if config else 20)
         self.batch_bytes = batch_bytes
-        self.retries = retries
-        self.retry_backoff = retry_backoff
+        self.writer = IdempotentWriter(client, self.concurrency, retries, retry_backoff)
         self._prepared: dict[str, PreparedStatement] = {}
         self._tables_ready = False
 
@@ -240,59 +235,7 @@ class CqlDescriptionPublisher:
             for end, streams in group:
                 batch.add(insert, (when, end, set(streams)))
             statements.append(batch)
-        self._execute_logging_progress(statements, "ranges", f"publish {when.isoformat()}")
-
-    def _execute_logging_progress(self, statements: Sequence[Any], unit: str, label: str) -> None:
-        """:meth:`_execute_all` in slices, so the log says how far a large write has got."""
-        sizes = [len(batch) for batch in statements]
-        progress = Progress(total=sum(sizes), unit=unit, log=log.info, label=label)
-        for start in range(0, len(statements), PROGRESS_SLICE):
-            self._execute_all(statements[start : start + PROGRESS_SLICE])
-            progress.advance(sum(sizes[start : start + PROGRESS_SLICE]))
-        if len(statements) > PROGRESS_SLICE:
-            progress.finish()
-
-    def _execute_all(self, statements: Sequence[Any]) -> None:
-        """Run statements ``concurrency`` at a time, retrying the ones that timed out.
-
-        Every statement writes the same rows on every attempt, so a retry is safe. A busy
-        node times out under 20 concurrent megabyte batches; each retry round halves the
-        concurrency and backs off. Anything but a transient error fails at once.
-        """
-        from cassandra.concurrent import execute_concurrent
-
-        pending = list(statements)
-        concurrency = self.concurrency
-        for attempt in range(self.retries + 1):
-            results = execute_concurrent(
-                self.client.session,
-                [(statement, ()) for statement in pending],
-                concurrency=concurrency,
-                raise_on_first_error=False,
-                results_generator=False,
-            )
-            failed = [
-                (statement, outcome)
-                for statement, (ok, outcome) in zip(pending, results, strict=True)
-                if not ok
-            ]
-            if not failed:
-                return
-            for _, error in failed:
-                if not is_transient(error):
-                    raise error
-            if attempt == self.retries:
-                raise failed[0][1]
-            concurrency = max(1, concurrency // 2)
-            log.warning(
-                "%d of %d writes timed out (%s); retrying with %d in flight",
-                len(failed),
-                len(pending),
-                failed[0][1],
-                concurrency,
-            )
-            time.sleep(self.retry_backoff * 2**attempt)
-            pending = [statement for statement, _ in failed]
+        self.writer.execute(statements, "ranges", f"publish {when.isoformat()}")
 
 
 def _check_conflict(

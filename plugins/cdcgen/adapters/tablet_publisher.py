@@ -87,7 +87,7 @@ class TabletsPublisher(CqlDescriptionPublisher):
             for state, blob in rows[start : start + per_batch]:
                 batch.add(insert, (keyspace_name, table_name, when, state, blob))
             statements.append(batch)
-        self._execute_logging_progress(statements, "rows", f"publish {keyspace_name}.{table_name}")
+        self.writer.execute(statements, "rows", f"publish {keyspace_name}.{table_name}")
 
     def published_tablet_timestamps(self, keyspace_name: str, table_name: str) -> list[datetime]:
         rows = self._run(

@@ -53,15 +53,6 @@ class RewriteReport:
     marker_written: bool = False
 
 
-def table_exists(client: CqlClient, physical_name: str) -> bool:
-    keyspace, table = physical_name.split(".", 1)
-    rows = client.execute(
-        "SELECT table_name FROM system_schema.tables WHERE keyspace_name = %s AND table_name = %s",
-        (keyspace, table),
-    )
-    return bool(list(rows))
-
-
 def is_rewritten(client: CqlClient, schema: SourceSchema) -> bool:
     rows = client.execute(
         f"SELECT key FROM {schema.name(Table.CDC_LOCAL)} WHERE key = %s",
@@ -91,7 +82,7 @@ def rewrite_v1(
 ) -> RewriteReport:
     """Run the procedure of the module doc against the source ``schema``, publishing with
     ``publisher``; ``tables`` are the cluster's CDC tables, ``now`` the clock it runs at."""
-    if not table_exists(client, schema.name(Table.CDC_STREAMS_DESCRIPTIONS_V1)):
+    if not client.table_exists(schema.name(Table.CDC_STREAMS_DESCRIPTIONS_V1)):
         return RewriteReport("no V1 streams table: nothing to rewrite")
     if is_rewritten(client, schema):
         return RewriteReport("already rewritten")

@@ -12,10 +12,8 @@ cluster and a sandbox's copies of its tables (design doc section 5):
   current ID is in the metadata, so the source remembers every ID it has seen (seed it
   with ``known`` after a restart); a V1 ID (no UUID, as left by a 4.3 cluster) is read
   from the V1 table, as ScyllaDB itself does;
-* :class:`V1GenerationSource`: ScyllaDB 4.3's published ``cdc_streams_descriptions``
-  timestamps and the single-row ``cdc_generation_descriptions``;
-* :class:`LegacyGenerationSource`: the 4.3 -> 4.4 rule (:func:`detect_legacy_mode`),
-  re-checked on every listing until the switch to V2.
+* :class:`LegacyGenerationSource`: a cluster coming from ScyllaDB 4.3: its V1 generations
+  (:mod:`.v1_sources`) until the 4.3 -> 4.4 rule says V2, re-checked on every listing.
 
 A generation still being written raises :class:`~cdcgen.core.generation.IncompleteGeneration`;
 one that cannot be a valid description raises
@@ -31,7 +29,8 @@ from typing import TYPE_CHECKING
 from uuid import UUID
 
 from cdcgen.adapters.description_rows import description_from_rows, v1_generation_id
-from cdcgen.core.cdc_log import TableRef
+from cdcgen.adapters.v1_sources import V1GenerationSource, detect_legacy_mode, v1_tables_exist
+from cdcgen.adapters.vnode_spans import VnodeGenerations
 from cdcgen.core.generation import (
     CorruptGeneration,
     Generation,
@@ -40,11 +39,9 @@ from cdcgen.core.generation import (
 )
 from cdcgen.core.time import utc_from_driver
 from cdcgen.core.topology import TopologyDescription
-from cdcgen.core.windows import GenerationSpan
 from cdcgen.schema import (
     CDC_GENERATIONS_V3_KEY,
     CDC_LOCAL_KEY,
-    CDC_LOCAL_REWRITTEN_KEY,
     TOPOLOGY_KEY,
     SourceSchema,
     Table,
@@ -52,34 +49,6 @@ from cdcgen.schema import (
 
 if TYPE_CHECKING:
     from cdcgen.adapters.cql import CqlClient
-
-
-class VnodeGenerations:
-    """What every vnodes source shares: the generations are cluster-wide, so a table's
-    changes are read in the cluster's generations, each operating until the next."""
-
-    def list_generations(self) -> list[Generation]:
-        raise NotImplementedError
-
-    def read_description(self, generation: Generation) -> TopologyDescription:
-        raise NotImplementedError
-
-    def spans(
-        self, table: TableRef, since: datetime | None = None, until: datetime | None = None
-    ) -> list[GenerationSpan]:
-        """The generations overlapping ``[since, until)``, each read in full (a
-        description may hold millions of streams, so only those that can matter)."""
-        generations = sorted(self.list_generations())
-        spans = []
-        for i, generation in enumerate(generations):
-            end = generations[i + 1].timestamp if i + 1 < len(generations) else None
-            if since is not None and end is not None and end <= since:
-                continue
-            if until is not None and generation.timestamp >= until:
-                continue
-            description = self.read_description(generation)
-            spans.append(GenerationSpan(generation.timestamp, end, description, generation.id))
-        return spans
 
 
 class RaftGenerationSource(VnodeGenerations):
@@ -131,69 +100,6 @@ def _uuid(generation: Generation, label: str) -> UUID:
         raise CorruptGeneration(f"{label}: id {generation.id!r} is not a UUID") from None
 
 
-class V1GenerationSource(VnodeGenerations):
-    """ScyllaDB 4.3 generations: published timestamps, single-row descriptions."""
-
-    def __init__(self, client: CqlClient, schema: SourceSchema) -> None:
-        self.client = client
-        self.schema = schema
-
-    def published(self) -> dict[datetime, frozenset[bytes] | None]:
-        """Published timestamps and their stream sets (``cdc_streams_descriptions``)."""
-        rows = self.client.execute(
-            f"SELECT time, streams FROM {self.schema.name(Table.CDC_STREAMS_DESCRIPTIONS_V1)}"
-        )
-        return {
-            utc_from_driver(r.time): frozenset(bytes(s) for s in r.streams)
-            if r.streams is not None
-            else None
-            for r in rows
-        }
-
-    def list_generations(self) -> list[Generation]:
-        return [Generation(ts, v1_generation_id(ts)) for ts in sorted(self.published())]
-
-    def read_description(self, generation: Generation) -> TopologyDescription:
-        label = generation.label
-        rows = list(
-            self.client.execute(
-                f"SELECT description FROM {self.schema.name(Table.CDC_GENERATION_DESCRIPTIONS_V1)} "
-                "WHERE time = %s",
-                (generation.timestamp,),
-            )
-        )
-        if not rows or rows[0].description is None:
-            raise IncompleteGeneration(
-                f"{label}: cdc_generation_descriptions has no row for it yet"
-            )
-        try:
-            raw = [(end, list(streams), ignore) for end, streams, ignore in rows[0].description]
-        except (TypeError, ValueError) as exc:
-            raise CorruptGeneration(f"{label}: malformed description: {exc}") from exc
-        description = description_from_rows(label, raw, shard_ordered=True)
-        published = self._published_streams(generation.timestamp)
-        if published is not None:
-            described = frozenset(s.raw for s in description.streams())
-            if published != described:
-                raise CorruptGeneration(
-                    f"{label}: cdc_streams_descriptions lists {len(published)} streams, the "
-                    f"description {len(described)}; {len(published ^ described)} differ"
-                )
-        return description
-
-    def _published_streams(self, timestamp: datetime) -> frozenset[bytes] | None:
-        rows = list(
-            self.client.execute(
-                f"SELECT streams FROM {self.schema.name(Table.CDC_STREAMS_DESCRIPTIONS_V1)} "
-                "WHERE time = %s",
-                (timestamp,),
-            )
-        )
-        if not rows or rows[0].streams is None:
-            return None
-        return frozenset(bytes(s) for s in rows[0].streams)
-
-
 class GossipGenerationSource(VnodeGenerations):
     """Generations of a gossip-based cluster: the gossiped ID plus v2 descriptions."""
 
@@ -226,7 +132,7 @@ class GossipGenerationSource(VnodeGenerations):
         if current is not None:
             self._seen.add(current)
         refs = set(self._seen)
-        if _v1_tables_exist(self.client, self.schema):
+        if v1_tables_exist(self.client, self.schema):
             refs.update(self._v1.list_generations())
         return sorted(refs)
 
@@ -259,34 +165,6 @@ def _is_v1_id(generation: Generation) -> bool:
     except ValueError:
         return True
     return False
-
-
-def _table_exists(client: CqlClient, physical_name: str) -> bool:
-    keyspace, table = physical_name.split(".", 1)
-    rows = client.execute(
-        "SELECT table_name FROM system_schema.tables WHERE keyspace_name = %s AND table_name = %s",
-        (keyspace, table),
-    )
-    return bool(list(rows))
-
-
-def _v1_tables_exist(client: CqlClient, schema: SourceSchema) -> bool:
-    return _table_exists(client, schema.name(Table.CDC_STREAMS_DESCRIPTIONS_V1))
-
-
-def detect_legacy_mode(client: CqlClient, schema: SourceSchema) -> SourceMode:
-    """The 4.3 -> 4.4 rule: ``GOSSIP`` (the V2 tables) or still ``V1``.
-
-    No V1 streams table: V2. A ``key = 'rewritten'`` row in ``cdc_local``: V2 (the
-    rewrite finished). Otherwise V1, and the caller must ask again later.
-    """
-    if not _v1_tables_exist(client, schema):
-        return SourceMode.GOSSIP
-    rows = client.execute(
-        f"SELECT key FROM {schema.name(Table.CDC_LOCAL)} WHERE key = %s",
-        (CDC_LOCAL_REWRITTEN_KEY,),
-    )
-    return SourceMode.GOSSIP if list(rows) else SourceMode.V1
 
 
 class LegacyGenerationSource(VnodeGenerations):

@@ -167,7 +167,7 @@ class ClockPastTrigger(BaseTrigger):
         subject: str,
         poll_interval: float = 1.0,
     ) -> None:
-        super().__init__()
+        super().__init__()  # type: ignore[no-untyped-call]  # BaseTrigger.__init__(**kwargs) has no annotations
         self.target_ms = int(target_ms)
         self.source = dict(source)
         self.timeout_seconds = float(timeout_seconds)

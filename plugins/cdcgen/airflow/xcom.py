@@ -8,17 +8,21 @@ generation timestamp finer than the millisecond is refused, as everywhere else).
 
 from __future__ import annotations
 
-from functools import cache
 from typing import Any, TypeVar
 
 from pydantic import TypeAdapter
 
 T = TypeVar("T")
 
+_ADAPTERS: dict[type[Any], TypeAdapter[Any]] = {}
 
-@cache
+
 def _adapter(kind: type[Any]) -> TypeAdapter[Any]:
-    return TypeAdapter(kind)
+    """One adapter per type: building one compiles a validator."""
+    adapter = _ADAPTERS.get(kind)
+    if adapter is None:
+        adapter = _ADAPTERS[kind] = TypeAdapter(kind)
+    return adapter
 
 
 def to_xcom(value: Any) -> Any:

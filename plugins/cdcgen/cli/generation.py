@@ -22,13 +22,8 @@ from typing import Any, TypeAlias
 from cdcgen.cli import CliError
 from cdcgen.core.generation_arrays import build_generation_arrays
 from cdcgen.core.tokens import InvalidToken, check_token
-from cdcgen.core.topology import (
-    InvalidDescription,
-    InvalidTopology,
-    TopologyDescription,
-    description_from_json,
-    nodes_from_json,
-)
+from cdcgen.core.topology import InvalidDescription, InvalidTopology, TopologyDescription
+from cdcgen.core.topology_json import description_from_json, nodes_from_json
 
 SubParsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 

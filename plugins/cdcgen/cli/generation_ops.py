@@ -192,7 +192,7 @@ def parse_timestamp(text: str) -> datetime:
 def load_columns(path: str) -> DescriptionColumns:
     """A description file as columns: anything representable loads, for validation to judge."""
     from cdcgen.core.topology import InvalidDescription
-    from cdcgen.extract.description_columns import read_description_file
+    from cdcgen.extract.description_json import read_description_file
 
     try:
         return read_description_file(path)
@@ -216,7 +216,8 @@ def load_strict_description(path: str) -> TopologyDescription:
 
 
 def load_nodes(path: str) -> tuple[Node, ...]:
-    from cdcgen.core.topology import InvalidTopology, nodes_from_json
+    from cdcgen.core.topology import InvalidTopology
+    from cdcgen.core.topology_json import nodes_from_json
 
     try:
         with open(path, encoding="utf-8") as handle:

@@ -32,7 +32,7 @@ from cdcgen.core.stream_id import (
     VERSION_1,
     StreamId,
 )
-from cdcgen.core.tokens import Int64Array, find_first_token_for_shard_array
+from cdcgen.core.token_arrays import Int64Array, find_first_token_for_shard_array
 from cdcgen.core.topology import (
     InvalidDescription,
     InvalidTopology,

@@ -23,14 +23,8 @@ import numpy.typing as npt
 
 from cdcgen.core.generation_arrays import GenerationArrays
 from cdcgen.core.stream_id import StreamId
-from cdcgen.core.tokens import (
-    MAX_TOKEN,
-    Int64Array,
-    InvalidToken,
-    bias_array,
-    unbias_array,
-    zero_based_shard_of_array,
-)
+from cdcgen.core.token_arrays import Int64Array, bias_array, unbias_array, zero_based_shard_of_array
+from cdcgen.core.tokens import MAX_TOKEN, InvalidToken
 from cdcgen.core.topology import TopologyDescription
 
 BLOCK_SIZE = 1 << 16

@@ -7,19 +7,18 @@ range, one stream per shard of the node that owned the vnode. ``make_generation`
 ``cdc/metadata.cc``; both are pure functions of their inputs here so that a generation can
 be rebuilt, validated or looked up anywhere (a task, a Spark executor, a test).
 
-Also here: recovering shard order from a byte-sorted ``set<blob>`` and the JSON interchange
-format used by the CLI and the pipeline's artefacts.
+Also here: recovering shard order from a byte-sorted ``set<blob>``. The JSON interchange
+format used by the CLI and the lake is :mod:`cdcgen.core.topology_json`.
 """
 
 from __future__ import annotations
 
 import bisect
 import random
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
-from cdcgen.core.stream_id import InvalidStreamId, StreamId, new_stream_id
+from cdcgen.core.stream_id import StreamId, new_stream_id
 from cdcgen.core.tokens import (
     InvalidSharding,
     InvalidToken,
@@ -248,113 +247,3 @@ def order_streams_by_shard(
 
 
 # --- JSON interchange ------------------------------------------------------------------
-
-
-def description_to_json(description: TopologyDescription) -> dict[str, Any]:
-    """``{"entries": [{"token_range_end", "sharding_ignore_msb", "streams"}]}``, ring order."""
-    return {
-        "entries": [
-            {
-                "token_range_end": entry.range_end,
-                "sharding_ignore_msb": entry.sharding_ignore_msb,
-                "streams": [stream.hex for stream in entry.streams],
-            }
-            for entry in description.entries
-        ]
-    }
-
-
-def _field(obj: Mapping[str, Any], name: str, where: str) -> Any:
-    if name not in obj:
-        raise InvalidDescription(f"{where}: missing field {name!r}")
-    return obj[name]
-
-
-def _int_field(obj: Mapping[str, Any], name: str, where: str) -> int:
-    value = _field(obj, name, where)
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise InvalidDescription(f"{where}.{name}: expected an integer, got {value!r}")
-    return value
-
-
-def _list_field(obj: Mapping[str, Any], name: str, where: str) -> list[Any]:
-    value = _field(obj, name, where)
-    if not isinstance(value, list):
-        raise InvalidDescription(f"{where}.{name}: expected a list, got {type(value).__name__}")
-    return value
-
-
-def _object(value: Any, where: str) -> Mapping[str, Any]:
-    if not isinstance(value, Mapping):
-        raise InvalidDescription(f"{where}: expected an object, got {type(value).__name__}")
-    return value
-
-
-def description_from_json(obj: Any) -> TopologyDescription:
-    """Parse :func:`description_to_json` output; errors name the entry and field."""
-    entries_json = _list_field(_object(obj, "description"), "entries", "description")
-    entries = []
-    for i, entry_json in enumerate(entries_json):
-        where = f"entries[{i}]"
-        entry = _object(entry_json, where)
-        range_end = _int_field(entry, "token_range_end", where)
-        ignore_msb = _int_field(entry, "sharding_ignore_msb", where)
-        streams = []
-        for j, text in enumerate(_list_field(entry, "streams", where)):
-            try:
-                streams.append(StreamId.from_hex(text))
-            except InvalidStreamId as exc:
-                raise InvalidDescription(f"{where}.streams[{j}]: {exc}") from exc
-        try:
-            entries.append(TokenRange(range_end, tuple(streams), ignore_msb))
-        except InvalidDescription as exc:
-            raise InvalidDescription(f"{where}: {exc}") from exc
-    return TopologyDescription(tuple(entries))
-
-
-def nodes_to_json(nodes: Iterable[Node]) -> dict[str, Any]:
-    """The topology file format read by :func:`nodes_from_json`."""
-    return {
-        "nodes": [
-            {
-                "name": node.name,
-                "shard_count": node.shard_count,
-                "ignore_msb": node.ignore_msb,
-                "tokens": list(node.tokens),
-            }
-            for node in nodes
-        ]
-    }
-
-
-def nodes_from_json(obj: Any) -> tuple[Node, ...]:
-    """Parse ``{"nodes": [{"name", "shard_count", "ignore_msb", "tokens"}]}``."""
-    try:
-        nodes_json = _list_field(_object(obj, "topology"), "nodes", "topology")
-        nodes = []
-        for i, node_json in enumerate(nodes_json):
-            where = f"nodes[{i}]"
-            node = _object(node_json, where)
-            name = _field(node, "name", where)
-            if not isinstance(name, str):
-                raise InvalidDescription(f"{where}.name: expected a string, got {name!r}")
-            tokens = _list_field(node, "tokens", where)
-            for j, token in enumerate(tokens):
-                if isinstance(token, bool) or not isinstance(token, int):
-                    raise InvalidDescription(
-                        f"{where}.tokens[{j}]: expected an integer, got {token!r}"
-                    )
-            try:
-                nodes.append(
-                    Node(
-                        name=name,
-                        shard_count=_int_field(node, "shard_count", where),
-                        ignore_msb=_int_field(node, "ignore_msb", where),
-                        tokens=tuple(tokens),
-                    )
-                )
-            except InvalidTopology as exc:
-                raise InvalidTopology(f"{where}: {exc}") from exc
-    except InvalidDescription as exc:
-        raise InvalidTopology(str(exc)) from exc
-    return tuple(nodes)

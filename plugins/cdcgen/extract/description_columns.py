@@ -5,19 +5,14 @@
 cannot use (unsorted range ends, empty entries, 15-byte or version-2 stream IDs). That is
 right for the pipeline's core, but the validation step must *see* such a description to
 say precisely what is wrong with it, so this module keeps the raw shape: per entry its
-range end, ignore_msb and a slice of stream blobs of any length. It also reads and writes
-the description JSON (``{"entries": [{"token_range_end", "sharding_ignore_msb",
-"streams"}]}``) without building one Python object per stream, which is what makes a
-1.6-million-stream generation cost seconds rather than minutes.
+range end, ignore_msb and a slice of stream blobs of any length. Its JSON form is
+:mod:`cdcgen.extract.description_json`.
 """
 
 from __future__ import annotations
 
 import itertools
-import json
-from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -141,19 +136,22 @@ class DescriptionColumns:
         What a source reader or a test has before any rule is checked.
         """
         ends = np.array(
-            [_int64(e[0], f"entries[{i}].token_range_end") for i, e in enumerate(entries)],
+            [token_value(e[0], f"entries[{i}].token_range_end") for i, e in enumerate(entries)],
             dtype=np.int64,
         )
         ignore = np.array(
-            [_int16(e[1], f"entries[{i}].sharding_ignore_msb") for i, e in enumerate(entries)],
+            [
+                ignore_msb_value(e[1], f"entries[{i}].sharding_ignore_msb")
+                for i, e in enumerate(entries)
+            ],
             dtype=np.int64,
         )
         counts = np.array([len(e[2]) for e in entries], dtype=np.int64)
         blobs = [bytes(blob) for e in entries for blob in e[2]]
-        return cls._build(ends, ignore, counts, blobs)
+        return cls.build(ends, ignore, counts, blobs)
 
     @classmethod
-    def _build(
+    def build(
         cls, ends: Int64Array, ignore: Int64Array, counts: Int64Array, blobs: list[bytes]
     ) -> DescriptionColumns:
         offsets = np.zeros(ends.shape[0] + 1, dtype=np.int64)
@@ -163,83 +161,6 @@ class DescriptionColumns:
             np.fromiter(map(len, blobs), dtype=np.int64, count=len(blobs)), out=blob_offsets[1:]
         )
         return cls(ends, ignore, offsets, blob_offsets, b"".join(blobs))
-
-    @classmethod
-    def from_json(cls, obj: Any) -> DescriptionColumns:
-        """Parse the description JSON; only what cannot be represented is an error.
-
-        Non-hex text, missing fields and non-integers raise :class:`InvalidDescription`
-        (naming the entry). Unsorted ends, empty entries, IDs of the wrong length or version
-        are kept, for the validation suites to report.
-        """
-        if not isinstance(obj, Mapping) or not isinstance(obj.get("entries"), list):
-            raise InvalidDescription('description: expected an object with an "entries" list')
-        raw_entries: list[Any] = obj["entries"]
-        ends: list[int] = []
-        ignores: list[int] = []
-        counts: list[int] = []
-        texts: list[str] = []
-        for i, entry in enumerate(raw_entries):
-            where = f"entries[{i}]"
-            if not isinstance(entry, Mapping):
-                raise InvalidDescription(f"{where}: expected an object")
-            for name in ("token_range_end", "sharding_ignore_msb", "streams"):
-                if name not in entry:
-                    raise InvalidDescription(f"{where}: missing field {name!r}")
-            ends.append(_int64(entry["token_range_end"], f"{where}.token_range_end"))
-            ignores.append(_int16(entry["sharding_ignore_msb"], f"{where}.sharding_ignore_msb"))
-            streams = entry["streams"]
-            if not isinstance(streams, list) or not all(isinstance(s, str) for s in streams):
-                raise InvalidDescription(f"{where}.streams: expected a list of hex strings")
-            counts.append(len(streams))
-            texts.extend(streams)
-        end_array = np.array(ends, dtype=np.int64)
-        ignore_array = np.array(ignores, dtype=np.int64)
-        count_array = np.array(counts, dtype=np.int64)
-        width = 2 * STREAM_ID_SIZE
-        if all(len(text) == width for text in texts):
-            try:
-                data = bytes.fromhex("".join(texts))
-            except ValueError:
-                data = b""  # find the culprit below for a precise message
-            else:
-                offsets = np.zeros(end_array.shape[0] + 1, dtype=np.int64)
-                np.cumsum(count_array, out=offsets[1:])
-                blob_offsets = np.arange(
-                    0, STREAM_ID_SIZE * (len(texts) + 1), STREAM_ID_SIZE, dtype=np.int64
-                )
-                return cls(end_array, ignore_array, offsets, blob_offsets, data)
-        blobs = []
-        row = 0
-        for i, count in enumerate(counts):
-            for j in range(count):
-                text = texts[row]
-                row += 1
-                digits = text[2:] if text[:2] in ("0x", "0X") else text
-                try:
-                    blobs.append(bytes.fromhex(digits))
-                except ValueError:
-                    raise InvalidDescription(
-                        f"entries[{i}].streams[{j}]: {text!r} is not hex"
-                    ) from None
-        return cls._build(end_array, ignore_array, count_array, blobs)
-
-    def to_json(self) -> dict[str, Any]:
-        """The same JSON as :func:`cdcgen.core.topology.description_to_json`."""
-        hexes = self.stream_hex()
-        offsets = self.offsets.tolist()
-        return {
-            "entries": [
-                {
-                    "token_range_end": end,
-                    "sharding_ignore_msb": ignore,
-                    "streams": hexes[offsets[i] : offsets[i + 1]],
-                }
-                for i, (end, ignore) in enumerate(
-                    zip(self.range_ends.tolist(), self.ignore_msb.tolist(), strict=True)
-                )
-            ]
-        }
 
     def stream_rows(self) -> list[tuple[int, list[bytes]]]:
         """``(range_end, [stream blob, ...])`` per entry: the rows a publisher writes.
@@ -284,26 +205,7 @@ def hex_matrix(ids: ByteMatrix) -> ByteMatrix:
     return out
 
 
-def read_description_file(path: Path | str) -> DescriptionColumns:
-    """Load a description JSON file into columns (``InvalidDescription`` names the problem)."""
-    try:
-        with open(path, encoding="utf-8") as handle:
-            obj = json.load(handle)
-    except json.JSONDecodeError as exc:
-        raise InvalidDescription(f"{path} is not valid JSON: {exc}") from exc
-    return DescriptionColumns.from_json(obj)
-
-
-def write_description_file(path: Path, columns: DescriptionColumns) -> None:
-    """Write the description JSON atomically (temp file + rename): readers never see half."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.name}.tmp")
-    with open(temporary, "w", encoding="utf-8") as handle:
-        json.dump(columns.to_json(), handle, separators=(",", ":"))
-    temporary.replace(path)
-
-
-def _int64(value: Any, where: str) -> int:
+def token_value(value: Any, where: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise InvalidDescription(f"{where}: expected an integer, got {value!r}")
     if not MIN_TOKEN <= value <= MAX_TOKEN:
@@ -311,7 +213,7 @@ def _int64(value: Any, where: str) -> int:
     return value
 
 
-def _int16(value: Any, where: str) -> int:
+def ignore_msb_value(value: Any, where: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise InvalidDescription(f"{where}: expected an integer, got {value!r}")
     if not _INT16_MIN <= value <= _INT16_MAX:

@@ -23,8 +23,9 @@ from typing import Any
 from cdcgen.config import PipelineConfig
 from cdcgen.core.generation import CorruptGeneration, Generation
 from cdcgen.core.time import InvalidTimestamp, from_millis, parse_moment
-from cdcgen.core.topology import nodes_from_json
-from cdcgen.extract.description_columns import DescriptionColumns, read_description_file
+from cdcgen.core.topology_json import nodes_from_json
+from cdcgen.extract.description_columns import DescriptionColumns
+from cdcgen.extract.description_json import read_description_file
 
 
 class ExtractJobError(Exception):

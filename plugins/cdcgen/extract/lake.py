@@ -34,8 +34,10 @@ import pyarrow.parquet as pq
 
 from cdcgen.core.generation import Generation
 from cdcgen.core.time import from_millis
-from cdcgen.core.topology import Node, nodes_from_json, nodes_to_json
-from cdcgen.extract.description_columns import DescriptionColumns, write_description_file
+from cdcgen.core.topology import Node
+from cdcgen.core.topology_json import nodes_from_json, nodes_to_json
+from cdcgen.extract.description_columns import DescriptionColumns
+from cdcgen.extract.description_json import columns_from_json, write_description_file
 from cdcgen.extract.streams_table import flatten_generation, timestamp_millis
 
 GENERATIONS_DIR = "generations"
@@ -121,7 +123,7 @@ class GenerationArtifact:
                 f"{self.description_path} changed since extraction (sha256 {digest}, "
                 f"manifest says {self.description_sha256}); extract the generation again"
             )
-        return DescriptionColumns.from_json(json.loads(raw))
+        return columns_from_json(json.loads(raw))
 
     def read_nodes(self) -> tuple[Node, ...] | None:
         if not self.has_topology:

@@ -25,7 +25,8 @@ import pyarrow as pa
 
 from cdcgen.core.stream_id import INDEX_SHIFT, MAX_INDEX, RANDOM_SHIFT, STREAM_ID_SIZE
 from cdcgen.core.time import generation_timestamp, to_millis
-from cdcgen.core.tokens import MAX_IGNORE_MSB, MIN_TOKEN, find_first_token_for_shard_array
+from cdcgen.core.token_arrays import find_first_token_for_shard_array
+from cdcgen.core.tokens import MAX_IGNORE_MSB, MIN_TOKEN
 from cdcgen.core.topology import Node, token_owners
 from cdcgen.extract.description_columns import DescriptionColumns, hex_matrix
 

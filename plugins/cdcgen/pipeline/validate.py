@@ -7,8 +7,8 @@ carrying the same outcome, so the run can record why without parsing a message.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
 from collections.abc import Sequence
+from dataclasses import dataclass, replace
 
 from cdcgen.config import PipelineConfig
 from cdcgen.core.generation import Generation

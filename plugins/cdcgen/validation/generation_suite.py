@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from cdcgen.core.topology import Node
-from cdcgen.extract.description_columns import DescriptionColumns, read_description_file
+from cdcgen.extract.description_columns import DescriptionColumns
+from cdcgen.extract.description_json import read_description_file
 from cdcgen.extract.lake import (
     GenerationArtifact,
     previous_artifact,
