@@ -224,7 +224,7 @@ def changes_summarize(
 
     from cdcgen.pipeline import changes
 
-    summary = changes.summarize(run_config(params), run_id, planned)
+    summary = changes.changes_run_summary(run_config(params), run_id, planned)
     if summary["problems"]:
         raise AirflowFailException("changes run incomplete: " + "; ".join(summary["problems"]))
     return summary

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from cdcgen.core.time import parse_time_label
 
 if TYPE_CHECKING:
-    from cdcgen.changes.extract import ExtractionResult
+    from cdcgen.changes.result import ExtractionResult
     from cdcgen.changes.row_checks import RowCheck, RowCheckResult
     from cdcgen.reports.records import ChangesReport
 

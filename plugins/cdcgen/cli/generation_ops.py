@@ -73,7 +73,7 @@ def add_validate(commands: SubParsers) -> None:
 
 def validate_command(args: argparse.Namespace) -> int:
     from cdcgen.config import PipelineConfig
-    from cdcgen.extract.spark_extract import spark_session
+    from cdcgen.spark.session import spark_session
     from cdcgen.validation.generation_suite import validate_description
 
     columns = load_columns(args.file)

@@ -135,7 +135,8 @@ def run(argv: Sequence[str] | None = None, config: PipelineConfig | None = None)
 
     ``config`` defaults to the ``CDCGEN_*`` environment.
     """
-    from cdcgen.extract.spark_extract import extract_generation, spark_session
+    from cdcgen.extract.spark_extract import extract_generation
+    from cdcgen.spark.session import spark_session
 
     args = build_parser().parse_args(argv)
     config = config or PipelineConfig.from_env()

@@ -1,10 +1,11 @@
 """The ``cdc_changes`` pipeline, one function per DAG step: plan the tables, summarise.
 
 The extraction itself is ``spark/extract_changes.py`` (spark-submit), which calls
-:func:`cdcgen.changes.job.run_changes` and writes its JSON result to the file
-:func:`result_path` names; this module decides what each run extracts and reads those
-files back. Like :mod:`cdcgen.pipeline.generations`, it knows nothing of Airflow: plain
-JSON in and out, because results travel through XCom and mapped task groups.
+:func:`cdcgen.changes.job.run_changes_job` and writes its JSON result to the file
+:func:`result_path` names; this module decides what each run extracts (and hands the
+job its whole configuration as ``CDCGEN_*`` variables) and reads those files back.
+Like :mod:`cdcgen.pipeline.generations`, it knows nothing of Airflow: plain JSON in and
+out, because results travel through XCom and mapped task groups.
 
 Which interval a run covers:
 
@@ -30,10 +31,11 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from cdcgen.changes.settings import ChangesSettings
 from cdcgen.config import REPO_ROOT, PipelineConfig
 from cdcgen.core.cdc_log import TableRef
-from cdcgen.core.time import floor_ms
-from cdcgen.pipeline.generations import spark_env, to_millis
+from cdcgen.core.time import floor_ms, to_millis
+from cdcgen.spark.session import submit_env
 
 log = logging.getLogger(__name__)
 
@@ -126,12 +128,13 @@ def plan(
     """One mapping per table for the mapped task group: what to read and how to start Spark.
 
     The Spark job gets the whole configuration as ``CDCGEN_*`` variables
-    (:meth:`PipelineConfig.to_env`): the connection and the run's Params reach it
-    exactly as the tasks saw them.
+    (:meth:`PipelineConfig.to_env`, :meth:`ChangesSettings.to_env`): the connection,
+    the run's Params and the read tuning reach it exactly as the tasks saw them.
     """
     start, end, mode = run_interval(run_type, interval_start, interval_end, run_after)
-    env = {**spark_env(), **config.to_env()}
-    planned = []
+    settings = ChangesSettings.from_env()
+    env = {**submit_env(), **config.to_env(), **settings.to_env()}
+    planned: list[dict[str, Any]] = []
     for table in configured_tables(config, tables):
         arguments = {
             "--table": table,
@@ -183,7 +186,7 @@ def colocation_verdict(result: Mapping[str, Any]) -> str | None:
     return None
 
 
-def summarize(
+def changes_run_summary(
     config: PipelineConfig, run_id: str, planned: Sequence[Mapping[str, Any]] | None
 ) -> dict[str, Any]:
     """What a run did for every table, as one JSON object (also written for ``make demo``).

@@ -113,7 +113,8 @@ def validate_generation(
     ``previous="auto"`` compares against the newest older partition in the same lake.
     Data Docs go to ``report_dir`` or ``<config.report_dir>/generation_ts=<ms>/``.
     """
-    from cdcgen.extract.spark_extract import entries_frame, read_streams, spark_session
+    from cdcgen.extract.spark_extract import entries_frame, read_streams
+    from cdcgen.spark.session import spark_session
 
     artifact = read_artifact(generation_dir)
     columns = artifact.read_description()
