@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from cdcgen.adapters.change_log import CqlReaderFactory, ReadOptions
 from cdcgen.adapters.checkpoints import CqlCheckpointStore
 from cdcgen.adapters.clocks import clock_reader_for
-from cdcgen.adapters.cql import connect
+from cdcgen.adapters.cql import CqlClient, connect
 from cdcgen.adapters.generation_sources import source_for
 from cdcgen.adapters.log_tables import describe_log_table
 from cdcgen.adapters.read_retries import Backoff
@@ -37,8 +37,6 @@ from cdcgen.spark.session import JobKind, job_session
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
-
-    from cdcgen.adapters.cql import CqlClient
 
 
 def read_options(settings: ChangesSettings) -> ReadOptions:

@@ -31,6 +31,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from cdcgen.adapters.cdc_tables import CdcCatalog
+from cdcgen.adapters.cql import client_for
 from cdcgen.changes.settings import ChangesSettings
 from cdcgen.config import REPO_ROOT, PipelineConfig
 from cdcgen.core.cdc_log import TableRef
@@ -91,9 +93,6 @@ def configured_tables(config: PipelineConfig, requested: str = "") -> list[str]:
     text = requested.strip() or str(config.extra.get("cdc_tables", "")).strip()
     if text:
         return [table.qualified for table in TableRef.parse_list(text)]
-    from cdcgen.adapters.cdc_tables import CdcCatalog
-    from cdcgen.adapters.cql import client_for
-
     with client_for(config) as client:
         found = [t.name for t in CdcCatalog(client, config.source_schema).tables()]
     if not found:
