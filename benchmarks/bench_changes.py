@@ -26,6 +26,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from functools import partial
 from pathlib import Path
@@ -33,25 +34,27 @@ from typing import Any
 
 import numpy as np
 
+from cdcgen.adapters.change_log import CqlChangeLogReader
+from cdcgen.adapters.checkpoints import CqlCheckpointStore
 from cdcgen.adapters.cql import CqlClient, connect
-from cdcgen.changes.checkpoints import CheckpointStore
+from cdcgen.adapters.log_tables import describe_log_table
+from cdcgen.adapters.read_sessions import SessionKey, shared_session
 from cdcgen.changes.columns import LakeBatchBuilder, Placement, column_specs, lake_schema
-from cdcgen.changes.extract import (
-    changes_spark_session,
-    extract_changes,
-    spark_schema,
-)
+from cdcgen.changes.job import read_options, table_adapters
 from cdcgen.changes.layout import PARTITION_COLUMNS
-from cdcgen.changes.log_table import LogTable, describe_log_table
+from cdcgen.changes.result import ExtractionResult
+from cdcgen.changes.run import ChangesRequest, extract_changes
 from cdcgen.changes.settings import ChangesSettings
-from cdcgen.changes.stream_reader import SessionKey, shared_session
 from cdcgen.config import REPO_ROOT, PipelineConfig
 from cdcgen.core.cdc_log import TableRef, timeuuid_from_micros
 from cdcgen.core.clocks import NodeClock
 from cdcgen.core.generation import SourceMode
+from cdcgen.core.log_table import LogTable
 from cdcgen.core.lookup import StreamLookup
 from cdcgen.core.windows import Interval, generation_spans
 from cdcgen.schema import SourceSchema
+from cdcgen.spark.fanout import arrow_struct
+from cdcgen.spark.session import JobKind, job_session
 from cdcgen_dev.emulator import SandboxCluster, create_cdc_table, orders_table
 from cdcgen_dev.emulator.partition import int_key_token
 from cdcgen_dev.emulator.schema_setup import drop_keyspaces
@@ -144,7 +147,7 @@ def raw_scan(
     rows_read = spark.sparkContext.accumulator(0)
     frame = spark.range(0, splits, 1, splits)
     rows = frame.mapInArrow(
-        partial(_scan_task, key, log_table, schema, ranges, rows_read), spark_schema(schema)
+        partial(_scan_task, key, log_table, schema, ranges, rows_read), arrow_struct(schema)
     )
     rows.write.mode("overwrite").partitionBy(*PARTITION_COLUMNS).parquet(str(out))
     ranges.unpersist()
@@ -156,8 +159,6 @@ def read_only(
 ) -> tuple[float, float, int, int]:
     """The query patterns alone, in this process: one paged full scan against one query
     per stream (routed, paged). Returns (scan seconds, streams seconds, rows, rows)."""
-    from cdcgen.changes.stream_reader import StreamReader
-
     session = shared_session(
         SessionKey(tuple(config.contact_points), config.port, log_table.partitioner, 60.0)
     )
@@ -166,7 +167,7 @@ def read_only(
     t = time.monotonic()
     scanned = sum(1 for _ in session.execute(scan, timeout=60))
     scan_seconds = time.monotonic() - t
-    reader = StreamReader(session, log_table, ChangesSettings())
+    reader = CqlChangeLogReader(session, log_table, read_options(ChangesSettings()))
     t = time.monotonic()
     read = sum(
         len(page)
@@ -177,6 +178,16 @@ def read_only(
 
 
 # --- main -----------------------------------------------------------------------------------
+
+
+class BenchClock:
+    """One clock past every window: the loaded rows are all in the past."""
+
+    def __init__(self, at: datetime) -> None:
+        self.at = at
+
+    def read_clocks(self) -> list[NodeClock]:
+        return [NodeClock("bench", self.at)]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -224,10 +235,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     generations = generation_spans([(record.timestamp, record.description(), record.id)])
     table = TableRef(KEYSPACE, "orders")
     settings = ChangesSettings()
-    log_table = describe_log_table(client, table, settings, schema)
+    log_table = describe_log_table(client, table, schema, settings.log_partitioner)
     interval = Interval(record.timestamp, datetime.now(UTC) - timedelta(seconds=1))
-    clocks = [NodeClock("bench", datetime.now(UTC))]
-    spark = changes_spark_session("cdcgen-bench-changes")
+    clocks = BenchClock(datetime.now(UTC))
+    spark = job_session(JobKind.CHANGES_EXTRACT, "cdcgen-bench-changes")
     # Warm up: Python workers, driver sessions, JIT.
     spark.range(4).repartition(2).count()
 
@@ -248,7 +259,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             target = f"{PREFIX}state_{run_tag}_{i}"  # fresh state: nothing checkpointed yet
             state_keyspaces.append(target)
             run_config = config.with_overrides(lake_path=lake, target_keyspace=target)
-            CheckpointStore(client, target).ensure_schema()
+            CqlCheckpointStore(client, target).ensure_schema()
 
             def raw_side(cfg: PipelineConfig = run_config, out: Path = lake / "raw") -> float:
                 t = time.monotonic()
@@ -257,11 +268,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                 )
                 return time.monotonic() - t
 
-            def changes_side(cfg: PipelineConfig = run_config) -> tuple[float, Any]:
+            def changes_side(cfg: PipelineConfig = run_config) -> tuple[float, ExtractionResult]:
                 t = time.monotonic()
-                result = extract_changes(
-                    spark, cfg, settings, table, generations, interval, clocks, client=client
-                )
+                built = table_adapters(client, spark, cfg, settings, table)
+                ports = replace(built.ports(validate=False), clocks=clocks)
+                request = ChangesRequest(table, interval)
+                result = extract_changes(request, ports, cfg, settings, cdc_ttl=built.log_table.ttl)
                 return time.monotonic() - t, result
 
             if i % 2:  # alternate which side runs first: load drifts on a shared machine

@@ -146,7 +146,8 @@ def main() -> None:
         del table
 
         with stage("spark_start"):
-            from cdcgen.extract.spark_extract import extract_generation, spark_session
+            from cdcgen.extract.spark_extract import extract_generation
+            from cdcgen.spark.session import spark_session
 
             spark = spark_session("cdcgen-bench")
         lake = workdir / "lake"

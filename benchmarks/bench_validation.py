@@ -25,7 +25,8 @@ from cdcgen.config import PipelineConfig
 from cdcgen.core.generation_arrays import build_generation_arrays
 from cdcgen.extract.description_columns import DescriptionColumns
 from cdcgen.extract.lake import write_generation
-from cdcgen.extract.spark_extract import extract_generation, spark_session
+from cdcgen.extract.spark_extract import extract_generation
+from cdcgen.spark.session import spark_session
 from cdcgen.validation.generation_suite import validate_generation
 
 T_PREVIOUS = datetime(2026, 11, 22, tzinfo=UTC)

@@ -3,9 +3,13 @@
     spark-submit spark/extract_changes.py --table shop.orders \
         --interval-start 2026-11-22T10:00:00Z --interval-end 2026-11-22T11:00:00Z
 
-Thin on purpose: parses arguments into the typed config and calls
-:func:`cdcgen.changes.job.run_changes`. Prints the run's JSON on stdout. Exit status: 0
-done, 2 row checks failed, 3 data expired (re-bootstrap needed), 4 transient read error.
+Thin on purpose. The arguments say what to extract; how (nodes, keyspaces, lake,
+reports, read tuning) comes from the ``CDCGEN_*`` environment as the typed
+configuration, exactly as the DAG's tasks saw it (:meth:`PipelineConfig.to_env`), the
+same way the generation extract job receives it. Calls
+:func:`cdcgen.changes.job.run_changes_job` and prints the run's JSON on stdout. Exit
+status: 0 done, 2 row checks failed, 3 data expired (re-bootstrap needed), 4 transient
+read error.
 """
 
 from __future__ import annotations
@@ -25,7 +29,9 @@ EXIT_TRANSIENT = 4
 
 
 def _moment(text: str) -> datetime:
-    return datetime.fromisoformat(text.replace("Z", "+00:00"))
+    from cdcgen.core.time import parse_moment
+
+    return parse_moment(text, "interval bound")
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -36,14 +42,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--mode", choices=["incremental", "backfill"], default="incremental")
     parser.add_argument("--run-id", default=None)
     parser.add_argument("--dag-id", default="")
-    parser.add_argument("--no-validate", action="store_true")
-    parser.add_argument("--contact-points", default=None, help="comma-separated")
-    parser.add_argument("--port", type=int, default=None)
-    parser.add_argument("--lake", type=Path, default=None)
-    parser.add_argument("--report-dir", type=Path, default=None)
-    parser.add_argument("--target-keyspace", default=None)
-    parser.add_argument("--source-mode", default=None)
-    parser.add_argument("--source-keyspace-prefix", default=None)
+    parser.add_argument("--no-validate", action="store_true", help="skip the row checks")
     parser.add_argument(
         "--output", type=Path, default=None, help="also write the run's JSON to this file"
     )
@@ -63,42 +62,29 @@ def _write(path: Path | None, output: dict[str, Any]) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from cdcgen.changes.job import run_changes
-    from cdcgen.changes.stream_reader import TransientReadError
+    from cdcgen.adapters.read_retries import TransientReadError
+    from cdcgen.changes.job import run_changes_job
+    from cdcgen.changes.run import ChangesRequest
     from cdcgen.config import PipelineConfig
     from cdcgen.core.cdc_log import TableRef
-    from cdcgen.core.generation import SourceMode
     from cdcgen.core.windows import DataExpired, Interval, Mode
     from cdcgen.validation.results import ChangesInvalid
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     args = parse_args(argv)
-    overrides: dict[str, Any] = {}
-    if args.contact_points:
-        overrides["contact_points"] = tuple(p.strip() for p in args.contact_points.split(","))
-    for name in ("port", "target_keyspace", "source_keyspace_prefix"):
-        if getattr(args, name) is not None:
-            overrides[name] = getattr(args, name)
-    if args.lake is not None:
-        overrides["lake_path"] = args.lake
-    if args.report_dir is not None:
-        overrides["report_dir"] = args.report_dir
-    if args.source_mode is not None:
-        overrides["source_mode"] = SourceMode(args.source_mode)
-    config = PipelineConfig.from_env().with_overrides(**overrides)
-    failed: dict[str, Any] = {"table": args.table, "mode": args.mode, "run_id": args.run_id}
+    config = PipelineConfig.from_env()
+    request = ChangesRequest(
+        TableRef.parse(args.table),
+        Interval(args.interval_start, args.interval_end),
+        Mode(args.mode),
+        run_id=args.run_id or "",
+        dag_id=args.dag_id,
+    )
+    failed: dict[str, Any] = {"table": args.table, "mode": args.mode, "run_id": request.run_id}
     if args.output is not None:
         args.output.unlink(missing_ok=True)  # a re-run's result replaces the last one's
     try:
-        output = run_changes(
-            config,
-            TableRef.parse(args.table),
-            Interval(args.interval_start, args.interval_end),
-            mode=Mode(args.mode),
-            run_id=args.run_id,
-            validate=not args.no_validate,
-            dag_id=args.dag_id,
-        )
+        output = run_changes_job(config, request, validate=not args.no_validate)
     except ChangesInvalid as exc:
         print(exc, file=sys.stderr)
         _write(args.output, {**failed, **(exc.output or {}), "error": str(exc)})

@@ -9,7 +9,7 @@ port says what the orchestration needs, in the domain's words, and nothing more.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -110,9 +110,18 @@ class ChangeLogReader(Protocol):
         """``COUNT(*)`` of the same window, computed by the source."""
         ...
 
+    def counters(self) -> Mapping[str, int]:
+        """What this reader did so far (``queries``, ``retries``), reported per job."""
+        ...
+
 
 class ChangesLake(Protocol):
     """Where a table's extracted changes live, window by window."""
+
+    @property
+    def location(self) -> str:
+        """Where a person or a reader finds the table's dataset (a path or a URI)."""
+        ...
 
     def buckets(self, wanted: int) -> int:
         """The table's bucket count: the one recorded, or ``wanted`` recorded now."""

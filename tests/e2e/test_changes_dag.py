@@ -176,10 +176,10 @@ def test_every_change_lands_once_and_misrouted_rows_are_named(workload: Workload
     assert orders["rows"] == total > 500
     assert orders["watermark"] is not None
     with scn.client() as client:
-        from cdcgen.changes.checkpoints import CheckpointStore
+        from cdcgen.adapters.checkpoints import CqlCheckpointStore
         from cdcgen.core.cdc_log import TableRef
 
-        store = CheckpointStore(client, scn.config.target_keyspace)
+        store = CqlCheckpointStore(client, scn.config.target_keyspace)
         progress = store.progress(TableRef(KEYSPACE, "orders"))
     assert progress.watermark is not None
     assert progress.watermark.isoformat() == orders["watermark"]

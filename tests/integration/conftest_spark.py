@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 @pytest.fixture(scope="session")
 def spark() -> Iterator[SparkSession]:
     os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
-    from cdcgen.extract.spark_extract import spark_session
+    from cdcgen.spark.session import spark_session
 
     session = spark_session("cdcgen-tests", {"spark.sql.shuffle.partitions": "2"})
     yield session

@@ -1,14 +1,17 @@
 """Changes extraction against a real Cassandra, fed by the sandbox emulator's workload.
 
 One emulated cluster (two generations: the workload crosses the switch) writes CDC log
-rows; the tests extract them with the pipeline's own readers (raft generation source,
-sandbox clocks) and compare with a full scan of the log table, which only a test may do:
+rows; the tests extract them with the pipeline's own adapters (raft generation source,
+sandbox clocks, the CQL checkpoint store, the Parquet lake on Spark), built as the Spark
+job builds them (:func:`cdcgen.changes.job.table_adapters`), and compare with a full
+scan of the log table, which only a test may do:
 
 * every row is in the lake exactly once, in per-key order, over two incremental runs;
   a re-run is a no-op, a backfill replaces exactly, the row checks pass, the watermark
   is the interval end, and a window past the TTL fails with re-bootstrap advice;
-* a run killed inside a Spark task and another killed between jobs both resume from
-  their checkpoints with nothing lost or duplicated;
+* a run killed inside a Spark task (its reader factory wrapped to die after a stream)
+  and another killed between jobs (its checkpoint store wrapped to die after two saves)
+  both resume from their checkpoints with nothing lost or duplicated;
 * rows the workload misroutes fail the colocation check, each named in the report.
 
 Spark runs locally on two cores with one shared session for the module.
@@ -20,30 +23,30 @@ import os
 import time
 from collections import Counter, defaultdict
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
+from changes_fakes import (
+    CheckpointsFailingAfter,
+    InjectedFault,
+    ReadersFailingAfter,
+    ship_to_spark_workers,
+)
 
 from cdcgen.adapters.cdc_tables import CdcCatalog
+from cdcgen.adapters.checkpoints import CqlCheckpointStore
 from cdcgen.adapters.cql import CqlClient, connect
 from cdcgen.adapters.generation_sources import source_for
-from cdcgen.changes.checkpoints import CheckpointStore
-from cdcgen.changes.extract import (
-    CHANGES_DIR,
-    ExtractionResult,
-    FaultPlan,
-    InjectedFault,
-    changes_spark_session,
-    extract_changes,
-    read_lake,
-)
-from cdcgen.changes.log_table import describe_log_table
+from cdcgen.adapters.log_tables import describe_log_table
+from cdcgen.changes.job import TableAdapters, reader_factory, table_adapters
+from cdcgen.changes.layout import table_root
 from cdcgen.changes.report import changes_report, record_changes_run
-from cdcgen.changes.row_frames import validate_extraction
+from cdcgen.changes.result import ExtractionResult
+from cdcgen.changes.run import ChangesRequest, extract_changes
 from cdcgen.changes.settings import ChangesSettings
 from cdcgen.config import PipelineConfig
 from cdcgen.core.cdc_log import LogPartitioner, TableRef
@@ -51,6 +54,7 @@ from cdcgen.core.generation import SourceMode
 from cdcgen.core.watermark import StreamCheckpoint
 from cdcgen.core.windows import DataExpired, Interval, Mode, WindowKind
 from cdcgen.schema import SourceSchema
+from cdcgen.spark.session import JobKind, job_session
 from cdcgen_dev.emulator import (
     SandboxCluster,
     WorkloadSpec,
@@ -58,7 +62,6 @@ from cdcgen_dev.emulator import (
     orders_table,
     run_workload,
 )
-from cdcgen_dev.emulator.clocks import SandboxClockReader
 from cdcgen_dev.emulator.schema_setup import drop_keyspaces
 from cdcgen_dev.sandbox import sandbox_config
 
@@ -109,7 +112,8 @@ def contact_points(request: pytest.FixtureRequest) -> tuple[str, ...]:
 
 @pytest.fixture(scope="module")
 def spark() -> Any:
-    return changes_spark_session("cdcgen-changes-tests")
+    ship_to_spark_workers()  # the fault wrappers run inside Spark tasks
+    return job_session(JobKind.CHANGES_EXTRACT, "cdcgen-changes-tests")
 
 
 @pytest.fixture(scope="module")
@@ -148,6 +152,29 @@ def world(contact_points: tuple[str, ...]) -> Iterator[World]:
     client.close()
 
 
+def adapters(
+    spark: Any,
+    world: World,
+    config: PipelineConfig,
+    table: str = "orders",
+    settings: ChangesSettings = SETTINGS,
+    *,
+    task_dies_after_streams: int | None = None,
+) -> TableAdapters:
+    """The table's adapters as the Spark job builds them; optionally, every read task's
+    reader dies after that many streams (a killed Python worker)."""
+    ref = TableRef(KEYSPACE, table)
+    readers = None
+    if task_dies_after_streams is not None:
+        log_table = describe_log_table(
+            world.client, ref, config.source_schema, settings.log_partitioner
+        )
+        readers = ReadersFailingAfter(
+            reader_factory(config, settings, log_table), task_dies_after_streams
+        )
+    return table_adapters(world.client, spark, config, settings, ref, readers=readers)
+
+
 def run(
     spark: Any,
     world: World,
@@ -155,19 +182,25 @@ def run(
     interval: Interval,
     table: str = "orders",
     settings: ChangesSettings = SETTINGS,
-    **kwargs: Any,
+    *,
+    mode: Mode = Mode.INCREMENTAL,
+    run_id: str = "",
+    now: datetime | None = None,
+    task_dies_after_streams: int | None = None,
+    driver_dies_after_saves: int | None = None,
 ) -> ExtractionResult:
-    ref = TableRef(KEYSPACE, table)
-    return extract_changes(
-        spark,
-        config,
-        settings,
-        ref,
-        source_for(world.client, config).spans(ref),
-        interval,
-        SandboxClockReader(world.client, config.source_schema).read_clocks(),
-        **kwargs,
+    """Extract ``table``'s closed windows for ``interval`` (no row checks: tests run
+    them themselves); optionally the driver dies after that many checkpointed jobs."""
+    built = adapters(
+        spark, world, config, table, settings, task_dies_after_streams=task_dies_after_streams
     )
+    ports = built.ports(validate=False)
+    if driver_dies_after_saves is not None:
+        ports = replace(
+            ports, checkpoints=CheckpointsFailingAfter(ports.checkpoints, driver_dies_after_saves)
+        )
+    request = ChangesRequest(TableRef(KEYSPACE, table), interval, mode, run_id=run_id)
+    return extract_changes(request, ports, config, settings, cdc_ttl=built.log_table.ttl, now=now)
 
 
 def source_rows(world: World, table: str = "orders") -> dict[Key, tuple[int, int]]:
@@ -182,7 +215,7 @@ def source_rows(world: World, table: str = "orders") -> dict[Key, tuple[int, int
 
 def lake_rows(config: PipelineConfig, table: str = "orders") -> list[dict[str, Any]]:
     """Every lake row, file by file in file order (the order a reader sees)."""
-    root = Path(config.lake_path) / CHANGES_DIR / f"{KEYSPACE}.{table}"
+    root = table_root(config.lake_path, TableRef(KEYSPACE, table))
     rows = []
     for path in sorted(root.rglob("*.parquet")):
         columns = ["cdc$stream_id", "cdc$time", "cdc$batch_seq_no", "pk", "write_time"]
@@ -232,18 +265,15 @@ def test_every_row_lands_once_in_key_order_and_reruns_are_idempotent(
     assert_exactly_once_in_key_order(config, truth)
 
     # The watermark: everything up to the interval end, readable by users.
-    store = CheckpointStore(world.client, config.target_keyspace)
+    store = CqlCheckpointStore(world.client, config.target_keyspace)
     progress = store.progress(TableRef(KEYSPACE, "orders"))
     assert progress.watermark == second.interval.end == second.watermark
     assert progress.started_at == first.interval.start
 
     # Row checks on the second run (both generations): all pass, Data Docs written.
-    log_table = describe_log_table(
-        world.client, TableRef(KEYSPACE, "orders"), SETTINGS, config.source_schema
-    )
-    assert log_table.partitioner is LogPartitioner.MURMUR3  # Apache Cassandra hashes
-    generations = source_for(world.client, config).spans(TableRef(KEYSPACE, "orders"))
-    checks = validate_extraction(spark, config, SETTINGS, second, generations, log_table)
+    built = adapters(spark, world, config)
+    assert built.log_table.partitioner is LogPartitioner.MURMUR3  # Apache Cassandra hashes
+    checks = built.row_checks.check(second)
     assert checks.passed, checks.summary
     assert {c.check for c in checks.checks} >= {
         "change in its key's stream (colocation)",
@@ -284,15 +314,14 @@ def test_killed_runs_resume_from_checkpoints_without_loss_or_duplicates(
 
     # Killed inside a read task: the Spark job fails, nothing of it is acknowledged.
     with pytest.raises(Exception, match="injected fault"):
-        run(spark, world, config, interval, faults=FaultPlan(fail_task_after_streams=1))
-    store = CheckpointStore(world.client, config.target_keyspace)
+        run(spark, world, config, interval, task_dies_after_streams=1)
+    store = CqlCheckpointStore(world.client, config.target_keyspace)
     table = TableRef(KEYSPACE, "orders")
     assert store.checkpoints(table) == []
 
     # Killed on the driver after two buckets were written and checkpointed.
     with pytest.raises(InjectedFault):
-        run(spark, world, config, interval, settings=per_job,
-            faults=FaultPlan(fail_after_jobs=2))  # fmt: skip
+        run(spark, world, config, interval, settings=per_job, driver_dies_after_saves=2)
     done = {c.stream for c in store.checkpoints(table) if c.checkpoint == interval.end}
     assert done
 
@@ -311,8 +340,8 @@ def test_misrouted_rows_fail_colocation_and_are_named(
     ref = TableRef(KEYSPACE, "orders_bad")
     result = run(spark, world, config, Interval(world.start, world.end), table="orders_bad")
     generations = source_for(world.client, config).spans(ref)
-    log_table = describe_log_table(world.client, ref, SETTINGS, config.source_schema)
-    checks = validate_extraction(spark, config, SETTINGS, result, generations, log_table)
+    built = adapters(spark, world, config, table="orders_bad")
+    checks = built.row_checks.check(result)
     assert not checks.passed
     (colocation,) = [c for c in checks.checks if "colocation" in c.check]
     assert not colocation.passed and colocation.observed >= world.misrouted_writes
@@ -334,12 +363,12 @@ def test_misrouted_rows_fail_colocation_and_are_named(
         checks.page.relative_to(config.report_dir).as_posix()
         in (config.report_dir / "index.html").read_text()
     )
-    lake = read_lake(spark, result.lake_root)
+    lake = built.lake.dataset()
     assert lake.count() == len(source_rows(world, "orders_bad"))
 
 
 def test_state_only_moves_forward_and_prunes_what_the_watermark_implies(world: World) -> None:
-    store = CheckpointStore(world.client, f"{PREFIX}t_state")
+    store = CqlCheckpointStore(world.client, f"{PREFIX}t_state")
     store.ensure_schema()
     table = TableRef(KEYSPACE, "orders")
     config = world.config("t_state", Path("/nonexistent"))

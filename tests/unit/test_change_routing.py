@@ -13,17 +13,17 @@ from cassandra.policies import HostDistance
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cdcgen.changes.routing import (
+from cdcgen.adapters.stream_routing import (
     ANY_REPLICA,
     RoutingError,
     log_token,
     murmur3_token,
-    plan_tasks,
     primary_replica,
     stream_routing_policy,
 )
 from cdcgen.core.cdc_log import LogPartitioner
 from cdcgen.core.stream_id import StreamId
+from cdcgen.spark.fanout import plan_tasks
 
 
 def stream(token: int, seed: int = 0) -> StreamId:

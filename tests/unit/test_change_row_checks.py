@@ -11,10 +11,10 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cdcgen.changes.extract import ExtractionResult
 from cdcgen.changes.report import changes_report
-from cdcgen.changes.row_frames import GenerationMapper
+from cdcgen.changes.result import ExtractionResult
 from cdcgen.core.cdc_log import TableRef
+from cdcgen.core.expected_streams import GenerationMapper
 from cdcgen.core.stream_id import StreamId
 from cdcgen.core.tablets import TabletStreamSet
 from cdcgen.core.time import to_micros

@@ -10,19 +10,20 @@ import pytest
 from cassandra import InvalidRequest, ReadTimeout, Unavailable
 from cassandra.cluster import NoHostAvailable
 
-from cdcgen.changes.log_table import LogTable
-from cdcgen.changes.settings import ChangesSettings
-from cdcgen.changes.stream_reader import (
+from cdcgen.adapters.change_log import CqlChangeLogReader
+from cdcgen.adapters.errors import is_transient
+from cdcgen.adapters.read_retries import (
     Backoff,
     ReadStats,
-    StreamReader,
     TerminalReadError,
     TransientReadError,
-    is_transient,
     with_retries,
 )
+from cdcgen.changes.job import read_options
+from cdcgen.changes.settings import ChangesSettings
 from cdcgen.config import ConfigError
 from cdcgen.core.cdc_log import LogPartitioner, LogTableError, TableRef, quote_column
+from cdcgen.core.log_table import LogTable
 
 LOG = LogTable(
     table=TableRef("shop", "orders"),
@@ -135,13 +136,15 @@ class FakeSession:
 
 def test_pages_resume_from_the_failed_page_without_rereading_or_skipping() -> None:
     session = FakeSession(list(range(7)), fail_on={2})
-    reader = StreamReader(session, LOG, ChangesSettings(page_size=2), sleep=lambda _: None)  # type: ignore[arg-type]
+    options = read_options(ChangesSettings(page_size=2))
+    reader = CqlChangeLogReader(session, LOG, options, sleep=lambda _: None)
     stream = bytes(16)
     pages = list(reader.pages(stream, T0, T0 + timedelta(minutes=1)))
     assert [row for page in pages for row in page] == list(range(7))
     assert [state for _, state in session.requests] == [None, b"2", b"4", b"4", b"6"]
     assert all(bound == (stream, T0, T0 + timedelta(minutes=1)) for bound, _ in session.requests)
     assert reader.stats.retries == 1 and reader.stats.queries == 1 and reader.stats.rows == 7
+    assert reader.counters() == {"queries": 1, "retries": 1}
     assert session.prepared == [LOG.window_query()]
 
 

@@ -105,7 +105,7 @@ def test_summary_counts_rows_and_names_every_problem(tmp_path: Path) -> None:
     _result(config, "r1", "ks.b", status="row checks failed", rows_written=5, windows=window,
             checks=bad_checks, error="colocation failed")  # fmt: skip
     planned = [{"table": t} for t in ("ks.a", "ks.b", "ks.c")]
-    summary = changes.summarize(config, "r1", planned)
+    summary = changes.changes_run_summary(config, "r1", planned)
     assert summary["changes_rows"] == 15
     assert summary["colocation"] == "failed" and summary["checks"] == "failed"
     assert summary["status"] == "failed"
@@ -115,9 +115,9 @@ def test_summary_counts_rows_and_names_every_problem(tmp_path: Path) -> None:
     written = json.loads((tmp_path / changes.SUMMARIES_DIR / "r1.json").read_text())
     assert written == summary
 
-    passing = changes.summarize(config, "r1", planned[:1])
+    passing = changes.changes_run_summary(config, "r1", planned[:1])
     assert (passing["colocation"], passing["status"], passing["problems"]) == ("passed", "ok", [])
     # Nothing new to read: no window, no check run; still a success.
     _result(config, "r2", "ks.a", status="done", rows_written=0, windows=[])
-    idle = changes.summarize(config, "r2", planned[:1])
+    idle = changes.changes_run_summary(config, "r2", planned[:1])
     assert (idle["colocation"], idle["status"]) == ("none", "ok")

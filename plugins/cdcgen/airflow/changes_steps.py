@@ -38,7 +38,7 @@ def changes_summary(
 
     from cdcgen.pipeline import changes
 
-    summary = changes.summarize(run_config(params), run_id, planned)
+    summary = changes.changes_run_summary(run_config(params), run_id, planned)
     if summary["problems"]:
         raise AirflowFailException("changes run incomplete: " + "; ".join(summary["problems"]))
     return summary

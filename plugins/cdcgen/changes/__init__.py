@@ -1,29 +1,31 @@
-"""The changes pipeline: extract closed windows of every CDC log into the lake.
+"""The changes flow: extract closed windows of every CDC log into the lake, check them.
 
-One concept per module, pure ones first:
+Layered like the generations flow:
 
-* :mod:`.windows` plans which ``[start, end)`` of which streams to read (pure);
-* :mod:`.routing` finds each stream's replicas from the token inside its ID;
-* :mod:`.stream_reader` reads one stream's window with paging and retries;
-* :mod:`.checkpoints` keeps per-stream checkpoints and the table watermark;
-* :mod:`.layout` names the lake's partitions and lists what is already there;
-* :mod:`.log_table` describes a log table (columns, key, TTL, partitioner);
-* :mod:`.columns` turns driver rows into Arrow batches of the lake schema;
-* :mod:`.generations` loads the spans (vnode generations or tablet stream sets);
-* :mod:`.extract` runs the reads on Spark and writes Parquet;
-* :mod:`.row_checks` validates the written rows with Great Expectations;
-* :mod:`.report` turns a run into a report-site record; :mod:`.job` chains it all.
+* pure rules in :mod:`cdcgen.core`: windows and the planner (:mod:`~cdcgen.core.planner`),
+  the consistency watermark, the log table record, the expected stream of a change;
+* ports in :mod:`cdcgen.ports` (generation source, clock reader, checkpoint store,
+  change-log reader, changes lake) and their cassandra-driver adapters in
+  :mod:`cdcgen.adapters` (:mod:`~cdcgen.adapters.checkpoints`,
+  :mod:`~cdcgen.adapters.change_log`, :mod:`~cdcgen.adapters.stream_routing`, ...);
+* the Spark edge in :mod:`cdcgen.spark`: one configuration per job kind, and the one
+  fan-out of per-stream work over Spark tasks;
+* here: :mod:`.run`, the orchestrator of one run over the ports; :mod:`.lake`, the
+  changes lake (layout in :mod:`.layout`, the Spark read task in :mod:`.read_task`,
+  rows as Arrow in :mod:`.columns`); :mod:`.row_frames` and :mod:`.row_validation`, the
+  row checks' frames and their run; :mod:`.result`, what a run did; :mod:`.job`, the
+  one place the adapters are built, which ``spark/extract_changes.py`` calls.
 
-How the ``cdc_changes`` DAG uses it, per table (``list_cdc_tables``) and data interval:
+How the ``cdc_changes`` DAG uses it, per table and data interval:
 
-1. wait (deferrable) until every node's clock (:class:`cdcgen.ports.ClockReader`) is at
-   or past :func:`.job.window_close_time` of the interval end
-   (:func:`.windows.clocks_past` says why not yet);
+1. wait (deferrable) until every node's clock is past the interval end + leeway +
+   confidence window (:func:`cdcgen.core.clocks.window_closes_at`);
 2. run ``spark/extract_changes.py --table ks.t --interval-start .. --interval-end ..``
-   (or :func:`.job.run_changes` in-process); ``--mode backfill`` for backfills;
-3. treat exit 2 / :class:`.row_checks.ChangesInvalid` and exit 3 /
-   :class:`.windows.DataExpired` as terminal, exit 4 /
-   :class:`.stream_reader.TransientReadError` as retryable.
+   (the configuration comes from the ``CDCGEN_*`` environment); ``--mode backfill``
+   for backfills;
+3. treat exit 2 (row checks failed) and exit 3 (:class:`~cdcgen.core.windows.DataExpired`)
+   as terminal, exit 4 (:class:`~cdcgen.adapters.read_retries.TransientReadError`) as
+   retryable.
 
 Nothing here imports Spark, pandas, Great Expectations or ``cassandra.cluster`` at
 module level: DAG files import this package while Airflow parses them.

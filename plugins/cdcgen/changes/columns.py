@@ -6,7 +6,7 @@ without ScyllaDB at hand:
 
 * ``write_time``: the write timestamp inside ``cdc$time`` (microseconds, UTC), which
   orders a key's changes (with ``cdc$batch_seq_no``); ``cdc$time`` itself is kept as text;
-* ``operation_name``: ``cdc$operation`` decoded (:mod:`cdcgen.changes.operations`);
+* ``operation_name``: ``cdc$operation`` decoded (:func:`cdcgen.core.cdc_log.operation_name`);
 * ``base_token``: Murmur3 of the base partition key, what the colocation check maps;
 * the partition columns ``date`` (UTC day of ``write_time``), ``generation``, ``window``
   and ``bucket`` (:mod:`cdcgen.changes.layout`).
@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from cdcgen.changes.routing import murmur3_token
+from cdcgen.adapters.stream_routing import murmur3_token
 from cdcgen.core.cdc_log import (
     BATCH_SEQ_NO,
     OPERATION,

@@ -1,116 +1,152 @@
-"""One whole changes run for one table: extract, validate, record. What the DAG calls.
+"""A changes run against a real cluster and Spark: the one place adapters are built.
 
-``spark/extract_changes.py`` (spark-submit) and an in-process task both call
-:func:`run_changes`; the DAG's wait step uses :func:`window_close_time` with the node
-clocks (every node at or past it) before starting it. Errors keep their classes:
-:class:`~.windows.DataExpired` and :class:`~.row_checks.ChangesInvalid` are terminal (do
-not retry), :class:`~.stream_reader.TransientReadError` is worth a retry.
+``spark/extract_changes.py`` (spark-submit) calls :func:`run_changes_job`, which opens
+one driver connection, builds the adapters of every port for the table
+(:func:`table_adapters`) and hands them to the orchestrator (:func:`.run.run_changes`).
+Tests build the same adapters and wrap some of them (a checkpoint store that fails
+after N saves, a reader factory that fails after N streams) to kill a run part-way.
 """
 
 from __future__ import annotations
 
-import logging
-from datetime import datetime
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from cdcgen.adapters.change_log import CqlReaderFactory, ReadOptions
+from cdcgen.adapters.checkpoints import CqlCheckpointStore
+from cdcgen.adapters.clocks import clock_reader_for
+from cdcgen.adapters.cql import CqlClient, connect
+from cdcgen.adapters.generation_sources import source_for
+from cdcgen.adapters.log_tables import describe_log_table
+from cdcgen.adapters.read_retries import Backoff
+from cdcgen.adapters.read_sessions import SessionKey
+from cdcgen.adapters.stream_routing import stream_replicas
+from cdcgen.changes.columns import column_specs, lake_schema
+from cdcgen.changes.lake import ParquetChangesLake
+from cdcgen.changes.layout import table_root
+from cdcgen.changes.read_task import ReadJob
+from cdcgen.changes.row_validation import SparkRowChecks
+from cdcgen.changes.run import ChangesPorts, ChangesRequest, run_changes
 from cdcgen.changes.settings import ChangesSettings
+from cdcgen.changes.stream_reads import ReaderFactory, StreamFanout
+from cdcgen.config import PipelineConfig
 from cdcgen.core.cdc_log import TableRef
-from cdcgen.core.time import as_utc
-from cdcgen.core.windows import DataExpired, Interval, Mode
+from cdcgen.core.log_table import LogTable
+from cdcgen.ports import ClockReader, GenerationSource
+from cdcgen.spark.session import JobKind, job_session
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from cdcgen.config import PipelineConfig
 
-log = logging.getLogger(__name__)
-
-#: Offending rows per check carried in the run's JSON (the report pages list them all).
-SAMPLES_IN_OUTPUT = 5
-
-
-def window_close_time(config: PipelineConfig, interval_end: datetime) -> datetime:
-    """Every node's clock must be at or past this before ``interval_end`` can be read."""
-    return as_utc(interval_end) + config.generation_leeway + config.confidence_window
+def read_options(settings: ChangesSettings) -> ReadOptions:
+    """The reader's share of the changes settings."""
+    return ReadOptions(
+        page_size=settings.page_size,
+        request_timeout=settings.request_timeout,
+        consistency=settings.read_consistency,
+        backoff=Backoff(settings.max_attempts, settings.backoff_base, settings.backoff_max),
+    )
 
 
-def run_changes(
+def reader_factory(
+    config: PipelineConfig, settings: ChangesSettings, log_table: LogTable
+) -> CqlReaderFactory:
+    """What a Spark task opens its reader with: the nodes, routing and read options."""
+    key = SessionKey(
+        tuple(config.contact_points),
+        config.port,
+        log_table.partitioner,
+        settings.request_timeout.total_seconds(),
+    )
+    return CqlReaderFactory(key, log_table, read_options(settings))
+
+
+@dataclass(frozen=True)
+class TableAdapters:
+    """The adapters of one table's run, concrete, so tests can reach and wrap them."""
+
+    log_table: LogTable
+    generations: GenerationSource
+    clocks: ClockReader
+    checkpoints: CqlCheckpointStore
+    lake: ParquetChangesLake
+    row_checks: SparkRowChecks
+
+    def ports(self, *, validate: bool = True) -> ChangesPorts:
+        return ChangesPorts(
+            self.generations,
+            self.clocks,
+            self.checkpoints,
+            self.lake,
+            self.row_checks if validate else None,
+        )
+
+
+def table_adapters(
+    client: CqlClient,
+    spark: SparkSession,
     config: PipelineConfig,
+    settings: ChangesSettings,
     table: TableRef,
-    interval: Interval,
+    *,
+    readers: ReaderFactory | None = None,
+) -> TableAdapters:
+    """Every adapter of ``table``'s run over one connected ``client`` and ``spark``.
+
+    ``readers`` replaces the Spark tasks' reader factory (tests wrap the default one,
+    :func:`reader_factory`). Creates the state tables when they are missing.
+    """
+    log_table = describe_log_table(client, table, config.source_schema, settings.log_partitioner)
+    checkpoints = CqlCheckpointStore(client, config.target_keyspace)
+    checkpoints.ensure_schema()
+    readers = readers or reader_factory(config, settings, log_table)
+    fanout = StreamFanout(
+        readers, stream_replicas(client, log_table), settings.streams_per_task, settings.min_tasks
+    )
+    prepared = client.session.prepare(log_table.window_query())
+    schema = lake_schema(column_specs(prepared.result_metadata))
+    job = ReadJob(readers, log_table, schema, settings.batch_rows)
+    lake = ParquetChangesLake(spark, table_root(config.lake_path, table), job, fanout)
+    row_checks = SparkRowChecks(
+        spark,
+        lake,
+        log_table.partition_key,
+        leeway_us=int(config.generation_leeway.total_seconds() * 1_000_000),
+        report_dir=config.report_dir,
+        source_counts=fanout if settings.verify_source_counts else None,
+    )
+    return TableAdapters(
+        log_table,
+        source_for(client, config),
+        clock_reader_for(client, config),
+        checkpoints,
+        lake,
+        row_checks,
+    )
+
+
+def run_changes_job(
+    config: PipelineConfig,
+    request: ChangesRequest,
     *,
     settings: ChangesSettings | None = None,
-    mode: Mode = Mode.INCREMENTAL,
-    run_id: str | None = None,
     validate: bool = True,
-    dag_id: str = "",
     spark: SparkSession | None = None,
 ) -> dict[str, Any]:
-    """Extract ``table``'s closed windows for ``interval``, check them, record the run.
-
-    Returns the extraction's JSON plus ``checks`` (passed, summary, Data Docs) and the
-    report page. Raises :class:`~.row_checks.ChangesInvalid` after recording a failed
-    check, and :class:`~.windows.DataExpired` after recording the failure.
-    """
-    from cdcgen.adapters.clocks import clock_reader_for
-    from cdcgen.adapters.cql import connect
-    from cdcgen.adapters.generation_sources import source_for
-    from cdcgen.changes.checkpoints import CheckpointStore
-    from cdcgen.changes.extract import changes_spark_session, extract_changes
-    from cdcgen.changes.log_table import describe_log_table
-    from cdcgen.changes.report import record_changes_run
-    from cdcgen.changes.row_frames import validate_extraction
-    from cdcgen.validation.results import ChangesInvalid
-
+    """Extract ``request``'s closed windows, check them, record the run (what the Spark
+    job runs); settings default to the ``CDCGEN_CHANGES_*`` environment."""
     settings = settings or ChangesSettings.from_env()
-    session = spark or changes_spark_session()
+    session = spark or job_session(JobKind.CHANGES_EXTRACT)
     client = connect(config.contact_points, config.port)
     try:
-        store = CheckpointStore(client, config.target_keyspace)
-        store.ensure_schema()
-        floor = store.table_state(table).floor
-        since = (
-            interval.start if floor is None or mode is Mode.BACKFILL else min(floor, interval.start)
+        adapters = table_adapters(client, session, config, settings, request.table)
+        return run_changes(
+            request,
+            adapters.ports(validate=validate),
+            config,
+            settings,
+            cdc_ttl=adapters.log_table.ttl,
         )
-        generations = source_for(client, config).spans(table, since=since, until=interval.end)
-        clocks = clock_reader_for(client, config).read_clocks()
-        try:
-            result = extract_changes(
-                session, config, settings, table, generations, interval, clocks,
-                mode=mode, run_id=run_id, client=client,
-            )  # fmt: skip
-        except DataExpired as exc:
-            log.error("%s", exc)
-            raise
-        output = result.to_json()
-        checks = None
-        if validate and result.windows:
-            log_table = describe_log_table(client, table, settings, config.source_schema)
-            checks = validate_extraction(session, config, settings, result, generations, log_table)
-            output["checks"] = {
-                "passed": checks.passed,
-                "summary": checks.summary,
-                "data_docs": str(checks.report_index),
-                "checks": [
-                    {
-                        "check": c.check,
-                        "passed": c.passed,
-                        "observed": c.observed,
-                        "samples": [dict(row) for row in c.samples[:SAMPLES_IN_OUTPUT]],
-                    }
-                    for c in checks.checks
-                ],
-                "failed": [c.describe() for c in checks.failures],
-            }
-        page = record_changes_run(config.report_dir, result, checks, dag_id=dag_id)
-        output["report"] = str(page)
-        if checks is not None and checks.page is not None:
-            output["checks"]["page"] = str(checks.page)
-        output["status"] = "done" if checks is None or checks.passed else "row checks failed"
-        if checks is not None and not checks.passed:
-            failure = ChangesInvalid(checks)
-            failure.output = output  # what was written and why it failed, for the caller
-            raise failure
-        return output
     finally:
         client.close()

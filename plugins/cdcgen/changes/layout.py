@@ -1,8 +1,8 @@
 """Where a table's changes live in the lake, and what is already there.
 
-One Parquet dataset per table, Hive-partitioned::
+One Parquet dataset per table, Hive-partitioned, under the lake's ``changes`` folder::
 
-    <lake>/<keyspace>.<table>/date=2026-11-22/generation=<T_g>/window=<start>_<end>/bucket=<k>/
+    <lake>/changes/<keyspace>.<table>/date=2026-11-22/generation=<T_g>/window=<s>_<e>/bucket=<k>/
 
 ``date`` (UTC day of the write) and ``generation`` are what users filter on; ``window``
 and ``bucket`` make each extraction's output its own partitions, so that Spark's dynamic
@@ -23,6 +23,8 @@ from pathlib import Path
 from cdcgen.core.cdc_log import TableRef
 from cdcgen.core.windows import LakeWindow, parse_window_label
 
+#: The folder of the lake holding every table's changes (generations live beside it).
+CHANGES_DIR = "changes"
 LAYOUT_FILE = "_cdcgen_layout.json"
 LAYOUT_VERSION = 1
 PARTITION_COLUMNS = ("date", "generation", "window", "bucket")
@@ -33,7 +35,8 @@ class LayoutError(Exception):
 
 
 def table_root(lake: Path, table: TableRef) -> Path:
-    return Path(lake) / table.qualified
+    """The dataset of ``table``'s changes in the lake at ``lake`` (``CDCGEN_LAKE_PATH``)."""
+    return Path(lake) / CHANGES_DIR / table.qualified
 
 
 def lake_buckets(root: Path, wanted: int) -> int:

@@ -27,7 +27,7 @@ from cdcgen.reports.site import record_run
 from cdcgen.validation.results import ValidationResult, row_text
 
 if TYPE_CHECKING:
-    from cdcgen.changes.extract import ExtractionResult
+    from cdcgen.changes.result import ExtractionResult
 
 
 def changes_report(

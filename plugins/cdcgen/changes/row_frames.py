@@ -1,90 +1,41 @@
 """The frames the row checks run on: the extracted rows shaped for the row expectations,
-and the source's per-stream counts.
+and the source's per-stream counts against the lake's.
 
-* :class:`GenerationMapper`: ``(base token, write time) -> expected stream`` over many
-  generations at once (vectorized ScyllaDB ``get_stream`` for vnode generations, a
-  sorted search over stream tokens for tablets);
 * :func:`change_rows_frame`: one row per change with its window and generation bounds
-  and its expected stream;
-* :func:`source_counts_frame`: the source's ``COUNT(*)`` per stream and window, one query
-  per stream spread over Spark tasks exactly like the extraction's reads;
-* :func:`validate_extraction`: those frames for everything a run wrote, checked with the
-  change suites (:func:`cdcgen.validation.change_rows.validate_change_frames`).
+  and its expected stream (:class:`~cdcgen.core.expected_streams.GenerationMapper`,
+  applied in Spark tasks);
+* :func:`source_counts_frame`: the source's ``COUNT(*)`` per stream and window, one
+  query per stream, fanned out over Spark tasks by replica exactly like the
+  extraction's reads (the same :class:`~.stream_reads.StreamFanout`);
+* :func:`stream_counts_frame`: lake rows against source rows per stream and window.
+
+The suites themselves run elsewhere
+(:func:`cdcgen.validation.change_rows.validate_change_frames`); this module only prepares
+what they read.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from functools import partial
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from cdcgen.core.generation_arrays import GenerationArrays
-from cdcgen.core.lookup import StreamLookup
-from cdcgen.core.tablets import TabletStreamSet
+from cdcgen.changes.stream_reads import ReaderFactory, StreamFanout, StreamRead
+from cdcgen.core.expected_streams import GenerationMapper
 from cdcgen.core.time import to_micros
-from cdcgen.core.windows import GenerationSpan, Window
-from cdcgen.validation.change_rows import validate_change_frames
-from cdcgen.validation.results import ValidationResult
+from cdcgen.core.windows import Window
+from cdcgen.spark.fanout import fan_out, task_items
 
 if TYPE_CHECKING:
     import pyarrow as pa
+    from pyspark import Broadcast
     from pyspark.sql import DataFrame, SparkSession
 
-    from cdcgen.changes.extract import ExtractionResult, ReadJob
-    from cdcgen.changes.log_table import LogTable
-    from cdcgen.changes.settings import ChangesSettings
-    from cdcgen.config import PipelineConfig
-
-
-# --- the generation's mapping, vectorized ---------------------------------------------------
-
-
-class GenerationMapper:
-    """``(base token, write time) -> expected stream`` over many generations at once.
-
-    The generation is the one operating at the write time (the last starting at or
-    before it); inside it, ScyllaDB's ``get_stream``. Picklable: numpy arrays only.
-    """
-
-    def __init__(self, generations: Sequence[GenerationSpan]) -> None:
-        ordered = sorted(generations, key=lambda g: g.start)
-        self._starts = np.array([to_micros(g.start) for g in ordered], dtype=np.int64)
-        self._tables: list[tuple[str, Any, Any]] = []
-        for generation in ordered:
-            if isinstance(generation.mapping, TabletStreamSet):
-                streams = generation.mapping.streams
-                tokens = np.array([s.token for s in streams], dtype=np.int64)
-                raw = np.frombuffer(b"".join(s.raw for s in streams), dtype=np.uint8)
-                self._tables.append(("tablets", tokens, raw.reshape(-1, 16)))
-            else:
-                arrays = GenerationArrays.from_description(generation.mapping)
-                self._tables.append(("vnodes", arrays, None))
-
-    def expected_streams(self, tokens: np.ndarray, write_micros: np.ndarray) -> list[str | None]:
-        """Hex of each row's expected stream; None where no generation or token applies."""
-        result: list[str | None] = [None] * len(tokens)
-        if not len(tokens) or not len(self._starts):
-            return result
-        valid = ~np.isnan(tokens) if tokens.dtype.kind == "f" else np.ones(len(tokens), bool)
-        token_values = np.where(valid, tokens, 0).astype(np.int64)
-        which = np.searchsorted(self._starts, write_micros.astype(np.int64), side="right") - 1
-        for index in np.unique(which[valid & (which >= 0)]):
-            rows = np.nonzero(valid & (which == index))[0]
-            kind, table, raw = self._tables[int(index)]
-            if kind == "vnodes":
-                lookup = StreamLookup.from_arrays(table)
-                found = table.stream_bytes[lookup.stream_indices(token_values[rows])]
-                present = np.ones(len(rows), bool)
-            else:
-                position = np.searchsorted(table, token_values[rows], side="left")
-                present = position < len(table)
-                found = raw[np.where(present, position, 0)]
-            for row, stream, ok in zip(rows, found, present, strict=True):
-                result[int(row)] = bytes(stream).hex() if ok else None
-        return result
+SOURCE_COUNTS_SCHEMA = (
+    "generation string, window string, bucket int, stream_hex string, source_rows long"
+)
 
 
 def _expected_stream_batches(
@@ -108,9 +59,6 @@ def _with_expected_stream(mapper: GenerationMapper, frame: DataFrame) -> DataFra
 
     schema = StructType([*frame.schema.fields, StructField("expected_stream_hex", StringType())])
     return frame.mapInArrow(partial(_expected_stream_batches, mapper), schema)
-
-
-# --- frames -------------------------------------------------------------------------------------
 
 
 def windows_frame(spark: SparkSession, windows: Sequence[Window], leeway_us: int) -> DataFrame:
@@ -177,16 +125,14 @@ def change_rows_frame(
 
 
 def _count_task(
-    job: ReadJob, tasks: Any, batches: Iterable[pa.RecordBatch]
+    readers: ReaderFactory,
+    tasks: Broadcast[list[list[Any]]],
+    batches: Iterable[pa.RecordBatch],
 ) -> Iterator[pa.RecordBatch]:
     """A Spark task: ``COUNT(*)`` of each of its streams' windows on the source."""
     import pyarrow as pa
 
-    from cdcgen.changes.extract import task_reads
-    from cdcgen.changes.stream_reader import StreamReader, shared_session
-    from cdcgen.core.time import from_micros
-
-    reader = StreamReader(shared_session(job.session_key), job.log_table, job.settings)
+    reader = readers()
     out: dict[str, list[Any]] = {
         "generation": [],
         "window": [],
@@ -194,14 +140,13 @@ def _count_task(
         "stream_hex": [],
         "source_rows": [],
     }
-    for read in task_reads(tasks, batches):
-        start = from_micros(read.start_ms * 1000)
-        end = from_micros(read.end_ms * 1000)
+    read: StreamRead
+    for read in task_items(tasks, batches):
         out["generation"].append(read.generation)
         out["window"].append(read.window)
         out["bucket"].append(read.bucket)
         out["stream_hex"].append(read.stream.hex())
-        out["source_rows"].append(reader.count(read.stream, start, end))
+        out["source_rows"].append(reader.count(read.stream, read.start, read.end))
     yield pa.RecordBatch.from_pydict(
         out,
         schema=pa.schema(
@@ -217,37 +162,17 @@ def _count_task(
 
 
 def source_counts_frame(
-    spark: SparkSession,
-    config: PipelineConfig,
-    settings: ChangesSettings,
-    log_table: LogTable,
-    windows: Sequence[Window],
+    spark: SparkSession, fanout: StreamFanout, windows: Sequence[Window]
 ) -> DataFrame:
     """Per stream and window, the source's row count: one ``COUNT(*)`` query per stream,
     spread over Spark tasks by replica exactly like the extraction's reads."""
-    from cdcgen.adapters.cql import connect
-    from cdcgen.changes.extract import (
-        min_tasks,
-        read_job,
-        read_tasks,
-        replica_lookup,
-        task_frame,
-    )
-
-    client = connect(config.contact_points, config.port)
-    try:
-        job = read_job(config, settings, client, log_table)
-        tasks = read_tasks(
-            windows, replica_lookup(client, log_table), settings, min_tasks(spark, settings)
-        )
-    finally:
-        client.close()
-    schema = "generation string, window string, bucket int, stream_hex string, source_rows long"
+    tasks = fanout.tasks(spark, windows)
     if not tasks:
-        return spark.createDataFrame([], schema)
-    frame, broadcast = task_frame(spark, tasks)
-    # Cached: GX evaluates the frame more than once; the COUNT queries must run once.
-    return frame.mapInArrow(partial(_count_task, job, broadcast), schema).cache()
+        return spark.createDataFrame([], SOURCE_COUNTS_SCHEMA)
+    counts, _ = fan_out(spark, tasks, partial(_count_task, fanout.readers), SOURCE_COUNTS_SCHEMA)
+    # Cached: GX evaluates the frame more than once; the COUNT queries must run once. The
+    # broadcast task list stays until the session ends (the frame may be re-evaluated).
+    return counts.cache()
 
 
 def stream_counts_frame(rows: DataFrame, source: DataFrame) -> DataFrame:
@@ -260,47 +185,4 @@ def stream_counts_frame(rows: DataFrame, source: DataFrame) -> DataFrame:
         *keys,
         F.coalesce("lake_rows", F.lit(0)).alias("lake_rows"),
         F.coalesce("source_rows", F.lit(0)).alias("source_rows"),
-    )
-
-
-def validate_extraction(
-    spark: SparkSession,
-    config: PipelineConfig,
-    settings: ChangesSettings,
-    result: ExtractionResult,
-    generations: Sequence[GenerationSpan],
-    log_table: LogTable,
-    *,
-    report_dir: Path | None = None,
-    expectations_dir: Path | None = None,
-) -> ValidationResult:
-    """Check every window ``result`` wrote (what the DAG's validate task calls)."""
-    from cdcgen.changes.extract import read_lake
-    from cdcgen.reports.records import slug
-
-    target = report_dir or (
-        Path(config.report_dir) / "changes" / result.table.qualified / slug(result.run_id)
-    )
-    windows = list(result.windows)
-    leeway_us = int(config.generation_leeway.total_seconds() * 1_000_000)
-    if not windows or not any(result.lake_root.rglob("*.parquet")):
-        return ValidationResult(
-            True, [], target / "index.html", "no window extracted: nothing to check"
-        )
-    rows = change_rows_frame(
-        read_lake(spark, result.lake_root),
-        windows_frame(spark, windows, leeway_us),
-        GenerationMapper(generations),
-        log_table.partition_key,
-    )
-    counts = None
-    if settings.verify_source_counts:
-        source = source_counts_frame(spark, config, settings, log_table, windows)
-        counts = stream_counts_frame(rows, source)
-    return validate_change_frames(
-        rows,
-        counts,
-        report_dir=target,
-        run_name=f"{result.table.qualified} {result.run_id}",
-        expectations_dir=expectations_dir,
     )

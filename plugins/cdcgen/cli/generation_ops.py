@@ -73,7 +73,7 @@ def add_validate(commands: SubParsers) -> None:
 
 def validate_command(args: argparse.Namespace) -> int:
     from cdcgen.config import PipelineConfig
-    from cdcgen.extract.spark_extract import spark_session
+    from cdcgen.spark.session import JobKind, job_session
     from cdcgen.validation.generation_suite import validate_description
 
     columns = load_columns(args.file)
@@ -88,7 +88,7 @@ def validate_command(args: argparse.Namespace) -> int:
         else PipelineConfig.from_env().report_dir / f"validate-{Path(args.file).stem}"
     )
     result = validate_description(
-        spark_session("cdcgen-validate"),
+        job_session(JobKind.VALIDATION),
         columns,
         report_dir=report,
         nodes=nodes,

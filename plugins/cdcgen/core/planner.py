@@ -37,7 +37,7 @@ def rebootstrap_advice(table: TableRef) -> str:
         f"table {table} at a time S (a full read, e.g. Spark over token ranges, or "
         "`nodetool snapshot` + export) into the lake as its bootstrap; (3) move the table's "
         "consistency watermark to S with "
-        "`cdcgen.changes.checkpoints.CheckpointStore.advance_watermark(table, S)`, after "
+        "`cdcgen.adapters.checkpoints.CqlCheckpointStore.advance_watermark(table, S)`, after "
         "which every stream resumes from S; (4) resume the DAG, and keep it within the "
         "CDC TTL (or raise the TTL: ALTER TABLE ... WITH cdc = {'enabled': true, 'ttl': N})."
     )
@@ -106,7 +106,7 @@ def plan_windows(
 ) -> WindowPlan:
     """The windows to extract now, the ones to wait for, and the lake files to drop first.
 
-    ``existing`` lists the windows already in the lake (:func:`cdcgen.changes.layout.list_windows`).
+    ``existing`` lists the windows already in the lake (:meth:`cdcgen.ports.ChangesLake.windows`).
     Incremental mode reads each bucket from its smallest checkpoint to
     ``min(T_next, interval end)``; backfill mode re-extracts, exactly, the acknowledged
     windows overlapping the interval and fills the interval's acknowledged gaps.

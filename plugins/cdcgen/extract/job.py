@@ -136,7 +136,8 @@ def run(argv: Sequence[str] | None = None, config: PipelineConfig | None = None)
 
     ``config`` defaults to the ``CDCGEN_*`` environment.
     """
-    from cdcgen.extract.spark_extract import extract_generation, spark_session
+    from cdcgen.extract.spark_extract import extract_generation
+    from cdcgen.spark.session import JobKind, job_session
 
     args = build_parser().parse_args(argv)
     config = config or PipelineConfig.from_env()
@@ -147,7 +148,7 @@ def run(argv: Sequence[str] | None = None, config: PipelineConfig | None = None)
     if args.topology:
         nodes = nodes_from_json(json.loads(Path(args.topology).read_text(encoding="utf-8")))
     loaded = time.monotonic()
-    spark = spark_session("cdcgen-extract")
+    spark = job_session(JobKind.GENERATION_EXTRACT)
     result = extract_generation(
         spark,
         args.lake or config.lake_path,

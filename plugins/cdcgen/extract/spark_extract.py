@@ -1,4 +1,6 @@
-"""The Spark side of extraction: a session sized for the job, the lake partition as DataFrames.
+"""The Spark side of extraction: the lake partition as DataFrames.
+
+Sessions come from :mod:`cdcgen.spark.session` (one configuration per job kind).
 
 Measured on 2 cores with the 1,638,400-stream generation (benchmarks/
 bench_generation_pipeline.py): writing the flattened Arrow table with pyarrow and
@@ -11,8 +13,7 @@ the DataFrame validation runs on is the artifact itself, not a copy of it.
 
 from __future__ import annotations
 
-import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -32,38 +33,6 @@ if TYPE_CHECKING:
     import pyarrow as pa
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.types import StructType
-
-SPARK_DEFAULTS: Mapping[str, str] = {
-    "spark.sql.shuffle.partitions": "4",
-    "spark.default.parallelism": "2",
-    "spark.ui.enabled": "false",
-    "spark.ui.showConsoleProgress": "false",
-    "spark.sql.session.timeZone": "UTC",
-    "spark.sql.execution.arrow.pyspark.enabled": "true",
-    "spark.driver.memory": "1g",
-}
-"""A small machine's settings: 2 local cores, few shuffle partitions, no UI, UTC."""
-
-
-def spark_session(app_name: str = "cdcgen", conf: Mapping[str, str] | None = None) -> SparkSession:
-    """The active session, or a new one with :data:`SPARK_DEFAULTS`.
-
-    Under spark-submit the master comes from the submit command (``--master``); run as a
-    plain Python process it is ``$CDCGEN_SPARK_MASTER`` or ``local[2]``.
-    """
-    from pyspark.sql import SparkSession
-
-    active = SparkSession.getActiveSession()
-    if active is not None:
-        return active
-    builder = SparkSession.builder.appName(app_name)
-    if "PYSPARK_GATEWAY_PORT" not in os.environ:  # not launched by spark-submit
-        builder = builder.master(os.environ.get("CDCGEN_SPARK_MASTER", "local[2]"))
-    for key, value in {**SPARK_DEFAULTS, **(conf or {})}.items():
-        builder = builder.config(key, value)
-    session = builder.getOrCreate()
-    session.sparkContext.setLogLevel("ERROR")
-    return session
 
 
 def read_streams(spark: SparkSession, directory: Path) -> DataFrame:

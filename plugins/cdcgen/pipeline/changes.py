@@ -1,10 +1,11 @@
 """The ``cdc_changes`` pipeline, one function per DAG step: plan the tables, summarise.
 
 The extraction itself is ``spark/extract_changes.py`` (spark-submit), which calls
-:func:`cdcgen.changes.job.run_changes` and writes its JSON result to the file
-:func:`result_path` names; this module decides what each run extracts and reads those
-files back. Like :mod:`cdcgen.pipeline.generations`, it knows nothing of Airflow: plain
-JSON in and out, because results travel through XCom and mapped task groups.
+:func:`cdcgen.changes.job.run_changes_job` and writes its JSON result to the file
+:func:`result_path` names; this module decides what each run extracts (and hands the
+job its whole configuration as ``CDCGEN_*`` variables) and reads those files back.
+Like :mod:`cdcgen.pipeline.generations`, it knows nothing of Airflow: plain JSON in and
+out, because results travel through XCom and mapped task groups.
 
 Which interval a run covers:
 
@@ -24,16 +25,19 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from cdcgen.adapters.cdc_tables import CdcCatalog
+from cdcgen.adapters.cql import client_for
+from cdcgen.changes.settings import ChangesSettings
 from cdcgen.config import REPO_ROOT, PipelineConfig
 from cdcgen.core.cdc_log import TableRef
 from cdcgen.core.time import floor_ms, to_millis
-from cdcgen.pipeline.generations import spark_env
+from cdcgen.pipeline.run_summary import safe_name, write_summary
+from cdcgen.spark.session import submit_env
 
 log = logging.getLogger(__name__)
 
@@ -89,9 +93,6 @@ def configured_tables(config: PipelineConfig, requested: str = "") -> list[str]:
     text = requested.strip() or str(config.extra.get("cdc_tables", "")).strip()
     if text:
         return [table.qualified for table in TableRef.parse_list(text)]
-    from cdcgen.adapters.cdc_tables import CdcCatalog
-    from cdcgen.adapters.cql import client_for
-
     with client_for(config) as client:
         found = [t.name for t in CdcCatalog(client, config.source_schema).tables()]
     if not found:
@@ -105,11 +106,7 @@ def configured_tables(config: PipelineConfig, requested: str = "") -> list[str]:
 
 def result_path(config: PipelineConfig, run_id: str, table: str) -> Path:
     """Where the extract job of ``table`` in run ``run_id`` writes its JSON result."""
-    return Path(config.report_dir) / RESULTS_DIR / _safe(run_id) / f"{_safe(table)}.json"
-
-
-def _safe(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", text)
+    return Path(config.report_dir) / RESULTS_DIR / safe_name(run_id) / f"{safe_name(table)}.json"
 
 
 def plan(
@@ -126,12 +123,13 @@ def plan(
     """One mapping per table for the mapped task group: what to read and how to start Spark.
 
     The Spark job gets the whole configuration as ``CDCGEN_*`` variables
-    (:meth:`PipelineConfig.to_env`): the connection and the run's Params reach it
-    exactly as the tasks saw them.
+    (:meth:`PipelineConfig.to_env`, :meth:`ChangesSettings.to_env`): the connection,
+    the run's Params and the read tuning reach it exactly as the tasks saw them.
     """
     start, end, mode = run_interval(run_type, interval_start, interval_end, run_after)
-    env = {**spark_env(), **config.to_env()}
-    planned = []
+    settings = ChangesSettings.from_env()
+    env = {**submit_env(), **config.to_env(), **settings.to_env()}
+    planned: list[dict[str, Any]] = []
     for table in configured_tables(config, tables):
         arguments = {
             "--table": table,
@@ -183,7 +181,7 @@ def colocation_verdict(result: Mapping[str, Any]) -> str | None:
     return None
 
 
-def summarize(
+def changes_run_summary(
     config: PipelineConfig, run_id: str, planned: Sequence[Mapping[str, Any]] | None
 ) -> dict[str, Any]:
     """What a run did for every table, as one JSON object (also written for ``make demo``).
@@ -231,11 +229,7 @@ def summarize(
         "problems": problems,
         "status": "failed" if problems else "ok",
     }
-    folder = Path(config.report_dir) / SUMMARIES_DIR
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / f"{_safe(run_id)}.json").write_text(
-        json.dumps(summary, indent=2, sort_keys=True) + "\n", encoding="utf-8"
-    )
+    write_summary(Path(config.report_dir) / SUMMARIES_DIR, run_id, summary)
     return summary
 
 

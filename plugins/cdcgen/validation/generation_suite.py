@@ -31,13 +31,9 @@ from cdcgen.extract.lake import (
     read_artifact,
     write_generation,
 )
-from cdcgen.extract.spark_extract import (
-    entries_frame,
-    read_streams,
-    spark_session,
-    streams_frame,
-)
+from cdcgen.extract.spark_extract import entries_frame, read_streams, streams_frame
 from cdcgen.extract.streams_table import flatten_generation, ring_vnode_count
+from cdcgen.spark.session import JobKind, job_session
 from cdcgen.validation.gx_runner import run_suites
 from cdcgen.validation.results import ValidationResult, summary_text
 from cdcgen.validation.suites import GENERATION_SUITES, load_suites
@@ -75,7 +71,7 @@ def validate_generation(
     """
     artifact = read_artifact(generation_dir)
     columns = artifact.read_description()
-    session = spark or spark_session("cdcgen-validate")
+    session = spark or job_session(JobKind.VALIDATION)
     ring = list(nodes) if nodes is not None else artifact.read_nodes()
     if previous == "auto":
         found = previous_artifact(artifact.lake, artifact.timestamp_ms, artifact.table)

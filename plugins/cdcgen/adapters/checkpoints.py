@@ -10,8 +10,9 @@ Two tables, created on first use::
 A stream's checkpoint is the time up to which its rows are durably in the lake; it is
 written only after the Spark job that wrote them committed. The watermark is
 YugabyteDB's "data consistency timestamp" for the table: every stream is in the lake up
-to it (:func:`cdcgen.core.windows.consistency_watermark`). Users, the report and the
-next run read both through :class:`CheckpointStore`.
+to it (:func:`cdcgen.core.watermark.consistency_watermark`). Users, the report and the
+next run read both through :class:`CqlCheckpointStore`, the CQL implementation of the
+:class:`~cdcgen.ports.CheckpointStore` port.
 
 Writes are idempotent and only move forward, even when two writers race (a backfill
 next to the scheduled run) and without lightweight transactions: each checkpoint and
@@ -20,9 +21,10 @@ Cassandra's last-write-wins keeps the largest value whatever the order. ``starte
 uses the mirror image (``2^62 - value``) so the earliest start wins. A consequence of
 value-derived write timestamps: state cannot be reset with a plain ``DELETE`` (later
 writes of older values would stay shadowed); start a table afresh under another target
-keyspace instead, or move it forward with :meth:`CheckpointStore.advance_watermark`.
-Rows of generations entirely before the watermark can be pruned (:meth:`CheckpointStore.prune`): the
-watermark already implies them, which keeps the state from growing without bound.
+keyspace instead, or move it forward with :meth:`CqlCheckpointStore.advance_watermark`.
+Rows of generations entirely before the watermark can be pruned
+(:meth:`CqlCheckpointStore.prune`): the watermark already implies them, which keeps the
+state from growing without bound.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 from cdcgen.core.cdc_log import TableRef
 from cdcgen.core.identifiers import check_identifier
 from cdcgen.core.stream_id import StreamId
-from cdcgen.core.time import from_micros, to_micros, utc_from_driver
+from cdcgen.core.time import to_micros, utc_from_driver
 from cdcgen.core.watermark import StreamCheckpoint, TableProgress
 from cdcgen.core.windows import GenerationSpan, TableState
 
@@ -64,7 +66,7 @@ def _utc(value: datetime | None) -> datetime | None:
     return None if value is None else utc_from_driver(value)
 
 
-class CheckpointStore:
+class CqlCheckpointStore:
     """Reads and writes the state tables through a connected :class:`CqlClient`."""
 
     def __init__(self, client: CqlClient, keyspace: str) -> None:
@@ -119,9 +121,9 @@ class CheckpointStore:
         rows = self._client.session.execute(statement, (table.keyspace, table.table))
         return [
             StreamCheckpoint(
-                generation=_utc(row.generation),  # type: ignore[arg-type]
+                generation=utc_from_driver(row.generation),
                 stream=StreamId(bytes(row.stream_id)),
-                checkpoint=_utc(row.checkpoint),  # type: ignore[arg-type]
+                checkpoint=utc_from_driver(row.checkpoint),
                 window_start=_utc(row.window_start),
                 run_id=row.run_id or "",
                 updated_at=_utc(row.updated_at),
@@ -283,14 +285,3 @@ def progress_as_json(progress: TableProgress, now: datetime | None = None) -> di
         "lag_seconds": progress.lag(now),
         "run_id": progress.run_id,
     }
-
-
-__all__ = [
-    "CHECKPOINTS_TABLE",
-    "PROGRESS_TABLE",
-    "CheckpointStore",
-    "StreamCheckpoint",
-    "TableProgress",
-    "from_micros",
-    "progress_as_json",
-]

@@ -9,20 +9,21 @@ the replicas from the driver's own token map, which does know the ring and the k
 replication. ``murmur3`` mode is for the sandbox, whose log table lives on Apache
 Cassandra and really is hashed.
 
-Two uses: :func:`plan_tasks` groups the reads of a run by their stream's primary replica
-(each Spark task then talks to one node), and :func:`stream_routing_policy` is a
-load-balancing policy that puts a statement's replicas first in its query plan (the
-driver then fails over to the other replicas, then to any node).
+Two uses: :func:`stream_replicas` tells the Spark fan-out (:mod:`cdcgen.spark.fanout`)
+each stream's primary replica, so that each Spark task talks to one node, and
+:func:`stream_routing_policy` is a load-balancing policy that puts a statement's
+replicas first in its query plan (the driver then fails over to the other replicas,
+then to any node).
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from functools import cache
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from cdcgen.core.cdc_log import LOG_SUFFIX, LogPartitioner
+from cdcgen.core.log_table import LogTable
 from cdcgen.core.stream_id import cdc_partitioner_token
 from cdcgen.core.tokens import MAX_TOKEN, MIN_TOKEN
 
@@ -31,7 +32,7 @@ if TYPE_CHECKING:
     from cassandra.policies import LoadBalancingPolicy
     from cassandra.pool import Host
 
-T = TypeVar("T")
+    from cdcgen.adapters.cql import CqlClient
 
 ANY_REPLICA = "any"
 """Group name for reads whose replicas are unknown (no token map): any node will do."""
@@ -82,35 +83,23 @@ def primary_replica(
     return host_name(replicas[0]) if replicas else ANY_REPLICA
 
 
-def plan_tasks(
-    reads: Sequence[T], replica_of: Callable[[T], str], max_per_task: int, min_tasks: int = 1
-) -> list[tuple[str, list[T]]]:
-    """Split reads into tasks that each touch one primary replica.
+def stream_replicas(client: CqlClient, log_table: LogTable) -> Callable[[bytes], str]:
+    """``stream -> primary replica address`` from the driver's token map (memoized).
 
-    A replica's reads are cut into equal chunks of at most ``max_per_task``, smaller
-    when needed to make at least ``min_tasks`` tasks overall (so a one-node cluster
-    still keeps every Spark core busy); tasks are then ordered round-robin over
-    replicas, so that the first tasks Spark runs in parallel hit different nodes rather
-    than queueing on one.
+    Runs on the Spark driver only: it holds the connected client's metadata.
     """
-    if max_per_task < 1 or min_tasks < 1:
-        raise ValueError("max_per_task and min_tasks must be at least 1")
-    per_task = min(max_per_task, max(1, math.ceil(len(reads) / min_tasks)))
-    groups: dict[str, list[T]] = {}
-    for read in reads:
-        groups.setdefault(replica_of(read), []).append(read)
-    chunked: list[list[tuple[str, list[T]]]] = []
-    for replica in sorted(groups):
-        items = groups[replica]
-        count = math.ceil(len(items) / per_task)
-        size = math.ceil(len(items) / count)
-        chunked.append([(replica, items[i : i + size]) for i in range(0, len(items), size)])
-    tasks: list[tuple[str, list[T]]] = []
-    for round_ in range(max((len(c) for c in chunked), default=0)):
-        for chunks in chunked:
-            if round_ < len(chunks):
-                tasks.append(chunks[round_])
-    return tasks
+    metadata = client.cluster.metadata
+    keyspace = log_table.table.keyspace
+    replicas: dict[bytes, str] = {}
+
+    def replica_of(stream: bytes) -> str:
+        found = replicas.get(stream)
+        if found is None:
+            found = primary_replica(metadata, keyspace, stream, log_table.partitioner)
+            replicas[stream] = found
+        return found
+
+    return replica_of
 
 
 def _statement_table(query: Any) -> str | None:

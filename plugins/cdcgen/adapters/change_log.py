@@ -1,0 +1,150 @@
+"""Read one stream's window of a CDC log table: the :class:`~cdcgen.ports.ChangeLogReader`
+over cassandra-driver.
+
+The query is the only shape the design allows (a single partition, a time slice)::
+
+    SELECT ... WHERE "cdc$stream_id" = ? AND "cdc$time" >= minTimeuuid(?)
+                 AND "cdc$time" < minTimeuuid(?)
+
+Each page is its own request, resumed from the previous page's paging state, so a page
+that times out is re-requested alone (:func:`~cdcgen.adapters.read_retries.with_retries`):
+nothing before it is read twice and nothing after it is skipped.
+
+Spark tasks do not receive a reader (a driver session cannot be pickled) but a
+:class:`CqlReaderFactory`, a small record that opens the worker's shared session
+(:func:`~cdcgen.adapters.read_sessions.shared_session`) and builds the reader there.
+Tests wrap the factory to make a task fail part-way.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from cdcgen.adapters.read_retries import Backoff, ReadStats, with_retries
+from cdcgen.adapters.read_sessions import SessionKey, shared_session
+from cdcgen.core.log_table import LogTable
+
+if TYPE_CHECKING:
+    from cassandra.cluster import Session
+
+
+@dataclass(frozen=True)
+class ReadOptions:
+    """How the reader pages, waits and retries (from ``CDCGEN_CHANGES_*`` settings)."""
+
+    page_size: int = 5000
+    request_timeout: timedelta = timedelta(seconds=30)
+    consistency: str = "QUORUM"  # a ConsistencyLevel name
+    backoff: Backoff = field(default_factory=Backoff)
+
+
+class CqlChangeLogReader:
+    """Reads windows of single streams of one CDC log table."""
+
+    def __init__(
+        self,
+        session: Session,
+        log_table: LogTable,
+        options: ReadOptions,
+        *,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        from cassandra import ConsistencyLevel
+
+        self._session = session
+        self._log_table = log_table
+        self._backoff = options.backoff
+        self._sleep = sleep
+        self._timeout = options.request_timeout.total_seconds()
+        self._consistency = getattr(ConsistencyLevel, options.consistency)
+        self.stats = ReadStats()
+        self._statement = self._prepare(log_table.window_query())
+        self._statement.fetch_size = options.page_size
+        self._count_statement: Any = None
+
+    def _prepare(self, cql: str) -> Any:
+        statement = with_retries(
+            lambda: self._session.prepare(cql),
+            f"prepare {self._log_table.table.qualified_log}",
+            self._backoff,
+            self.stats,
+            self._sleep,
+        )
+        statement.consistency_level = self._consistency
+        statement.is_idempotent = True
+        return statement
+
+    @property
+    def column_metadata(self) -> Sequence[Any]:
+        """``(keyspace, table, name, cqltype)`` per selected column, in query order."""
+        return list(self._statement.result_metadata)
+
+    @property
+    def protocol_version(self) -> int:
+        return int(self._session.cluster.protocol_version)
+
+    def counters(self) -> Mapping[str, int]:
+        return {"queries": self.stats.queries, "retries": self.stats.retries}
+
+    def pages(self, stream: bytes, start: datetime, end: datetime) -> Iterator[list[Any]]:
+        """The rows of ``stream`` with ``start <= cdc$time < end``, one list per page.
+
+        Rows come in clustering order (``cdc$time``, ``cdc$batch_seq_no``): a key's
+        changes in the order they were written.
+        """
+        bound = self._statement.bind((stream, start, end))
+        what = f"{self._log_table.table.qualified_log} stream {stream.hex()} [{start}, {end})"
+        paging_state: bytes | None = None
+        self.stats.queries += 1
+        while True:
+            result = with_retries(
+                self._page_call(bound, paging_state),
+                what,
+                self._backoff,
+                self.stats,
+                self._sleep,
+            )
+            rows = list(result.current_rows)
+            self.stats.pages += 1
+            self.stats.rows += len(rows)
+            yield rows
+            paging_state = result.paging_state
+            if not paging_state:
+                return
+
+    def _page_call(self, bound: Any, paging_state: bytes | None) -> Callable[[], Any]:
+        return lambda: self._session.execute(
+            bound, timeout=self._timeout, paging_state=paging_state
+        )
+
+    def count(self, stream: bytes, start: datetime, end: datetime) -> int:
+        """``COUNT(*)`` of the same window, computed by the server (the row checks' source)."""
+        if self._count_statement is None:
+            self._count_statement = self._prepare(self._log_table.count_query())
+        bound = self._count_statement.bind((stream, start, end))
+        what = f"count {self._log_table.table.qualified_log} stream {stream.hex()}"
+        result = with_retries(
+            lambda: self._session.execute(bound, timeout=self._timeout),
+            what,
+            self._backoff,
+            self.stats,
+            self._sleep,
+        )
+        self.stats.queries += 1
+        return int(result.one()[0])
+
+
+@dataclass(frozen=True)
+class CqlReaderFactory:
+    """Builds a reader in a Spark task, on the worker's shared routed session. Picklable."""
+
+    session: SessionKey
+    log_table: LogTable
+    options: ReadOptions
+
+    def __call__(self) -> CqlChangeLogReader:
+        return CqlChangeLogReader(shared_session(self.session), self.log_table, self.options)

@@ -1,0 +1,104 @@
+"""What one changes run of one table did, as a record and as the JSON the DAG reads.
+
+:class:`ExtractionResult` is filled by the orchestrator (:mod:`.run`) as the run goes,
+read by the row checks (which windows to check, over which generations) and the report
+(:mod:`.report`), and serialised once, at the edge, by :meth:`ExtractionResult.to_json`
+(the Spark job's result file, which the DAG's summary step reads back).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from cdcgen.core.cdc_log import TableRef
+from cdcgen.core.windows import GenerationSpan, Interval, Mode, Window, WindowPlan
+
+
+@dataclass
+class ExtractionResult:
+    """What a run extracted; ``to_json()`` is what the DAG task returns through XCom."""
+
+    table: TableRef
+    interval: Interval
+    mode: Mode
+    run_id: str
+    plan: WindowPlan
+    lake_root: Path
+    jobs: int = 0
+    rows_written: int = 0
+    streams_read: int = 0
+    rows_per_generation: Counter[str] = field(default_factory=Counter)
+    garbage_removed: int = 0
+    watermark: datetime | None = None
+    seconds: float = 0.0
+    phases: dict[str, float] = field(default_factory=dict)
+    #: The spans the run planned over (the row checks map rows to streams with them).
+    generations: tuple[GenerationSpan, ...] = ()
+
+    @property
+    def windows(self) -> tuple[Window, ...]:
+        return self.plan.windows
+
+    def add_job(self, streams: int, counters: Counter[str]) -> None:
+        """Count one written job: its streams and its ``rows:<generation>`` counters."""
+        for key, count in counters.items():
+            if key.startswith("rows:"):
+                self.rows_per_generation[key.removeprefix("rows:")] += count
+                self.rows_written += count
+        self.jobs += 1
+        self.streams_read += streams
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "table": self.table.qualified,
+            "interval": [self.interval.start.isoformat(), self.interval.end.isoformat()],
+            "mode": self.mode.value,
+            "run_id": self.run_id,
+            "lake_root": str(self.lake_root),
+            "windows": [
+                {
+                    "generation": w.generation.label,
+                    "bucket": w.bucket,
+                    "start": w.start.isoformat(),
+                    "end": w.end.isoformat(),
+                    "streams": len(w.streams),
+                    "kind": w.kind.value,
+                }
+                for w in self.windows
+            ],
+            "pending": [
+                {
+                    "generation": p.generation,
+                    "end": p.end.isoformat(),
+                    "closes_at": p.closes_at.isoformat(),
+                    "reason": p.reason,
+                }
+                for p in self.plan.pending
+            ],
+            "jobs": self.jobs,
+            "rows_written": self.rows_written,
+            "streams_read": self.streams_read,
+            "rows_per_generation": dict(self.rows_per_generation),
+            "garbage_removed": self.garbage_removed,
+            "watermark": None if self.watermark is None else self.watermark.isoformat(),
+            "seconds": round(self.seconds, 3),
+            "phases": {k: round(v, 3) for k, v in self.phases.items()},
+        }
+
+
+class Phases:
+    """Seconds spent per phase of a run (reported, so slow phases are visible)."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+        self._last = time.monotonic()
+
+    def mark(self, name: str) -> None:
+        now = time.monotonic()
+        self.seconds[name] = self.seconds.get(name, 0.0) + now - self._last
+        self._last = now

@@ -1,0 +1,83 @@
+"""The row checks of a run, on Spark: the :class:`~.run.RowChecks` the orchestrator calls.
+
+Reads back everything the run wrote (:meth:`~.lake.ParquetChangesLake.dataset`), shapes
+it for the row expectations and, when asked, counts the same windows on the source
+(:mod:`.row_frames`), then runs the change suites
+(:func:`cdcgen.validation.change_rows.validate_change_frames`), which render Data Docs
+under ``<report_dir>/changes/<table>/<run>/``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from cdcgen.changes.lake import ParquetChangesLake
+from cdcgen.changes.result import ExtractionResult
+from cdcgen.changes.row_frames import (
+    change_rows_frame,
+    source_counts_frame,
+    stream_counts_frame,
+    windows_frame,
+)
+from cdcgen.changes.stream_reads import StreamFanout
+from cdcgen.core.expected_streams import GenerationMapper
+from cdcgen.reports.records import slug
+from cdcgen.validation.change_rows import validate_change_frames
+from cdcgen.validation.results import ValidationResult
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+
+class SparkRowChecks:
+    """Checks a run's windows in ``lake``; ``source_counts`` None skips the count suite."""
+
+    def __init__(
+        self,
+        spark: SparkSession,
+        lake: ParquetChangesLake,
+        partition_key: tuple[str, ...],
+        *,
+        leeway_us: int,
+        report_dir: Path,
+        source_counts: StreamFanout | None = None,
+        expectations_dir: Path | None = None,
+    ) -> None:
+        self._spark = spark
+        self._lake = lake
+        self._partition_key = partition_key
+        self._leeway_us = leeway_us
+        self._report_dir = Path(report_dir)
+        self._source_counts = source_counts
+        self._expectations_dir = expectations_dir
+
+    def report_dir(self, result: ExtractionResult) -> Path:
+        """Where the run's Data Docs and checks page go."""
+        return self._report_dir / "changes" / result.table.qualified / slug(result.run_id)
+
+    def check(self, result: ExtractionResult) -> ValidationResult:
+        target = self.report_dir(result)
+        windows = list(result.windows)
+        if not windows or not self._lake.windows():
+            return ValidationResult(
+                True, [], target / "index.html", "no window extracted: nothing to check"
+            )
+        spark = self._spark
+        rows = change_rows_frame(
+            self._lake.dataset(),
+            windows_frame(spark, windows, self._leeway_us),
+            GenerationMapper(result.generations),
+            self._partition_key,
+        )
+        counts = None
+        if self._source_counts is not None:
+            source = source_counts_frame(spark, self._source_counts, windows)
+            counts = stream_counts_frame(rows, source)
+        return validate_change_frames(
+            rows,
+            counts,
+            report_dir=target,
+            run_name=f"{result.table.qualified} {result.run_id}",
+            expectations_dir=self._expectations_dir,
+        )

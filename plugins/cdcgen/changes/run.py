@@ -1,0 +1,240 @@
+"""One changes run of one table: plan, extract, checkpoint, watermark, check, record.
+
+Every decision of a run is made here, over the ports only (:mod:`cdcgen.ports`), the
+way scylla-cdc-java's master plans over its CQL interfaces: the adapters are built in
+one place (:mod:`.job`), and tests hand in-memory fakes of the same ports. A run, for
+one table and one interval:
+
+1. read the table's state, its generations (spans) from the table's floor on, and
+   every node's clock;
+2. plan (:func:`cdcgen.core.planner.plan_windows`): closed windows only, the others
+   reported as pending; on an incremental run, record where the table's extraction
+   starts the first time;
+3. remove the lake windows a killed run left unacknowledged (the plan's garbage)
+   before anything is written again;
+4. write the windows job by job (groups of buckets), and checkpoint a job's streams only
+   after its write returned: a kill before that leaves files the next run treats as
+   unacknowledged and replaces, so a resume neither loses nor duplicates a change;
+5. recompute and store the consistency watermark, and prune the checkpoint rows it
+   implies;
+6. check the rows written (:class:`RowChecks`) and record the run on the report site.
+
+A backfill re-extracts acknowledged windows exactly and never moves checkpoints or
+the watermark. Errors keep their classes: :class:`~cdcgen.core.windows.DataExpired` and
+:class:`~cdcgen.validation.results.ChangesInvalid` are terminal, a transient read error is worth a
+retry (:mod:`cdcgen.adapters.read_retries`).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any, Protocol
+
+from cdcgen.changes.report import record_changes_run
+from cdcgen.changes.result import ExtractionResult, Phases
+from cdcgen.changes.settings import ChangesSettings
+from cdcgen.config import PipelineConfig
+from cdcgen.core.cdc_log import TableRef
+from cdcgen.core.planner import plan_windows
+from cdcgen.core.watermark import StreamCheckpoint, consistency_watermark
+from cdcgen.core.windows import DataExpired, Interval, Mode, Window, WindowPolicy
+from cdcgen.ports import ChangesLake, CheckpointStore, ClockReader, GenerationSource
+from cdcgen.progress import Progress
+from cdcgen.validation.results import ChangesInvalid, ValidationResult
+
+log = logging.getLogger(__name__)
+
+#: Offending rows per check carried in the run's JSON (the report pages list them all).
+SAMPLES_IN_OUTPUT = 5
+
+
+class RowChecks(Protocol):
+    """Validates the rows a run wrote (the Great Expectations row suites, on Spark)."""
+
+    def check(self, result: ExtractionResult) -> ValidationResult: ...
+
+
+@dataclass(frozen=True)
+class ChangesPorts:
+    """Everything a run talks to; ``row_checks`` None skips the checks."""
+
+    generations: GenerationSource
+    clocks: ClockReader
+    checkpoints: CheckpointStore
+    lake: ChangesLake
+    row_checks: RowChecks | None = None
+
+
+@dataclass(frozen=True)
+class ChangesRequest:
+    """What to extract: a table, an interval, how, and under which run."""
+
+    table: TableRef
+    interval: Interval
+    mode: Mode = Mode.INCREMENTAL
+    run_id: str = ""  # empty: a manual run, named here
+    dag_id: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.run_id:
+            object.__setattr__(self, "run_id", f"manual-{uuid.uuid4().hex[:12]}")
+
+
+def job_groups(windows: Sequence[Window], buckets_per_job: int) -> list[list[Window]]:
+    """Windows grouped into Spark jobs by bucket (0: a single job). Smaller jobs mean a
+    kill loses less work: each job is checkpointed as soon as it is written."""
+    if not windows:
+        return []
+    if buckets_per_job == 0:
+        return [list(windows)]
+    buckets = sorted({w.bucket for w in windows})
+    groups = [
+        set(buckets[i : i + buckets_per_job]) for i in range(0, len(buckets), buckets_per_job)
+    ]
+    return [[w for w in windows if w.bucket in group] for group in groups]
+
+
+def extract_changes(
+    request: ChangesRequest,
+    ports: ChangesPorts,
+    config: PipelineConfig,
+    settings: ChangesSettings,
+    *,
+    cdc_ttl: timedelta | None,
+    now: datetime | None = None,
+) -> ExtractionResult:
+    """Steps 1 to 5 of a run (see the module doc). Windows that are not closed yet are
+    returned in ``result.plan.pending``; raises ``DataExpired`` when a window is past
+    ``cdc_ttl`` (the table's CDC TTL, None when rows never expire)."""
+    started = time.monotonic()
+    phases = Phases()
+    table, interval, mode = request.table, request.interval, request.mode
+    store, lake = ports.checkpoints, ports.lake
+    state = store.table_state(table)
+    floor = state.floor
+    since = interval.start if floor is None or mode is Mode.BACKFILL else min(floor, interval.start)
+    generations = tuple(ports.generations.spans(table, since=since, until=interval.end))
+    clocks = ports.clocks.read_clocks()
+    now = now or datetime.now(UTC)
+    phases.mark("state")
+    policy = WindowPolicy(
+        leeway=config.generation_leeway,
+        confidence_window=config.confidence_window,
+        ttl=cdc_ttl,
+        expiry_margin=settings.expiry_margin,
+        buckets=lake.buckets(settings.buckets),
+    )
+    existing = lake.windows()
+    plan = plan_windows(table, generations, interval, state, clocks, policy, now, existing, mode)
+    result = ExtractionResult(
+        table, interval, mode, request.run_id, plan, Path(lake.location),
+        phases=phases.seconds, generations=generations,
+    )  # fmt: skip
+    phases.mark("plan")
+    if plan.first_run and mode is Mode.INCREMENTAL:
+        store.record_start(table, plan.floor, request.run_id)
+    for garbage in plan.garbage:
+        result.garbage_removed += lake.remove(garbage)
+    _write_jobs(ports, settings, result)
+    phases.mark("jobs")
+    if mode is Mode.INCREMENTAL:
+        watermark = consistency_watermark(generations, store.table_state(table))
+        if watermark is not None:
+            store.save_watermark(table, watermark, request.run_id)
+            store.prune(table, generations)
+    result.watermark = store.progress(table).watermark
+    phases.mark("watermark")
+    result.seconds = time.monotonic() - started
+    log.info("changes of %s: %s", table, result.to_json())
+    return result
+
+
+def _write_jobs(ports: ChangesPorts, settings: ChangesSettings, result: ExtractionResult) -> None:
+    """Write the plan's windows job by job; checkpoint each job right after its write."""
+    table = result.table
+    if not result.windows:
+        return
+    progress = Progress(
+        total=result.plan.stream_reads,
+        unit="streams",
+        log=log.info,
+        every=0.0,  # one line per Spark job: jobs take seconds to minutes each
+        label=f"{table} {result.mode.value}",
+    )
+    for number, windows in enumerate(job_groups(result.windows, settings.buckets_per_job), 1):
+        streams = sum(len(w.streams) for w in windows)
+        counters = ports.lake.write(windows)
+        result.add_job(streams, counters)
+        log.info("%s job %d done: %s", table, number, dict(counters))
+        rows = sum(c for k, c in counters.items() if k.startswith("rows:"))
+        progress.advance(streams, rows=rows)
+        if result.mode is Mode.INCREMENTAL:
+            ports.checkpoints.save(
+                table,
+                (
+                    StreamCheckpoint(w.generation.start, s, w.end, w.start, result.run_id)
+                    for w in windows
+                    for s in w.streams
+                ),
+            )
+
+
+def run_changes(
+    request: ChangesRequest,
+    ports: ChangesPorts,
+    config: PipelineConfig,
+    settings: ChangesSettings,
+    *,
+    cdc_ttl: timedelta | None,
+    now: datetime | None = None,
+) -> dict[str, Any]:
+    """A whole run: extract, check the rows written, record the run on the report site.
+
+    Returns the extraction's JSON plus ``checks`` (passed, summary, Data Docs), the
+    report page and the ``status``. Raises :class:`ChangesInvalid` (carrying that JSON
+    as ``output``) after recording a failed check.
+    """
+    try:
+        result = extract_changes(request, ports, config, settings, cdc_ttl=cdc_ttl, now=now)
+    except DataExpired as exc:
+        log.error("%s", exc)
+        raise
+    output = result.to_json()
+    checks = None
+    if ports.row_checks is not None and result.windows:
+        checks = ports.row_checks.check(result)
+        output["checks"] = checks_json(checks)
+    page = record_changes_run(config.report_dir, result, checks, dag_id=request.dag_id)
+    output["report"] = str(page)
+    output["status"] = "done" if checks is None or checks.passed else "row checks failed"
+    if checks is not None and not checks.passed:
+        failure = ChangesInvalid(checks)
+        failure.output = output  # what was written and why it failed, for the caller
+        raise failure
+    return output
+
+
+def checks_json(checks: ValidationResult) -> dict[str, Any]:
+    """The row checks' verdicts as the run's JSON carries them (a few rows per check)."""
+    return {
+        "passed": checks.passed,
+        "summary": checks.summary,
+        "data_docs": str(checks.report_index),
+        "checks": [
+            {
+                "check": c.check,
+                "passed": c.passed,
+                "observed": c.observed,
+                "samples": [dict(row) for row in c.samples[:SAMPLES_IN_OUTPUT]],
+            }
+            for c in checks.checks
+        ],
+        "failed": [c.describe() for c in checks.failures],
+        **({} if checks.page is None else {"page": str(checks.page)}),
+    }

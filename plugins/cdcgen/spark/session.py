@@ -1,0 +1,103 @@
+"""One Spark configuration per kind of job, for spark-submit and in-process sessions alike.
+
+Three kinds of Spark work run in this project: the extraction of a generation's
+description, the extraction of a table's changes, and validation (GX suites on Spark
+DataFrames). Each gets its configuration here, once: :func:`submit_conf` hands it to
+``SparkSubmitOperator`` (``conf=``), :func:`job_session` builds a local session with
+it when the job runs in-process (tests, the command line, a task without Spark).
+
+All kinds share the small machine's defaults: two local cores, few shuffle partitions,
+no UI, UTC, Arrow. The changes extraction adds what its writes rely on: dynamic
+partition overwrite (a job replaces exactly its own windows), microsecond Parquet
+timestamps, Python workers reused across tasks (each keeps its driver session), and
+partition values kept as text when the lake is read back (window and generation labels
+look like numbers).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping
+from enum import StrEnum
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+
+class JobKind(StrEnum):
+    GENERATION_EXTRACT = "generation-extract"
+    CHANGES_EXTRACT = "changes-extract"
+    VALIDATION = "validation"
+
+
+SMALL_MACHINE: Mapping[str, str] = {
+    "spark.sql.shuffle.partitions": "4",
+    "spark.default.parallelism": "2",
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.session.timeZone": "UTC",
+    "spark.sql.execution.arrow.pyspark.enabled": "true",
+    "spark.driver.memory": "1g",
+}
+"""What every kind starts from: 2 local cores, few shuffle partitions, no UI, UTC."""
+
+_KIND_CONF: Mapping[JobKind, Mapping[str, str]] = {
+    JobKind.GENERATION_EXTRACT: {},
+    JobKind.CHANGES_EXTRACT: {
+        "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
+        "spark.sql.sources.partitionOverwriteMode": "dynamic",
+        "spark.python.worker.reuse": "true",
+        "spark.sql.sources.partitionColumnTypeInference.enabled": "false",
+    },
+    JobKind.VALIDATION: {},
+}
+
+_APP_NAMES: Mapping[JobKind, str] = {
+    JobKind.GENERATION_EXTRACT: "cdcgen-extract",
+    JobKind.CHANGES_EXTRACT: "cdcgen-changes",
+    JobKind.VALIDATION: "cdcgen-validate",
+}
+
+
+def job_conf(kind: JobKind) -> dict[str, str]:
+    """The Spark configuration of ``kind``."""
+    return {**SMALL_MACHINE, **_KIND_CONF[kind]}
+
+
+def submit_conf(kind: JobKind) -> dict[str, str]:
+    """``SparkSubmitOperator(conf=...)`` of a job of ``kind`` (importable at DAG parse time)."""
+    return job_conf(kind)
+
+
+def submit_env() -> dict[str, str]:
+    """Environment for spark-submit: Spark's Python must be the one that has cdcgen."""
+    return {"PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
+
+
+def job_session(kind: JobKind, app_name: str | None = None) -> SparkSession:
+    """The active session, or a new one configured for ``kind``, workers on this Python."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    return spark_session(app_name or _APP_NAMES[kind], _KIND_CONF[kind])
+
+
+def spark_session(app_name: str = "cdcgen", conf: Mapping[str, str] | None = None) -> SparkSession:
+    """The active session, or a new one with :data:`SMALL_MACHINE` and ``conf`` over it.
+
+    Under spark-submit the master comes from the submit command (``--master``); run as a
+    plain Python process it is ``$CDCGEN_SPARK_MASTER`` or ``local[2]``.
+    """
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        return active
+    builder = SparkSession.builder.appName(app_name)
+    if "PYSPARK_GATEWAY_PORT" not in os.environ:  # not launched by spark-submit
+        builder = builder.master(os.environ.get("CDCGEN_SPARK_MASTER", "local[2]"))
+    for key, value in {**SMALL_MACHINE, **(conf or {})}.items():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("ERROR")
+    return session
