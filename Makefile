@@ -20,6 +20,7 @@ test: setup lint typecheck
 lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
 
 typecheck: setup
 	$(BIN)/mypy

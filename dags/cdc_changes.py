@@ -38,8 +38,7 @@ from cdcgen.airflow import changes_steps as steps
 from cdcgen.airflow.assets import published_generations
 from cdcgen.airflow.connections import SOURCE_CONN_ID, SPARK_CONN_ID
 from cdcgen.airflow.sensors import WindowClosedSensor
-from cdcgen.pipeline.changes import CHANGES_APPLICATION
-from cdcgen.pipeline.generations import SPARK_CONF
+from cdcgen.airflow.spark_jobs import CHANGES_EXTRACT
 
 
 @dag(
@@ -91,11 +90,11 @@ def cdc_changes() -> None:
         extract = SparkSubmitOperator(
             task_id="extract",
             conn_id=SPARK_CONN_ID,
-            application=str(CHANGES_APPLICATION),
+            application=CHANGES_EXTRACT.application,
             application_args=spark_args,
-            conf=SPARK_CONF,
+            conf=dict(CHANGES_EXTRACT.conf),
             env_vars=env_vars,
-            name="cdcgen-extract-changes",
+            name=CHANGES_EXTRACT.name,
             doc_md="Spark: the table's closed windows, stream by stream, into the lake; "
             "checkpoints, watermark, row checks (exit 2: checks failed, 3: data expired).",
         )

@@ -42,7 +42,7 @@ from cdcgen.airflow import generation_steps as steps
 from cdcgen.airflow.assets import PUBLICATIONS, published_generations
 from cdcgen.airflow.connections import SOURCE_CONN_ID, SPARK_CONN_ID
 from cdcgen.airflow.sensors import GenerationStartedSensor
-from cdcgen.pipeline.generations import EXTRACT_APPLICATION, SPARK_CONF
+from cdcgen.airflow.spark_jobs import GENERATION_EXTRACT
 
 PUBLISHED = published_generations()  # environment only: no I/O at parse time
 
@@ -115,11 +115,11 @@ def cdc_generations() -> None:
         extract = SparkSubmitOperator(
             task_id="extract",
             conn_id=SPARK_CONN_ID,
-            application=str(EXTRACT_APPLICATION),
+            application=GENERATION_EXTRACT.application,
             application_args=spark_args,
-            conf=SPARK_CONF,
+            conf=dict(GENERATION_EXTRACT.conf),
             env_vars=env_vars,
-            name="cdcgen-extract-generation",
+            name=GENERATION_EXTRACT.name,
             retries=1,  # a node restarting is common; a corrupt generation fails twice
             doc_md="Spark: the generation's description to Parquet, one row per stream.",
         )

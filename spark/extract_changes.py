@@ -3,104 +3,14 @@
     spark-submit spark/extract_changes.py --table shop.orders \
         --interval-start 2026-11-22T10:00:00Z --interval-end 2026-11-22T11:00:00Z
 
-Thin on purpose. The arguments say what to extract; how (nodes, keyspaces, lake,
-reports, read tuning) comes from the ``CDCGEN_*`` environment as the typed
-configuration, exactly as the DAG's tasks saw it (:meth:`PipelineConfig.to_env`), the
-same way the generation extract job receives it. Calls
-:func:`cdcgen.changes.job.run_changes_job` and prints the run's JSON on stdout. Exit
-status: 0 done, 2 row checks failed, 3 data expired (re-bootstrap needed), 4 transient
-read error.
+Thin on purpose: the job lives in :mod:`cdcgen.jobs.extract_changes`, where it is tested.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
-import logging
 import sys
-from collections.abc import Sequence
-from datetime import datetime
-from pathlib import Path
-from typing import Any
 
-EXIT_CHECKS_FAILED = 2
-EXIT_DATA_EXPIRED = 3
-EXIT_TRANSIENT = 4
-
-
-def _moment(text: str) -> datetime:
-    from cdcgen.core.time import parse_moment
-
-    return parse_moment(text, "interval bound")
-
-
-def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--table", required=True, help="keyspace.table (the base table)")
-    parser.add_argument("--interval-start", required=True, type=_moment)
-    parser.add_argument("--interval-end", required=True, type=_moment)
-    parser.add_argument("--mode", choices=["incremental", "backfill"], default="incremental")
-    parser.add_argument("--run-id", default=None)
-    parser.add_argument("--dag-id", default="")
-    parser.add_argument("--no-validate", action="store_true", help="skip the row checks")
-    parser.add_argument(
-        "--output", type=Path, default=None, help="also write the run's JSON to this file"
-    )
-    return parser.parse_args(argv)
-
-
-def _write(path: Path | None, output: dict[str, Any]) -> None:
-    """The result file the DAG's summary reads; written whole (rename), success or not."""
-    text = json.dumps(output, indent=1, default=str)
-    print(text)
-    if path is None:
-        return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(f".{path.name}.partial")
-    partial.write_text(text + "\n", encoding="utf-8")
-    partial.replace(path)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    from cdcgen.adapters.read_retries import TransientReadError
-    from cdcgen.changes.job import run_changes_job
-    from cdcgen.changes.run import ChangesRequest
-    from cdcgen.config import PipelineConfig
-    from cdcgen.core.cdc_log import TableRef
-    from cdcgen.core.windows import DataExpired, Interval, Mode
-    from cdcgen.validation.results import ChangesInvalid
-
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
-    args = parse_args(argv)
-    config = PipelineConfig.from_env()
-    request = ChangesRequest(
-        TableRef.parse(args.table),
-        Interval(args.interval_start, args.interval_end),
-        Mode(args.mode),
-        run_id=args.run_id or "",
-        dag_id=args.dag_id,
-    )
-    failed: dict[str, Any] = {"table": args.table, "mode": args.mode, "run_id": request.run_id}
-    if args.output is not None:
-        args.output.unlink(missing_ok=True)  # a re-run's result replaces the last one's
-    try:
-        output = run_changes_job(config, request, validate=not args.no_validate)
-    except ChangesInvalid as exc:
-        print(exc, file=sys.stderr)
-        _write(args.output, {**failed, **(exc.output or {}), "error": str(exc)})
-        return EXIT_CHECKS_FAILED
-    except DataExpired as exc:
-        print(exc, file=sys.stderr)
-        status = "data expired: re-bootstrap needed"
-        _write(args.output, {**failed, "status": status, "error": str(exc)})
-        return EXIT_DATA_EXPIRED
-    except TransientReadError as exc:
-        print(exc, file=sys.stderr)
-        _write(args.output, {**failed, "status": "transient read error", "error": str(exc)})
-        return EXIT_TRANSIENT
-    _write(args.output, output)
-    return 0
-
+from cdcgen.jobs.extract_changes import main
 
 if __name__ == "__main__":
     sys.exit(main())

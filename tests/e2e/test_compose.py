@@ -317,10 +317,10 @@ def test_airflow_folders_are_the_mounted_dags_and_plugins(services: dict[str, An
 
 
 def test_spark_job_and_package_reach_driver_and_executors(services: dict[str, Any]) -> None:
+    from cdcgen.airflow.spark_jobs import GENERATION_EXTRACT
     from cdcgen.config import REPO_ROOT
-    from cdcgen.pipeline.generations import EXTRACT_APPLICATION
 
-    application = EXTRACT_APPLICATION.relative_to(REPO_ROOT)
+    application = Path(GENERATION_EXTRACT.application).relative_to(REPO_ROOT)
     assert (REPO / application).exists(), f"the DAG submits {application}, which is missing"
     top = application.parts[0]
     for name in ("airflow-scheduler", "spark-worker"):

@@ -150,7 +150,7 @@ def runs(stack: Any, seeded: Seeded) -> Runs:
 
     One after the other, so that at most one run's Spark and GX jobs share the two cores.
     """
-    from cdcgen.pipeline.generations import to_millis
+    from cdcgen.core.time import to_millis
 
     api = stack.api()
     deadline = time.monotonic() + RUNS_TIMEOUT

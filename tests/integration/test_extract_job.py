@@ -14,9 +14,9 @@ from cdcgen.config import PipelineConfig
 from cdcgen.core.topology import Node, make_generation
 from cdcgen.core.topology_json import description_to_json, nodes_to_json
 from cdcgen.extract.description_json import columns_to_json
-from cdcgen.extract.job import build_parser, run
 from cdcgen.extract.lake import read_artifact
 from cdcgen.extract.spark_extract import read_streams
+from cdcgen.jobs.extract_generation import build_parser, run
 from cdcgen_dev.sandbox import sandbox_config
 
 if TYPE_CHECKING:
@@ -67,7 +67,7 @@ def test_job_writes_the_partition_and_a_rerun_replaces_it_identically(
 
 def test_the_dag_names_the_generation_and_the_job_reads_everything_else_from_its_env() -> None:
     from cdcgen.core.generation import Generation
-    from cdcgen.extract.job import arguments, generation_of
+    from cdcgen.jobs.extract_generation import arguments, generation_of
 
     generation = Generation(datetime(2026, 11, 22, 10, 0, 0, 250000, tzinfo=UTC), "abc", "ks.t")
     args = build_parser().parse_args(arguments(generation))

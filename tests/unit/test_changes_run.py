@@ -377,7 +377,7 @@ def test_failed_row_checks_fail_the_run_after_checkpointing_and_recording(world:
         run(world, checks)
     output = caught.value.output
     assert output is not None and output["status"] == "row checks failed"
-    assert output["checks"]["failed"] == ["colocation: 1 offending row(s)"]
+    assert output["checks"]["failed"] == ["colocation [changes_rows.expect_x]: 1 offending row(s)"]
     assert output["checks"]["checks"][0]["samples"][0]["stream_hex"] == "ab" * 16
     assert Path(output["report"]).is_file()
     # The rows stay written and acknowledged: the failure is about them, not their copy.

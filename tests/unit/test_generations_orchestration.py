@@ -12,9 +12,9 @@ import pytest
 
 from cdcgen.core.generation import Generation
 from cdcgen.pipeline.detect import detect
+from cdcgen.pipeline.outcomes import GenerationRejected, ValidationOutcome
 from cdcgen.pipeline.publish import PublicationOutcome, publish_in_order
 from cdcgen.pipeline.run_summary import generations_run_summary
-from cdcgen.pipeline.validate import GenerationRejected, ValidationOutcome
 
 from .generation_fakes import Crash, FakeLake, FakePublisher, FakeSource, rows_for
 

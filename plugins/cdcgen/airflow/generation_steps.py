@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from cdcgen.airflow.hooks import CdcSourceHook
+from cdcgen.airflow.spark_jobs import job_env
 from cdcgen.airflow.xcom import from_xcom, list_from_xcom, to_xcom
 from cdcgen.config import PipelineConfig
 from cdcgen.core.generation import Generation
-from cdcgen.pipeline.generations import spark_env
-from cdcgen.pipeline.validate import ValidationOutcome
+from cdcgen.pipeline.outcomes import ValidationOutcome
 
 #: ``DagRun.run_type`` of a backfill run (``airflow.utils.types.DagRunType.BACKFILL_JOB``).
 BACKFILL = "backfill"
@@ -50,7 +50,7 @@ def detect(
     it would re-publish every generation once more, one interval later.)
     """
     from cdcgen.adapters.generation_sources import connected_generation_ports
-    from cdcgen.extract.job import arguments
+    from cdcgen.jobs.extract_generation import arguments
     from cdcgen.pipeline.detect import detect as detect_generations
 
     config = run_config(params)
@@ -66,7 +66,7 @@ def detect(
             generation_id=str(params.get("generation_id") or "") or None,
             force=bool(params.get("force")),
         )
-    env = {**spark_env(), **config.to_env()}
+    env = job_env(config)
     return [
         {
             "generation": to_xcom(s.generation),
@@ -81,7 +81,7 @@ def validate(params: Mapping[str, Any], generation: Any, ti: Any) -> dict[str, A
     """Validate; on failure record the outcome (Data Docs path) and fail without retrying."""
     from airflow.sdk.exceptions import AirflowFailException
 
-    from cdcgen.pipeline.validate import GenerationRejected
+    from cdcgen.pipeline.outcomes import GenerationRejected
     from cdcgen.pipeline.validate import validate as validate_generation
 
     try:

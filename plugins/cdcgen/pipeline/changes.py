@@ -4,8 +4,9 @@ The extraction itself is ``spark/extract_changes.py`` (spark-submit), which call
 :func:`cdcgen.changes.job.run_changes_job` and writes its JSON result to the file
 :func:`result_path` names; this module decides what each run extracts (and hands the
 job its whole configuration as ``CDCGEN_*`` variables) and reads those files back.
-Like :mod:`cdcgen.pipeline.generations`, it knows nothing of Airflow: plain JSON in and
-out, because results travel through XCom and mapped task groups.
+Like the generations steps (:mod:`.detect`, :mod:`.publish`), it knows nothing of
+Airflow; it returns plain JSON because the plan travels through XCom and mapped task
+groups.
 
 Which interval a run covers:
 
@@ -33,16 +34,13 @@ from typing import Any
 from cdcgen.adapters.cdc_tables import CdcCatalog
 from cdcgen.adapters.cql import client_for
 from cdcgen.changes.settings import ChangesSettings
-from cdcgen.config import REPO_ROOT, PipelineConfig
+from cdcgen.config import PipelineConfig
 from cdcgen.core.cdc_log import TableRef
 from cdcgen.core.time import floor_ms, to_millis
 from cdcgen.pipeline.run_summary import safe_name, write_summary
 from cdcgen.spark.session import submit_env
 
 log = logging.getLogger(__name__)
-
-#: The spark-submit entry point of the extract step.
-CHANGES_APPLICATION = REPO_ROOT / "spark" / "extract_changes.py"
 
 #: Under the report directory: one folder per run, one result file per table.
 RESULTS_DIR = "changes-results"

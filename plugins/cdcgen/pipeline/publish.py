@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from cdcgen.core.generation import Generation
 from cdcgen.core.publication import publication_plan
-from cdcgen.pipeline.validate import GenerationRejected, ValidationOutcome
+from cdcgen.pipeline.outcomes import GenerationRejected, ValidationOutcome
 from cdcgen.ports import DescriptionPublisher, GenerationLake, GenerationSource
 
 log = logging.getLogger(__name__)

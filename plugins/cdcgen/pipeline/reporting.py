@@ -11,18 +11,15 @@ description gets counts only.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from cdcgen.config import PipelineConfig
 from cdcgen.core.generation import Generation
 from cdcgen.core.topology import InvalidDescription
 from cdcgen.extract.lake import ArtifactError, read_artifact
+from cdcgen.pipeline.outcomes import ValidationOutcome
 from cdcgen.reports.adapters import owners_from_nodes, ring_from_description
 from cdcgen.reports.records import GenerationCounts, GenerationReport, RingEntry, RunStatus
 from cdcgen.reports.site import record_run
-
-if TYPE_CHECKING:
-    from cdcgen.pipeline.validate import ValidationOutcome
 
 
 def record_generation(

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from cdcgen.core.generation import Generation
+from cdcgen.pipeline.outcomes import ValidationOutcome
 from cdcgen.pipeline.publish import PublicationOutcome
-from cdcgen.pipeline.validate import ValidationOutcome
 
 #: Under the report directory: one summary per generations run.
 SUMMARIES_DIR = "summaries"

@@ -1,56 +1,20 @@
 """The gate before publication: a generation's GX suites, recorded for the report site.
 
-What the suites decide travels to the publish step as a :class:`ValidationOutcome` (the
-Airflow edge turns it into XCom); a failed one raises :class:`GenerationRejected`
-carrying the same outcome, so the run can record why without parsing a message.
+What the suites decide travels to the publish step as a
+:class:`~cdcgen.pipeline.outcomes.ValidationOutcome` (the Airflow edge turns it into
+XCom); a failed one raises :class:`~cdcgen.pipeline.outcomes.GenerationRejected` carrying
+the same outcome, so the run can record why without parsing a message.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from cdcgen.config import PipelineConfig
 from cdcgen.core.generation import Generation
 from cdcgen.extract.lake import generation_dir
-from cdcgen.reports.records import ExpectationOutcome
-from cdcgen.validation.results import CheckOutcome, row_text
-
-
-@dataclass(frozen=True)
-class ValidationOutcome:
-    """What the suites said about one extracted generation."""
-
-    generation: Generation
-    passed: bool
-    summary: str
-    data_docs: str | None = None
-    failed: tuple[str, ...] = ()
-    expectations: tuple[ExpectationOutcome, ...] = ()
-    skipped: tuple[str, ...] = ()
-    page: str | None = None
-
-
-class GenerationRejected(Exception):
-    """Terminal: validation failed; the generation must not be published."""
-
-    def __init__(self, message: str, outcome: ValidationOutcome) -> None:
-        super().__init__(message)
-        self.outcome = outcome
-
-
-#: Offending rows quoted per check in the record (its Data Docs list them all).
-ROWS_QUOTED = 3
-
-
-def expectation_outcomes(checks: Sequence[CheckOutcome]) -> tuple[ExpectationOutcome, ...]:
-    """Each check as the report site shows it: name, verdict, a few offending rows."""
-    out = []
-    for check in checks:
-        samples = "; ".join(row_text(row) for row in check.samples[:ROWS_QUOTED])
-        details = check.describe() + (f" e.g. {samples}" if samples else "")
-        out.append(ExpectationOutcome(check.check, bool(check.passed), details))
-    return tuple(out)
+from cdcgen.pipeline.outcomes import GenerationRejected, ValidationOutcome, expectation_outcomes
+from cdcgen.pipeline.reporting import record_generation
 
 
 def validate(
@@ -62,7 +26,6 @@ def validate(
     validation summary (each failed expectation with a few offending streams) and the
     report page.
     """
-    from cdcgen.pipeline.reporting import record_generation
     from cdcgen.validation.generation_suite import validate_generation
 
     directory = generation_dir(config.lake_path, generation)

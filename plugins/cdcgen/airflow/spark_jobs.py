@@ -1,0 +1,44 @@
+"""The Spark jobs the DAGs submit: entry point, configuration and name of each kind.
+
+``SparkSubmitOperator`` gets its application and ``conf`` from here at parse time (no I/O:
+paths and dictionaries only); the configuration is the job kind's one
+(:mod:`cdcgen.spark.session`), and each task hands the job its typed configuration through
+the environment (:func:`job_env`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from cdcgen.config import REPO_ROOT, EnvSettings
+from cdcgen.spark.session import JobKind, submit_conf, submit_env
+
+
+@dataclass(frozen=True)
+class SparkJob:
+    application: str
+    conf: Mapping[str, str]
+    name: str
+
+
+GENERATION_EXTRACT = SparkJob(
+    application=str(REPO_ROOT / "spark" / "extract_generation.py"),
+    conf=submit_conf(JobKind.GENERATION_EXTRACT),
+    name="cdcgen-extract-generation",
+)
+
+CHANGES_EXTRACT = SparkJob(
+    application=str(REPO_ROOT / "spark" / "extract_changes.py"),
+    conf=submit_conf(JobKind.CHANGES_EXTRACT),
+    name="cdcgen-extract-changes",
+)
+
+
+def job_env(*settings: EnvSettings) -> dict[str, str]:
+    """What a submitted job needs in its environment: this Python for Spark's workers, and
+    the typed settings as ``CDCGEN_*`` variables (read back with ``from_env``)."""
+    env = submit_env()
+    for each in settings:
+        env.update(each.to_env())
+    return env
