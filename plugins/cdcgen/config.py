@@ -23,7 +23,14 @@ from enum import Enum
 from pathlib import Path
 from typing import Any, ClassVar, Self
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
 
 from cdcgen.core.generation import SourceMode
 from cdcgen.core.identifiers import check_identifier
@@ -80,10 +87,16 @@ class EnvSettings(BaseModel):
 
     @classmethod
     def validated(cls, values: Mapping[str, Any]) -> Self:
-        try:
-            return cls.model_validate(dict(values))
-        except ValidationError as exc:
-            raise ConfigError(_describe(cls, exc)) from None
+        """Settings from values keyed by variable or field name; :class:`ConfigError` names
+        the first bad one (see ``__init__``)."""
+        return cls(**values)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _durations_in_seconds(cls, value: Any, info: ValidationInfo) -> Any:
+        """Every duration setting is given in seconds (a number, or its text)."""
+        field = cls.model_fields.get(info.field_name or "")
+        return seconds(value) if field is not None and field.annotation is timedelta else value
 
     def with_overrides(self, **changes: Any) -> Self:
         """A copy with ``changes`` applied, validated like everything else."""
@@ -157,13 +170,6 @@ class PipelineConfig(EnvSettings):
     extra: dict[str, str] = Field(default_factory=dict)
 
     EMPTY_IS_A_VALUE: ClassVar[frozenset[str]] = frozenset({"source_keyspace_prefix"})
-
-    @field_validator(
-        "ring_delay", "generation_leeway", "confidence_window", "clock_wait_timeout", mode="before"
-    )
-    @classmethod
-    def _durations(cls, value: Any) -> Any:
-        return seconds(value)
 
     @field_validator("contact_points", mode="before")
     @classmethod

@@ -14,7 +14,7 @@ from cdcgen.adapters.description_rows import (
 )
 from cdcgen.core.generation import CorruptGeneration, Generation
 from cdcgen.core.tablets import TabletStreamSet
-from cdcgen.core.time import InvalidTimestamp, utc_from_driver
+from cdcgen.core.time import InvalidTimestamp, naive_as_utc
 from cdcgen.core.tokens import MAX_TOKEN, MIN_TOKEN
 from cdcgen.core.topology import Node, make_generation
 from cdcgen_dev.emulator.faults import FaultKind, GenerationFault, apply_row_faults
@@ -94,7 +94,7 @@ def test_tablets_description_looks_up_like_a_stream_set() -> None:
 
 def test_ids_and_timestamps() -> None:
     naive = datetime(2026, 5, 1, 12, 0, 0, 123000)
-    assert utc_from_driver(naive) == datetime(2026, 5, 1, 12, 0, 0, 123000, tzinfo=UTC)
+    assert naive_as_utc(naive) == datetime(2026, 5, 1, 12, 0, 0, 123000, tzinfo=UTC)
     assert v1_generation_id(T0) == "2026-05-01T12:00:00.000+00:00"
     assert Generation(T0, "abc").label == "generation 2026-05-01T12:00:00.000+00:00 (abc)"
     assert (

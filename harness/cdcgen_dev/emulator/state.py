@@ -30,7 +30,7 @@ from uuid import UUID
 from cdcgen.core.identifiers import check_identifier
 from cdcgen.core.stream_id import StreamId
 from cdcgen.core.tablets import TabletStreamSet
-from cdcgen.core.time import EPOCH, utc_from_driver
+from cdcgen.core.time import EPOCH, naive_as_utc
 from cdcgen.core.topology import Node, TopologyDescription
 from cdcgen.core.topology_json import description_from_json
 from cdcgen.schema import SourceSchema, Table
@@ -180,7 +180,7 @@ def load_nodes(client: CqlClient, schema: SourceSchema) -> list[SimNode]:
             ignore_msb=row.ignore_msb,
             up=bool(row.up),
             clock_skew=timedelta(microseconds=row.clock_skew_us or 0),
-            joined_at=utc_from_driver(row.joined_at) if row.joined_at else None,
+            joined_at=naive_as_utc(row.joined_at) if row.joined_at else None,
         )
         for row in rows
     ]
@@ -217,7 +217,7 @@ def load_generations(
     return [
         GenerationRecord(
             scope=row.scope,
-            timestamp=utc_from_driver(row.timestamp),
+            timestamp=naive_as_utc(row.timestamp),
             id=row.id,
             mode=row.mode,
             committed=bool(row.committed),

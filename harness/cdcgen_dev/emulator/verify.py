@@ -26,7 +26,14 @@ from cdcgen.core.stream_id import StreamId
 from cdcgen.core.tablets import TabletStreamSet
 from cdcgen.core.time import from_micros
 from cdcgen.core.timeline import GenerationTimeline
-from cdcgen_dev.emulator.log_schema import BaseTableSpec
+from cdcgen_dev.emulator.log_schema import (
+    BATCH_SEQ_NO,
+    END_OF_BATCH,
+    OPERATION,
+    STREAM_ID,
+    TIME,
+    BaseTableSpec,
+)
 from cdcgen_dev.emulator.partition import partition_token
 
 if TYPE_CHECKING:
@@ -67,10 +74,8 @@ class LogCheck:
 def read_log_rows(client: CqlClient, spec: BaseTableSpec) -> list[LogRow]:
     """Every row of the log table (a full scan: sandbox only)."""
     pk = ", ".join(c.name for c in spec.partition_key)
-    query = (
-        f'SELECT "cdc$stream_id", "cdc$time", "cdc$batch_seq_no", "cdc$operation", '
-        f'"cdc$end_of_batch", {pk} FROM {spec.qualified_log_table}'
-    )
+    columns = ", ".join((STREAM_ID, TIME, BATCH_SEQ_NO, OPERATION, END_OF_BATCH))
+    query = f"SELECT {columns}, {pk} FROM {spec.qualified_log_table}"
     result = client.execute(query)
     width = len(spec.partition_key)
     return [

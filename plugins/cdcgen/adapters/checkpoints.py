@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 from cdcgen.core.cdc_log import TableRef
 from cdcgen.core.identifiers import check_identifier
 from cdcgen.core.stream_id import StreamId
-from cdcgen.core.time import to_micros, utc_from_driver
+from cdcgen.core.time import naive_as_utc, to_micros
 from cdcgen.core.watermark import StreamCheckpoint, TableProgress
 from cdcgen.core.windows import GenerationSpan, TableState
 
@@ -63,7 +63,7 @@ _DDL = {
 
 
 def _utc(value: datetime | None) -> datetime | None:
-    return None if value is None else utc_from_driver(value)
+    return None if value is None else naive_as_utc(value)
 
 
 class CqlCheckpointStore:
@@ -121,9 +121,9 @@ class CqlCheckpointStore:
         rows = self._client.session.execute(statement, (table.keyspace, table.table))
         return [
             StreamCheckpoint(
-                generation=utc_from_driver(row.generation),
+                generation=naive_as_utc(row.generation),
                 stream=StreamId(bytes(row.stream_id)),
-                checkpoint=utc_from_driver(row.checkpoint),
+                checkpoint=naive_as_utc(row.checkpoint),
                 window_start=_utc(row.window_start),
                 run_id=row.run_id or "",
                 updated_at=_utc(row.updated_at),

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from cdcgen.adapters.errors import is_transient
 from cdcgen.core.clocks import NodeClock
-from cdcgen.core.time import utc_from_driver
+from cdcgen.core.time import naive_as_utc
 from cdcgen.extensions import CLOCK_READERS, CQL_CLOCKS, clock_sources, registered
 from cdcgen.ports import ClockReader
 
@@ -53,7 +53,7 @@ def read_host_clock(
     if not rows or rows[0][0] is None:
         return None, f"host {host.address} returned no clock"
     value: datetime = rows[0][0]
-    return utc_from_driver(value), None
+    return naive_as_utc(value), None
 
 
 def cluster_hosts(client: CqlClient) -> list[Host]:

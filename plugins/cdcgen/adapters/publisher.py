@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from cdcgen.adapters.writes import IdempotentWriter
 from cdcgen.core.identifiers import check_identifier
-from cdcgen.core.time import generation_timestamp, utc_from_driver
+from cdcgen.core.time import generation_timestamp, naive_as_utc
 from cdcgen.core.topology import TopologyDescription
 from cdcgen.schema import GENERATION_TIMESTAMPS_KEY, TABLET_VIEWS, Table, create_table_cql
 
@@ -146,7 +146,7 @@ class CqlDescriptionPublisher:
         )
         found = [
             PublishedGeneration(
-                utc_from_driver(r.time), utc_from_driver(r.expired) if r.expired else None
+                naive_as_utc(r.time), naive_as_utc(r.expired) if r.expired else None
             )
             for r in rows
         ]

@@ -114,7 +114,7 @@ def _statement_table(query: Any) -> str | None:
 def _policy_class() -> type[LoadBalancingPolicy]:
     from cassandra.policies import HostDistance, TokenAwarePolicy
 
-    class StreamRoutingPolicy(TokenAwarePolicy):  # type: ignore[misc]
+    class StreamRoutingPolicy(TokenAwarePolicy):  # type: ignore[misc]  # the driver is untyped
         """Token-aware routing that reads a CDC log's token from the stream ID."""
 
         def __init__(self, child: LoadBalancingPolicy, partitioner: LogPartitioner) -> None:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from cdcgen.adapters.publisher import CqlDescriptionPublisher, PublishConflict, PublishError
 from cdcgen.core.tablets import StreamState
-from cdcgen.core.time import generation_timestamp, utc_from_driver
+from cdcgen.core.time import generation_timestamp, naive_as_utc
 from cdcgen.schema import TABLET_STREAMS, TABLET_TIMESTAMPS
 
 if TYPE_CHECKING:
@@ -95,7 +95,7 @@ class TabletsPublisher(CqlDescriptionPublisher):
             "WHERE keyspace_name = ? AND table_name = ?",
             (keyspace_name, table_name),
         )
-        return sorted(utc_from_driver(r.timestamp) for r in rows)
+        return sorted(naive_as_utc(r.timestamp) for r in rows)
 
     def read_tablet_streams(
         self, keyspace_name: str, table_name: str, timestamp: datetime

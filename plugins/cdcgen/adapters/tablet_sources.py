@@ -29,7 +29,7 @@ from cdcgen.core.tablets import (
     stream_set_views,
     stream_sets,
 )
-from cdcgen.core.time import utc_from_driver
+from cdcgen.core.time import naive_as_utc
 from cdcgen.core.topology import InvalidDescription, TopologyDescription
 from cdcgen.core.windows import GenerationSpan, tablet_spans
 from cdcgen.schema import SourceSchema, Table
@@ -104,7 +104,7 @@ class TabletsStreamSource:
             raise IncompleteGeneration(f"{label}: cdc_streams_state has streams but no timestamp")
         try:
             base = TabletStreamSet.from_state_rows(
-                utc_from_driver(state[0].timestamp),
+                naive_as_utc(state[0].timestamp),
                 {
                     r.last_token: parse_stream(r.stream_id, label, r.last_token)
                     for r in state
@@ -113,7 +113,7 @@ class TabletsStreamSource:
             )
             history = [
                 StreamHistoryRow(
-                    utc_from_driver(r.timestamp),
+                    naive_as_utc(r.timestamp),
                     StreamState.from_value(r.stream_state),
                     r.last_token,
                     parse_stream(r.stream_id, label, r.last_token),

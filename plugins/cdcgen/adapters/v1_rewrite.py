@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 
 from cdcgen.core.cdc_log import CdcTable
 from cdcgen.core.retention import generations_to_rewrite
-from cdcgen.core.time import utc_from_driver
+from cdcgen.core.time import naive_as_utc
 from cdcgen.schema import CDC_LOCAL_REWRITTEN_KEY, SourceSchema, Table
 
 if TYPE_CHECKING:
@@ -90,9 +90,7 @@ def rewrite_v1(
         write_marker(client, schema, None)
         return RewriteReport("no CDC table: marker only", marker_written=True)
     streams_v1 = schema.name(Table.CDC_STREAMS_DESCRIPTIONS_V1)
-    stamps = sorted(
-        utc_from_driver(r.time) for r in client.execute(f"SELECT time FROM {streams_v1}")
-    )
+    stamps = sorted(naive_as_utc(r.time) for r in client.execute(f"SELECT time FROM {streams_v1}"))
     keep = generations_to_rewrite(stamps, tables, now)
     chosen = set(keep)
     report = RewriteReport("rewritten", too_old=[s for s in stamps if s not in chosen])

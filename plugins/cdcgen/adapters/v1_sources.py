@@ -20,7 +20,7 @@ from cdcgen.core.generation import (
     IncompleteGeneration,
     SourceMode,
 )
-from cdcgen.core.time import utc_from_driver
+from cdcgen.core.time import naive_as_utc
 from cdcgen.core.topology import TopologyDescription
 from cdcgen.schema import SourceSchema, Table
 
@@ -41,7 +41,7 @@ class V1GenerationSource(VnodeGenerations):
             f"SELECT time, streams FROM {self.schema.name(Table.CDC_STREAMS_DESCRIPTIONS_V1)}"
         )
         return {
-            utc_from_driver(r.time): frozenset(bytes(s) for s in r.streams)
+            naive_as_utc(r.time): frozenset(bytes(s) for s in r.streams)
             if r.streams is not None
             else None
             for r in rows

@@ -37,7 +37,7 @@ from cdcgen.core.generation import (
     IncompleteGeneration,
     SourceMode,
 )
-from cdcgen.core.time import utc_from_driver
+from cdcgen.core.time import naive_as_utc
 from cdcgen.core.topology import TopologyDescription
 from cdcgen.schema import (
     CDC_GENERATIONS_V3_KEY,
@@ -69,7 +69,7 @@ class RaftGenerationSource(VnodeGenerations):
         if not rows or not rows[0].committed_cdc_generations:
             return []
         return sorted(
-            (utc_from_driver(ts), data_id) for ts, data_id in rows[0].committed_cdc_generations
+            (naive_as_utc(ts), data_id) for ts, data_id in rows[0].committed_cdc_generations
         )
 
     def list_generations(self) -> list[Generation]:
@@ -122,7 +122,7 @@ class GossipGenerationSource(VnodeGenerations):
         )
         if not rows or rows[0].streams_timestamp is None:
             return None
-        stamp = utc_from_driver(rows[0].streams_timestamp)
+        stamp = naive_as_utc(rows[0].streams_timestamp)
         ident = str(rows[0].uuid) if rows[0].uuid is not None else v1_generation_id(stamp)
         return Generation(stamp, ident)
 

@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from pydantic import field_validator
 
-from cdcgen.config import EnvSettings, env, seconds
+from cdcgen.config import EnvSettings, env
 from cdcgen.core.cdc_log import LogPartitioner
 
 Consistency = Literal["ONE", "LOCAL_ONE", "QUORUM", "LOCAL_QUORUM", "ALL"]
@@ -48,17 +48,6 @@ class ChangesSettings(EnvSettings):
     expiry_margin: timedelta = env("CDCGEN_CHANGES_EXPIRY_MARGIN_SECONDS", timedelta(seconds=60))
     # Row checks: count each stream's window on the source (one COUNT per stream).
     verify_source_counts: bool = env("CDCGEN_CHANGES_VERIFY_SOURCE_COUNTS", True)
-
-    @field_validator(
-        "request_timeout",
-        "backoff_base",
-        "backoff_max",
-        "expiry_margin",
-        mode="before",
-    )
-    @classmethod
-    def _durations(cls, value: Any) -> Any:
-        return seconds(value)
 
     @field_validator("read_consistency", mode="before")
     @classmethod

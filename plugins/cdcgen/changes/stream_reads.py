@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from cdcgen.core.time import from_micros, to_micros
+from cdcgen.core.time import from_millis, to_millis
 from cdcgen.core.windows import Window
 from cdcgen.ports import ChangeLogReader
 from cdcgen.spark.fanout import Task, min_tasks, plan_tasks
@@ -41,11 +41,11 @@ class StreamRead:
 
     @property
     def start(self) -> datetime:
-        return from_micros(self.start_ms * 1000)
+        return from_millis(self.start_ms)
 
     @property
     def end(self) -> datetime:
-        return from_micros(self.end_ms * 1000)
+        return from_millis(self.end_ms)
 
     @property
     def placement(self) -> tuple[str, str, int]:
@@ -58,8 +58,8 @@ def stream_reads(windows: Iterable[Window]) -> list[StreamRead]:
     return [
         StreamRead(
             stream.raw,
-            to_micros(w.start) // 1000,
-            to_micros(w.end) // 1000,
+            to_millis(w.start),
+            to_millis(w.end),
             w.generation.label,
             w.label,
             w.bucket,

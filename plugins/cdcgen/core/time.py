@@ -28,8 +28,9 @@ def as_utc(value: datetime, what: str = "timestamp") -> datetime:
     return value.astimezone(UTC)
 
 
-def utc_from_driver(value: datetime) -> datetime:
-    """A ``timestamp`` as cassandra-driver returns it (naive, in UTC), made aware."""
+def naive_as_utc(value: datetime) -> datetime:
+    """Aware, in UTC; a naive value is taken to be UTC, as cassandra-driver returns
+    ``timestamp`` values and as this project writes them in its JSON records."""
     return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 

@@ -86,6 +86,11 @@ class GenerationArtifact:
     source_problem: str | None = None
 
     @property
+    def generation(self) -> Generation:
+        """The generation this partition holds."""
+        return Generation(self.timestamp, self.generation_id, self.table or "")
+
+    @property
     def layout(self) -> str:
         """``tablets`` (one stream per tablet, per table) or ``vnodes`` (a generation)."""
         return TABLETS if self.table else VNODES

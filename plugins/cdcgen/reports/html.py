@@ -8,9 +8,10 @@ mount, or in a CI screenshot with no network.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from html import escape
 
+from cdcgen.core.time import naive_as_utc
 from cdcgen.reports.records import ExpectationOutcome, RunStatus
 
 STYLE = """
@@ -64,9 +65,7 @@ def esc(text: object) -> str:
 def fmt_time(value: datetime | None) -> str:
     if value is None:
         return "—"
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=UTC)
-    return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + "Z"
+    return naive_as_utc(value).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + "Z"
 
 
 def fmt_int(value: int) -> str:

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
+from cdcgen.core.time import naive_as_utc
 from cdcgen.reports.records import (
     ChangesReport,
     ExpectationOutcome,
@@ -41,9 +42,7 @@ class NotARecord(RecordError):
 def _time(value: datetime | None) -> str | None:
     if value is None:
         return None
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=UTC)
-    return value.astimezone(UTC).isoformat()
+    return naive_as_utc(value).isoformat()
 
 
 def _parse_time(value: Any, what: str) -> datetime:
@@ -53,7 +52,7 @@ def _parse_time(value: Any, what: str) -> datetime:
         parsed = datetime.fromisoformat(value)
     except ValueError:
         raise RecordError(f"{what}: not an ISO timestamp: {value!r}") from None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+    return naive_as_utc(parsed)
 
 
 def _optional_time(value: Any, what: str) -> datetime | None:

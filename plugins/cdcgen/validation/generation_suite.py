@@ -18,10 +18,11 @@ from __future__ import annotations
 
 import tempfile
 from collections.abc import Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
+from cdcgen.core.time import EPOCH
 from cdcgen.core.topology import Node
 from cdcgen.extract.description_columns import DescriptionColumns
 from cdcgen.extract.description_json import read_description_file
@@ -106,7 +107,7 @@ def validate_description(
     It is flattened into a temporary lake partition (pyarrow writes Parquet far faster
     than Spark ingests Arrow batches), then validated exactly like an extraction.
     """
-    moment = timestamp or datetime(1970, 1, 1, tzinfo=UTC)
+    moment = timestamp or EPOCH
     with tempfile.TemporaryDirectory(prefix="cdcgen-validate-") as lake:
         artifact = write_generation(Path(lake), columns, moment, generation_id, nodes=nodes)
         return validate_frames(
@@ -192,7 +193,7 @@ def _previous_ids(spark: SparkSession, previous: Previous) -> DataFrame | None:
     if previous is None or previous == "auto":
         return None
     if isinstance(previous, DescriptionColumns):
-        table = flatten_generation(previous, datetime(1970, 1, 1, tzinfo=UTC), "")
+        table = flatten_generation(previous, EPOCH, "")
         return streams_frame(spark, table.select(["stream_id"]))
     path = Path(previous)
     if path.is_dir():
