@@ -27,6 +27,6 @@ How the ``cdc_changes`` DAG uses it, per table and data interval:
    as terminal, exit 4 (:class:`~cdcgen.adapters.read_retries.TransientReadError`) as
    retryable.
 
-Nothing here imports Spark, pandas, Great Expectations or ``cassandra.cluster`` at
-module level: DAG files import this package while Airflow parses them.
+Spark, Great Expectations and ``cassandra.cluster`` are imported inside functions only,
+so the Airflow edge can import the plan and summary helpers cheaply.
 """
