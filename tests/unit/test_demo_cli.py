@@ -8,14 +8,15 @@ processes, since what they protect against is another process.
 
 from __future__ import annotations
 
+import json
 import os
-import signal
 import subprocess
 import sys
 import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
@@ -24,7 +25,6 @@ from cdcgen.core.generation import SourceMode
 from cdcgen_dev.demo import cli
 from cdcgen_dev.demo.lock import DemoBusy, DemoLock
 from cdcgen_dev.demo.modes import PLANS, ModePlan, plan_for
-from cdcgen_dev.demo.processes import no_process_left_behind
 
 HOLD = (
     "import sys; from pathlib import Path; from cdcgen_dev.demo.lock import DemoLock; "
@@ -187,47 +187,91 @@ def test_wait_queues_behind_the_running_demo(
 # --- nothing left behind ----------------------------------------------------------------
 
 
-def _sleeper(*, own_session: bool) -> subprocess.Popen[bytes]:
-    """A shell that starts two sleeps (as airflow starts spark-submit and its JVM)."""
+#: Run in a child process: the guard ends every child of the process it runs in, and in
+#: the test process that would include the session's Spark JVM and Cassandra nodes.
+GUARD_SCRIPT = """
+import json, os, signal, subprocess, sys, time
+import psutil
+from cdcgen_dev.demo.processes import no_process_left_behind
+
+QUIET = {"stdin": subprocess.DEVNULL, "stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+
+def sleeper(own_session):
+    # a shell that starts two sleeps (as airflow starts spark-submit and its JVM)
     return subprocess.Popen(
-        ["sh", "-c", "sleep 300 & sleep 300; wait"], start_new_session=own_session
+        ["sh", "-c", "sleep 300 & sleep 300; wait"], start_new_session=own_session, **QUIET
     )
 
-
-def _family(started: list[subprocess.Popen[bytes]]) -> list[psutil.Process]:
-    """The shells and their sleeps, once the sleeps have started."""
+def family(started):
     deadline = time.monotonic() + 10
     while True:
-        family = [
-            p for s in started for p in [psutil.Process(s.pid), *psutil.Process(s.pid).children()]
+        found = [
+            p.pid
+            for s in started
+            for p in [psutil.Process(s.pid), *psutil.Process(s.pid).children()]
         ]
-        if len(family) == 3 * len(started) or time.monotonic() > deadline:
-            return family
+        if len(found) == 3 * len(started) or time.monotonic() > deadline:
+            return found
         time.sleep(0.1)
+
+before = signal.getsignal(signal.SIGTERM)
+kept = subprocess.Popen(["sleep", "300"], start_new_session=True, **QUIET)
+try:
+    with no_process_left_behind(keep=lambda: {kept.pid}):
+        started = [sleeper(True), sleeper(False)] if sys.argv[1] == "normal" else [sleeper(True)]
+        print(json.dumps({"kept": kept.pid, "family": family(started)}), flush=True)
+        if sys.argv[1] == "sigterm":
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(5)  # the signal arrives here
+finally:
+    print(json.dumps({"restored": signal.getsignal(signal.SIGTERM) == before}), flush=True)
+"""
+
+
+def run_guarded(how: str) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
+    done = subprocess.run(
+        [sys.executable, "-c", GUARD_SCRIPT, how],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    lines = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    merged: dict[str, Any] = {}
+    for line in lines:
+        merged.update(line)
+    return done, merged
 
 
 def test_children_and_grandchildren_are_ended_but_kept_ones_stay() -> None:
-    kept = subprocess.Popen(["sleep", "300"], start_new_session=True)
+    done, seen = run_guarded("normal")
+    kept = psutil.Process(seen["kept"])
     try:
-        with no_process_left_behind(keep=lambda: {kept.pid}):
-            family = _family([_sleeper(own_session=True), _sleeper(own_session=False)])
-            assert len(family) == 6
-        _, alive = psutil.wait_procs(family, timeout=15)
+        assert done.returncode == 0, done.stderr
+        assert len(seen["family"]) == 6
+        _, alive = psutil.wait_procs(_alive(seen["family"]), timeout=15)
         assert alive == []
-        assert kept.poll() is None
+        assert kept.is_running() and kept.status() != psutil.STATUS_ZOMBIE
+        assert seen["restored"]
     finally:
         kept.kill()
-        kept.wait(timeout=10)
 
 
 def test_sigterm_interrupts_the_run_and_still_cleans_up() -> None:
-    before = signal.getsignal(signal.SIGTERM)
-    family: list[psutil.Process] = []
-    with pytest.raises(KeyboardInterrupt, match="SIGTERM"), no_process_left_behind():
-        family = _family([_sleeper(own_session=True)])
-        os.kill(os.getpid(), signal.SIGTERM)
-        time.sleep(5)  # the signal arrives here
-    assert len(family) == 3
-    _, alive = psutil.wait_procs(family, timeout=15)
+    done, seen = run_guarded("sigterm")
+    psutil.Process(seen["kept"]).kill()
+    assert done.returncode != 0 and "KeyboardInterrupt: signal SIGTERM" in done.stderr
+    assert len(seen["family"]) == 3
+    _, alive = psutil.wait_procs(_alive(seen["family"]), timeout=15)
     assert alive == []
-    assert signal.getsignal(signal.SIGTERM) == before
+    assert seen["restored"]
+
+
+def _alive(pids: list[int]) -> list[psutil.Process]:
+    found = []
+    for pid in pids:
+        try:
+            found.append(psutil.Process(pid))
+        except psutil.NoSuchProcess:
+            continue
+    return found
