@@ -32,7 +32,7 @@ from cdcgen_dev.cassandra import CASSANDRA_VERSION, SandboxError
 from cdcgen_dev.cassandra.config import cassandra_settings, cassandra_yaml
 from cdcgen_dev.cassandra.jars import find_maven, pinned_version
 from cdcgen_dev.cassandra.launcher import find_java, initial_heap
-from cdcgen_dev.cassandra.leases import lease_dir, lessees
+from cdcgen_dev.cassandra.leases import auto_marker, lease_dir, lessees
 from cdcgen_dev.cassandra.ports import check_ports_free
 from cdcgen_dev.cassandra.sharing import SandboxUser
 from cdcgen_dev.cassandra.topology import topology
@@ -209,9 +209,18 @@ def test_cli_status_reports_the_running_node_as_json(cassandra_single: Any) -> N
 
 @pytest.mark.integration
 def test_cli_up_is_idempotent(cassandra_single: Any) -> None:
-    result = _cdcgen("sandbox", "up")
-    assert result.returncode == 0, result.stderr
-    assert "already running: node1" in result.stdout
+    # `sandbox up` is a person claiming the node (it then outlives test sessions); hand a
+    # node this session started back to the session, or `make test` would leave it running.
+    marker = auto_marker(cassandra_single.sandbox.state_dir, "single")
+    started_by_a_session = marker.exists()
+    try:
+        result = _cdcgen("sandbox", "up")
+        assert result.returncode == 0, result.stderr
+        assert "already running: node1" in result.stdout
+        assert not marker.exists()  # claimed: no session may stop it now
+    finally:
+        if started_by_a_session:
+            marker.touch()
 
 
 @pytest.mark.integration
