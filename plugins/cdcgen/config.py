@@ -108,8 +108,11 @@ class EnvSettings(BaseModel):
         How a task hands its whole configuration (connection and Params applied) to a
         process it starts, such as a spark-submit job, without a flag per setting.
         """
+        values = {name: getattr(self, name) for name in self.env_names()}
         return {
-            variable: _env_text(getattr(self, name)) for name, variable in self.env_names().items()
+            variable: _env_text(values[name])
+            for name, variable in self.env_names().items()
+            if values[name] is not None  # unset stays unset (a default of None)
         }
 
 
@@ -153,6 +156,8 @@ def seconds(value: Any) -> Any:
 class PipelineConfig(EnvSettings):
     contact_points: tuple[str, ...] = env("CDCGEN_CONTACT_POINTS", ("127.0.0.1",))
     port: int = env("CDCGEN_PORT", 9042)
+    #: Native protocol version; unset, the driver negotiates (ScyllaDB serves v4).
+    protocol_version: int | None = env("CDCGEN_PROTOCOL_VERSION", None, ge=3, le=5)
     source_mode: SourceMode = env("CDCGEN_SOURCE_MODE", SourceMode.RAFT)
     #: "" reads ScyllaDB's own keyspaces; a prefix reads copies of them (a sandbox).
     source_keyspace_prefix: str = env("CDCGEN_SOURCE_KEYSPACE_PREFIX", "")

@@ -49,7 +49,6 @@ def open_cluster(
         port=port,
         execution_profiles={EXEC_PROFILE_DEFAULT: profile},
         connect_timeout=connect_timeout,
-        protocol_version=5,
         # Nodes are stopped and restarted in tests; the default exponential
         # back-off would leave a restarted node unused for minutes.
         reconnection_policy=ConstantReconnectionPolicy(delay=1.0, max_attempts=None),

@@ -70,17 +70,24 @@ class CqlClient:
 
 
 def connect(
-    contact_points: Sequence[str], port: int = 9042, *, connect_timeout: float = 10.0
+    contact_points: Sequence[str],
+    port: int = 9042,
+    *,
+    connect_timeout: float = 10.0,
+    protocol_version: int | None = None,
 ) -> CqlClient:
+    """A client for the cluster; with no ``protocol_version`` the driver negotiates
+    (ScyllaDB answers v5 with a protocol error and the driver steps down to v4)."""
     from cassandra.cluster import Cluster, NoHostAvailable
     from cassandra.policies import RoundRobinPolicy
 
+    versioned = {} if protocol_version is None else {"protocol_version": protocol_version}
     cluster = Cluster(
         list(contact_points),
         port=port,
         connect_timeout=connect_timeout,
         load_balancing_policy=RoundRobinPolicy(),
-        protocol_version=5,
+        **versioned,
     )
     try:
         session = cluster.connect()
@@ -94,7 +101,7 @@ def connect(
 
 def open_client(config: PipelineConfig) -> CqlClient:
     """A connected client for the source cluster of ``config``; the caller closes it."""
-    return connect(config.contact_points, config.port)
+    return connect(config.contact_points, config.port, protocol_version=config.protocol_version)
 
 
 @contextmanager

@@ -30,6 +30,8 @@ class SessionKey:
     port: int
     partitioner: LogPartitioner
     request_timeout: float
+    #: None: negotiate, as :func:`cdcgen.adapters.cql.connect` does.
+    protocol_version: int | None = None
 
 
 def open_read_session(key: SessionKey) -> tuple[Cluster, Session]:
@@ -47,12 +49,13 @@ def open_read_session(key: SessionKey) -> tuple[Cluster, Session]:
         request_timeout=key.request_timeout,
         row_factory=tuple_factory,
     )
+    versioned = {} if key.protocol_version is None else {"protocol_version": key.protocol_version}
     cluster = Cluster(
         list(key.contact_points),
         port=key.port,
         execution_profiles={EXEC_PROFILE_DEFAULT: profile},
-        protocol_version=5,
         connect_timeout=10,
+        **versioned,
     )
     return cluster, cluster.connect()
 

@@ -58,6 +58,7 @@ def reader_factory(
         config.port,
         log_table.partitioner,
         settings.request_timeout.total_seconds(),
+        config.protocol_version,
     )
     return CqlReaderFactory(key, log_table, read_options(settings))
 
