@@ -31,7 +31,6 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pendulum
-from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk import AssetOrTimeSchedule, CronDataIntervalTimetable, Param, dag, task, task_group
 
 from cdcgen.airflow import changes_steps as steps
@@ -39,6 +38,7 @@ from cdcgen.airflow.assets import published_generations
 from cdcgen.airflow.connections import SOURCE_CONN_ID, SPARK_CONN_ID
 from cdcgen.airflow.sensors import WindowClosedSensor
 from cdcgen.airflow.spark_jobs import CHANGES_EXTRACT
+from cdcgen.airflow.spark_submit import CdcSparkSubmitOperator
 
 
 @dag(
@@ -87,8 +87,9 @@ def cdc_changes() -> None:
             deferrable=True,
             doc_md="Every node's clock past the window end + leeway + confidence window.",
         )
-        extract = SparkSubmitOperator(
+        extract = CdcSparkSubmitOperator(
             task_id="extract",
+            cdc_conn_id=SOURCE_CONN_ID,
             conn_id=SPARK_CONN_ID,
             application=CHANGES_EXTRACT.application,
             application_args=spark_args,

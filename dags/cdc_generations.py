@@ -29,7 +29,6 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pendulum
-from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk import (
     CronDataIntervalTimetable,
     Param,
@@ -43,6 +42,7 @@ from cdcgen.airflow.assets import PUBLICATIONS, published_generations
 from cdcgen.airflow.connections import SOURCE_CONN_ID, SPARK_CONN_ID
 from cdcgen.airflow.sensors import GenerationStartedSensor
 from cdcgen.airflow.spark_jobs import GENERATION_EXTRACT
+from cdcgen.airflow.spark_submit import CdcSparkSubmitOperator
 
 PUBLISHED = published_generations()  # environment only: no I/O at parse time
 
@@ -112,8 +112,9 @@ def cdc_generations() -> None:
             deferrable=True,
             doc_md="Every node's clock past the generation timestamp + leeway (deferrable).",
         )
-        extract = SparkSubmitOperator(
+        extract = CdcSparkSubmitOperator(
             task_id="extract",
+            cdc_conn_id=SOURCE_CONN_ID,
             conn_id=SPARK_CONN_ID,
             application=GENERATION_EXTRACT.application,
             application_args=spark_args,

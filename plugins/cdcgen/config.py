@@ -27,9 +27,11 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    SecretStr,
     ValidationError,
     ValidationInfo,
     field_validator,
+    model_validator,
 )
 
 from cdcgen.core.generation import SourceMode
@@ -58,6 +60,8 @@ class EnvSettings(BaseModel):
 
     model_config = ConfigDict(frozen=True, populate_by_name=True, extra="forbid")
     EMPTY_IS_A_VALUE: ClassVar[frozenset[str]] = frozenset()
+    #: Fields :meth:`to_env` leaves out: credentials reach a child process another way.
+    NOT_EXPORTED: ClassVar[frozenset[str]] = frozenset()
 
     def __init__(self, **values: Any) -> None:
         try:
@@ -112,7 +116,11 @@ class EnvSettings(BaseModel):
         return {
             variable: _env_text(values[name])
             for name, variable in self.env_names().items()
-            if values[name] is not None  # unset stays unset (a default of None)
+            # Unset stays unset (a default of None). Credentials never travel in this
+            # form, which ends up in XCom and in a child's environment (``ps e``).
+            if values[name] is not None
+            and name not in self.NOT_EXPORTED
+            and not isinstance(values[name], SecretStr)
         }
 
 
@@ -133,10 +141,16 @@ def _describe(cls: type[EnvSettings], exc: ValidationError) -> str:
     names = cls.env_names()
     problems = []
     for error in exc.errors():
-        field = str(error["loc"][0]) if error["loc"] else ""
-        variable = names.get(field, field)
-        shown = f"{variable}={error['input']!r}" if "input" in error else variable
         message = str(error["msg"]).removeprefix("Value error, ")
+        if not error["loc"]:  # a rule across settings: its message names them
+            problems.append(message)
+            continue
+        field = str(error["loc"][0])
+        variable = names.get(field, field)
+        secret = field in cls.model_fields and "SecretStr" in str(
+            cls.model_fields[field].annotation
+        )
+        shown = f"{variable}={error['input']!r}" if "input" in error and not secret else variable
         problems.append(f"{shown}: {message}")
     return "; ".join(problems)
 
@@ -171,10 +185,23 @@ class PipelineConfig(EnvSettings):
     confidence_window: timedelta = env("CDCGEN_CONFIDENCE_WINDOW_SECONDS", timedelta(seconds=30))
     clock_wait_timeout: timedelta = env("CDCGEN_CLOCK_WAIT_TIMEOUT_SECONDS", timedelta(minutes=10))
     publish_concurrency: int = env("CDCGEN_PUBLISH_CONCURRENCY", 20, ge=1)
+    # Access (see cdcgen.adapters.cluster_access): a password is never written back to an
+    # environment by to_env(); processes the pipeline starts get a password file.
+    username: str | None = env("CDCGEN_USERNAME", None, min_length=1)
+    password: SecretStr | None = env("CDCGEN_PASSWORD", None)
+    password_file: Path | None = env("CDCGEN_PASSWORD_FILE", None)
+    #: TLS to the nodes; on by itself when a CA, certificate or key file is given.
+    tls: bool = env("CDCGEN_TLS", False)
+    #: CA bundle the nodes' certificates must chain to (unset: the system's trust store).
+    tls_ca_file: Path | None = env("CDCGEN_TLS_CA_FILE", None)
+    tls_cert_file: Path | None = env("CDCGEN_TLS_CERT_FILE", None)
+    tls_key_file: Path | None = env("CDCGEN_TLS_KEY_FILE", None)
+    tls_verify_hostname: bool = env("CDCGEN_TLS_VERIFY_HOSTNAME", True)
     #: Adapter options the caller passes itself (not part of the environment form).
     extra: dict[str, str] = Field(default_factory=dict)
 
     EMPTY_IS_A_VALUE: ClassVar[frozenset[str]] = frozenset({"source_keyspace_prefix"})
+    NOT_EXPORTED: ClassVar[frozenset[str]] = frozenset({"username", "password", "password_file"})
 
     @field_validator("contact_points", mode="before")
     @classmethod
@@ -200,6 +227,29 @@ class PipelineConfig(EnvSettings):
                 "the entry point group cdcgen.clock_readers)"
             )
         return value
+
+    @model_validator(mode="after")
+    def _access(self) -> Self:
+        names = self.env_names()
+        if self.password is not None and self.password_file is not None:
+            raise ValueError(f"set {names['password']} or {names['password_file']}, not both")
+        has_password = self.password is not None or self.password_file is not None
+        if has_password != (self.username is not None):
+            raise ValueError(
+                f"{names['username']} and a password ({names['password']} or "
+                f"{names['password_file']}) go together"
+            )
+        if (self.tls_cert_file is None) != (self.tls_key_file is None):
+            raise ValueError(
+                f"{names['tls_cert_file']} and {names['tls_key_file']} go together "
+                "(a client certificate needs its key)"
+            )
+        return self
+
+    @property
+    def uses_tls(self) -> bool:
+        files = (self.tls_ca_file, self.tls_cert_file, self.tls_key_file)
+        return self.tls or any(f is not None for f in files)
 
     @property
     def source_schema(self) -> SourceSchema:

@@ -189,7 +189,11 @@ class _FakeHook:
         from cdcgen.airflow.triggers import config_from_clock_settings
 
         return config_from_clock_settings(SOURCE).with_overrides(
-            generation_leeway=timedelta(seconds=5), clock_wait_timeout=timedelta(seconds=42)
+            generation_leeway=timedelta(seconds=5),
+            clock_wait_timeout=timedelta(seconds=42),
+            username="reader",
+            password="s3cret-pw",
+            tls_ca_file="/etc/cdc/ca.pem",
         )
 
 
@@ -228,7 +232,17 @@ def test_sensor_defers_while_a_node_lags(sensor: Any, monkeypatch: pytest.Monkey
     assert trigger.target_ms == TS_MS + 5000  # T + leeway (core.clocks.generation_started_at)
     assert trigger.subject == "generation 2026-09-21T14:13:20.000+00:00 (g)"
     assert trigger.timeout_seconds == 42.0
-    assert trigger.source == SOURCE
+    # The connection's TLS settings travel; its credentials do not (trigger kwargs are
+    # stored in the metadata DB): the triggerer reads them from the connection by id.
+    assert trigger.source == {
+        **SOURCE,
+        "conn_id": "cdc_source",
+        "tls": True,
+        "tls_ca_file": "/etc/cdc/ca.pem",
+        "tls_verify_hostname": True,
+    }
+    stored = json.dumps(trigger.serialize())
+    assert "s3cret-pw" not in stored and "reader" not in stored
     assert deferred.value.method_name == "execute_complete"
 
 

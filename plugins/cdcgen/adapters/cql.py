@@ -12,7 +12,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from cdcgen.adapters.errors import ConnectionFailed
+from cdcgen.adapters.cluster_access import ClusterAccess, access_for
+from cdcgen.adapters.errors import AccessRefused, ConnectionFailed, refusals
 
 if TYPE_CHECKING:
     from cassandra.cluster import Cluster, Session
@@ -75,10 +76,11 @@ def connect(
     *,
     connect_timeout: float = 10.0,
     protocol_version: int | None = None,
+    access: ClusterAccess | None = None,
 ) -> CqlClient:
     """A client for the cluster; with no ``protocol_version`` the driver negotiates
     (ScyllaDB answers v5 with a protocol error and the driver steps down to v4)."""
-    from cassandra.cluster import Cluster, NoHostAvailable
+    from cassandra.cluster import Cluster
     from cassandra.policies import RoundRobinPolicy
 
     versioned = {} if protocol_version is None else {"protocol_version": protocol_version}
@@ -88,20 +90,37 @@ def connect(
         connect_timeout=connect_timeout,
         load_balancing_policy=RoundRobinPolicy(),
         **versioned,
+        **(access or ClusterAccess()).driver_options(),
     )
+    return CqlClient(cluster, open_session(cluster))
+
+
+def open_session(cluster: Cluster) -> Session:
+    """``cluster.connect()``, failures sorted: refused access is terminal, the rest transient.
+
+    The cluster is shut down on failure, so no driver thread outlives the attempt.
+    """
+    from cassandra.cluster import NoHostAvailable
+
     try:
-        session = cluster.connect()
+        return cluster.connect()
     except NoHostAvailable as exc:
         cluster.shutdown()
-        raise ConnectionFailed(
-            f"no CQL node answered at {', '.join(contact_points)}:{port}: {exc}"
-        ) from exc
-    return CqlClient(cluster, session)
+        refused = refusals(exc)
+        if refused:
+            raise AccessRefused("; ".join(refused)) from None
+        points = ", ".join(str(point) for point in cluster.contact_points)
+        raise ConnectionFailed(f"no CQL node answered at {points}:{cluster.port}: {exc}") from exc
 
 
 def open_client(config: PipelineConfig) -> CqlClient:
     """A connected client for the source cluster of ``config``; the caller closes it."""
-    return connect(config.contact_points, config.port, protocol_version=config.protocol_version)
+    return connect(
+        config.contact_points,
+        config.port,
+        protocol_version=config.protocol_version,
+        access=access_for(config),
+    )
 
 
 @contextmanager

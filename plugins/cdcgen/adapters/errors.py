@@ -5,7 +5,8 @@ replicas, overload, a node bootstrapping, lost connections, no node answering) m
 happen again, so callers retry them with backoff or report the node as unreadable and
 keep polling; everything else (an invalid query, a missing table, no permission, a bug)
 is *terminal* and fails at once, because retrying cannot fix it. A connection attempt
-every node refused for its credentials or certificate is terminal too.
+every node refused for its credentials or certificate is terminal too
+(:class:`AccessRefused`).
 """
 
 from __future__ import annotations
@@ -13,6 +14,38 @@ from __future__ import annotations
 
 class ConnectionFailed(Exception):
     """Transient: no node of the cluster answered."""
+
+
+class AccessRefused(Exception):
+    """Terminal: the nodes refused our credentials or we refused their certificate.
+
+    Another attempt meets the same answer, so nothing retries it or polls on: the
+    message names each host and its reason, once.
+    """
+
+
+def refusal(cause: BaseException) -> str | None:
+    """Why a node refused the connection for its credentials or TLS, or None.
+
+    The driver reports a failed TLS handshake as a plain ``OSError`` whose text carries
+    the ``ssl`` reason ("[SSL: CERTIFICATE_VERIFY_FAILED] ..."), hence the text test.
+    """
+    import ssl
+
+    from cassandra import AuthenticationFailed
+
+    if isinstance(cause, AuthenticationFailed | PermissionError):
+        return f"authentication refused ({cause})"
+    if isinstance(cause, ssl.SSLError) or (isinstance(cause, OSError) and "[SSL" in str(cause)):
+        return f"TLS handshake failed ({cause})"
+    return None
+
+
+def refusals(exc: BaseException) -> list[str]:
+    """Each host's refusal in a ``NoHostAvailable`` in which every host refused, else []."""
+    causes = dict(getattr(exc, "errors", None) or {})
+    reasons = [f"{host}: {why}" for host, cause in causes.items() if (why := refusal(cause))]
+    return reasons if causes and len(reasons) == len(causes) else []
 
 
 def is_transient(exc: BaseException) -> bool:
@@ -33,9 +66,9 @@ def is_transient(exc: BaseException) -> bool:
     )
 
     if isinstance(exc, NoHostAvailable):
-        causes = list((getattr(exc, "errors", None) or {}).values())
-        refused = (AuthenticationFailed, PermissionError)
-        return not causes or not all(isinstance(cause, refused) for cause in causes)
+        return not refusals(exc)
+    if isinstance(exc, AccessRefused | AuthenticationFailed):
+        return False
     transient = (
         ConnectionFailed,
         Timeout,

@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import atexit
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from cdcgen.adapters.cluster_access import ClusterAccess
+from cdcgen.adapters.cql import open_session
 from cdcgen.adapters.stream_routing import stream_routing_policy
 from cdcgen.core.cdc_log import LogPartitioner
 
@@ -32,6 +34,8 @@ class SessionKey:
     request_timeout: float
     #: None: negotiate, as :func:`cdcgen.adapters.cql.connect` does.
     protocol_version: int | None = None
+    #: Credentials and TLS; their ``repr`` is masked, they travel in the task closure.
+    access: ClusterAccess = field(default_factory=ClusterAccess)
 
 
 def open_read_session(key: SessionKey) -> tuple[Cluster, Session]:
@@ -56,8 +60,9 @@ def open_read_session(key: SessionKey) -> tuple[Cluster, Session]:
         execution_profiles={EXEC_PROFILE_DEFAULT: profile},
         connect_timeout=10,
         **versioned,
+        **key.access.driver_options(),
     )
-    return cluster, cluster.connect()
+    return cluster, open_session(cluster)
 
 
 _SHARED: dict[SessionKey, tuple[Cluster, Session]] = {}

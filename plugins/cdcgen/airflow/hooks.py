@@ -34,6 +34,12 @@ EXTRA_SETTINGS: dict[str, str] = {
     "leeway_seconds": "LEEWAY_SECONDS",
     "confidence_window_seconds": "CONFIDENCE_WINDOW_SECONDS",
     "clock_wait_timeout_seconds": "CLOCK_WAIT_TIMEOUT_SECONDS",
+    "protocol_version": "PROTOCOL_VERSION",
+    "tls": "TLS",
+    "tls_ca_file": "TLS_CA_FILE",
+    "tls_cert_file": "TLS_CERT_FILE",
+    "tls_key_file": "TLS_KEY_FILE",
+    "tls_verify_hostname": "TLS_VERIFY_HOSTNAME",
 }
 #: Connection extras passed through as ``PipelineConfig.extra`` (adapter-specific options).
 PASS_THROUGH_EXTRAS = frozenset({"cdc_tables"})
@@ -44,11 +50,17 @@ def config_from_connection(
     port: int | None,
     extra: Mapping[str, Any],
     env: Mapping[str, str] | None = None,
+    *,
+    login: str | None = None,
+    password: str | None = None,
 ) -> PipelineConfig:
     """Merge a connection's fields over the ``CDCGEN_*`` environment.
 
-    Unknown extras are an error rather than ignored: a misspelt ``source_mode``
-    would otherwise read the wrong tables without a word.
+    The connection's login and password are the credentials (they replace any
+    ``CDCGEN_USERNAME`` / ``CDCGEN_PASSWORD[_FILE]`` of the environment). Unknown extras
+    are an error rather than ignored: a misspelt ``source_mode`` would otherwise read the
+    wrong tables without a word, and a misspelt ``tls_ca_file`` would trust the system's
+    CAs instead of the cluster's.
     """
     known = set(EXTRA_SETTINGS) | PASS_THROUGH_EXTRAS
     unknown = sorted(set(extra) - known)
@@ -63,10 +75,21 @@ def config_from_connection(
         merged["CDCGEN_PORT"] = str(port)
     for key, value in extra.items():
         if key in EXTRA_SETTINGS:
-            merged[f"CDCGEN_{EXTRA_SETTINGS[key]}"] = str(value)
+            merged[f"CDCGEN_{EXTRA_SETTINGS[key]}"] = _extra_text(value)
+    if login or password:
+        for variable in ("CDCGEN_USERNAME", "CDCGEN_PASSWORD", "CDCGEN_PASSWORD_FILE"):
+            merged.pop(variable, None)
+        merged.update({"CDCGEN_USERNAME": login or "", "CDCGEN_PASSWORD": password or ""})
     config = PipelineConfig.from_env(merged)
     passed = {k: str(v) for k, v in extra.items() if k in PASS_THROUGH_EXTRAS}
     return config.with_overrides(extra={**config.extra, **passed}) if passed else config
+
+
+def _extra_text(value: Any) -> str:
+    """Extras are JSON: ``true`` arrives as True, which the settings read as "true"."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
 
 
 class CdcSourceHook(BaseHook):
@@ -84,7 +107,9 @@ class CdcSourceHook(BaseHook):
     def get_config(self, **overrides: Any) -> PipelineConfig:
         """The pipeline configuration for this connection, with per-run overrides applied."""
         conn = self.get_connection(self.cdc_conn_id)
-        config = config_from_connection(conn.host, conn.port, conn.extra_dejson)
+        config = config_from_connection(
+            conn.host, conn.port, conn.extra_dejson, login=conn.login, password=conn.password
+        )
         return config.with_overrides(**overrides) if overrides else config
 
     def config_for_run(self, params: Mapping[str, Any]) -> PipelineConfig:

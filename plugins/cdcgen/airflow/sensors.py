@@ -105,7 +105,7 @@ class ClockPastSensor(BaseSensorOperator):
         self.defer(
             trigger=ClockPastTrigger(
                 target_ms=to_millis(target),
-                source=clock_settings(config),
+                source=clock_settings(config, self.cdc_conn_id),
                 timeout_seconds=timeout.total_seconds(),
                 subject=self.subject(),
                 poll_interval=self.clock_poll_interval,

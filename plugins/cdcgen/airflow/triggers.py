@@ -14,17 +14,18 @@ a thread so the triggerer's event loop stays free for other triggers.
 from __future__ import annotations
 
 import asyncio
+import os
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from airflow.triggers.base import BaseTrigger, TriggerEvent
+from asgiref.sync import sync_to_async
 
 from cdcgen.adapters.errors import is_transient
 from cdcgen.config import PipelineConfig
 from cdcgen.core.clocks import ClockCheck, NodeClock
-from cdcgen.core.generation import SourceMode
 from cdcgen.core.time import from_millis
 
 if TYPE_CHECKING:
@@ -38,38 +39,70 @@ STARTED = "started"
 TIMEOUT = "timeout"
 ERROR = "error"
 
-# Settings the trigger needs to rebuild a clock reader in the triggerer; no secrets.
+# Settings the trigger needs to rebuild a clock reader in the triggerer. No credentials:
+# trigger kwargs are stored in the metadata database; the triggerer reads them from the
+# connection named by "conn_id" (or, outside Airflow, from its own environment).
 _CLOCK_SETTINGS = (
     "contact_points",
     "port",
     "source_mode",
     "source_keyspace_prefix",
     "clock_source",
+    "protocol_version",
+    "tls",
+    "tls_ca_file",
+    "tls_cert_file",
+    "tls_key_file",
+    "tls_verify_hostname",
 )
+_CREDENTIAL_VARIABLES = ("CDCGEN_USERNAME", "CDCGEN_PASSWORD", "CDCGEN_PASSWORD_FILE")
 
 
-def clock_settings(config: PipelineConfig) -> dict[str, Any]:
-    """The JSON-safe part of ``config`` a clock reader is built from (trigger kwargs)."""
-    return {
-        "contact_points": list(config.contact_points),
-        "port": config.port,
-        "source_mode": str(config.source_mode),
-        "source_keyspace_prefix": config.source_keyspace_prefix,
-        "clock_source": config.clock_source,
+def clock_settings(config: PipelineConfig, conn_id: str | None = None) -> dict[str, Any]:
+    """The JSON-safe, secret-free part of ``config`` a clock reader is built from."""
+    settings: dict[str, Any] = {
+        name: value
+        for name, value in config.model_dump(mode="json", include=set(_CLOCK_SETTINGS)).items()
+        if value is not None
     }
+    settings["tls"] = config.uses_tls
+    if conn_id is not None:
+        settings["conn_id"] = conn_id
+    return settings
 
 
-def config_from_clock_settings(settings: dict[str, Any]) -> PipelineConfig:
-    unknown = set(settings) - set(_CLOCK_SETTINGS)
+def config_from_clock_settings(
+    settings: dict[str, Any],
+    *,
+    login: str | None = None,
+    password: str | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> PipelineConfig:
+    """The clock reader's configuration: ``settings``, and credentials from the connection
+    (``login``, ``password``) or else from the ``CDCGEN_*`` credentials of ``environ``."""
+    unknown = set(settings) - set(_CLOCK_SETTINGS) - {"conn_id"}
     if unknown:
         raise ValueError(f"unknown clock settings {sorted(unknown)}")
-    return PipelineConfig(
-        contact_points=tuple(settings["contact_points"]),
-        port=int(settings["port"]),
-        source_mode=SourceMode(settings["source_mode"]),
-        source_keyspace_prefix=settings["source_keyspace_prefix"],
-        clock_source=settings["clock_source"],
-    )
+    values = {name: value for name, value in settings.items() if name != "conn_id"}
+    if login or password:
+        values.update(username=login, password=password)
+    else:
+        environ = os.environ if environ is None else environ
+        credentials = {v: environ[v] for v in _CREDENTIAL_VARIABLES if environ.get(v)}
+        values.update(
+            PipelineConfig.from_env(credentials).model_dump(
+                include={"username", "password", "password_file"}
+            )
+        )
+    return PipelineConfig.validated(values)
+
+
+def connection_credentials(conn_id: str) -> tuple[str | None, str | None]:
+    """The login and password of an Airflow connection (blocking: call it in a thread)."""
+    from airflow.sdk import BaseHook
+
+    connection = BaseHook.get_connection(conn_id)
+    return connection.login, connection.password
 
 
 async def wait_until_past(
@@ -188,7 +221,11 @@ class ClockPastTrigger(BaseTrigger):
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
         try:
-            config = config_from_clock_settings(self.source)
+            conn_id = self.source.get("conn_id")
+            login, password = (
+                await sync_to_async(connection_credentials)(conn_id) if conn_id else (None, None)
+            )
+            config = config_from_clock_settings(self.source, login=login, password=password)
         except (ValueError, KeyError) as exc:
             yield TriggerEvent({"status": ERROR, "message": f"bad trigger settings: {exc}"})
             return

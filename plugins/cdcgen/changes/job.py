@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any
 from cdcgen.adapters.change_log import CqlReaderFactory, ReadOptions
 from cdcgen.adapters.checkpoints import CqlCheckpointStore
 from cdcgen.adapters.clocks import clock_reader_for
-from cdcgen.adapters.cql import CqlClient, connect
+from cdcgen.adapters.cluster_access import access_for
+from cdcgen.adapters.cql import CqlClient, open_client
 from cdcgen.adapters.generation_sources import source_for
 from cdcgen.adapters.log_tables import describe_log_table
 from cdcgen.adapters.read_retries import Backoff
@@ -59,6 +60,7 @@ def reader_factory(
         log_table.partitioner,
         settings.request_timeout.total_seconds(),
         config.protocol_version,
+        access_for(config),
     )
     return CqlReaderFactory(key, log_table, read_options(settings))
 
@@ -139,7 +141,7 @@ def run_changes_job(
     job runs); settings default to the ``CDCGEN_CHANGES_*`` environment."""
     settings = settings or ChangesSettings.from_env()
     session = spark or job_session(JobKind.CHANGES_EXTRACT)
-    client = connect(config.contact_points, config.port)
+    client = open_client(config)
     try:
         adapters = table_adapters(client, session, config, settings, request.table)
         return run_changes(

@@ -1,0 +1,119 @@
+"""Getting into a production cluster: credentials and TLS for every driver session.
+
+One :class:`ClusterAccess` is built from the configuration on the driver side (files are
+read there, once) and is what every session opens with: the tasks' clients, the
+triggerer's clock reader, the Spark driver, and the Spark executors' read sessions, which
+receive it inside the task closure. That is why it holds the PEM text rather than
+paths (an executor's machine need not have the files) and why it is a frozen, picklable
+value whose ``repr`` masks the secrets (``SecretStr``): the closure travels over Spark's
+RPC channel, never through argv, the environment or the Spark UI.
+"""
+
+from __future__ import annotations
+
+import os
+import ssl
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import SecretStr
+
+from cdcgen.config import ConfigError
+
+if TYPE_CHECKING:
+    from cdcgen.config import PipelineConfig
+
+
+@dataclass(frozen=True)
+class TlsMaterial:
+    """What a TLS session needs, as text: CA bundle (None: system store), client pair."""
+
+    ca_pem: str | None = None
+    cert_pem: str | None = None
+    key_pem: SecretStr | None = None
+    verify_hostname: bool = True
+
+
+@dataclass(frozen=True)
+class ClusterAccess:
+    """Credentials and TLS for one cluster; the empty value is an open cluster."""
+
+    username: str | None = None
+    password: SecretStr | None = None
+    tls: TlsMaterial | None = None
+
+    def driver_options(self) -> dict[str, Any]:
+        """``Cluster(**options)``: the auth provider and SSL context, when needed."""
+        options: dict[str, Any] = {}
+        if self.username is not None and self.password is not None:
+            from cassandra.auth import PlainTextAuthProvider
+
+            options["auth_provider"] = PlainTextAuthProvider(
+                self.username, self.password.get_secret_value()
+            )
+        if self.tls is not None:
+            options["ssl_context"] = ssl_context(self.tls)
+        return options
+
+
+def access_for(config: PipelineConfig) -> ClusterAccess:
+    """The access ``config`` describes, files read now; a missing file names its setting."""
+    names = config.env_names()
+    password = config.password
+    if config.password_file is not None:
+        text = _read(config.password_file, names["password_file"]).strip("\r\n")
+        if not text:
+            raise ConfigError(f"{names['password_file']}: {config.password_file} is empty")
+        password = SecretStr(text)
+    tls = None
+    if config.uses_tls:
+        tls = TlsMaterial(
+            ca_pem=_optional(config.tls_ca_file, names["tls_ca_file"]),
+            cert_pem=_optional(config.tls_cert_file, names["tls_cert_file"]),
+            key_pem=(
+                SecretStr(_read(config.tls_key_file, names["tls_key_file"]))
+                if config.tls_key_file is not None
+                else None
+            ),
+            verify_hostname=config.tls_verify_hostname,
+        )
+    return ClusterAccess(config.username, password, tls)
+
+
+def ssl_context(tls: TlsMaterial) -> ssl.SSLContext:
+    """A client context: the nodes' certificates verified (hostname too, unless turned off)."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    if tls.ca_pem is not None:
+        context.load_verify_locations(cadata=tls.ca_pem)
+    else:
+        context.load_default_certs(ssl.Purpose.SERVER_AUTH)
+    context.check_hostname = tls.verify_hostname
+    context.verify_mode = ssl.CERT_REQUIRED
+    if tls.cert_pem is not None and tls.key_pem is not None:
+        _load_client_pair(context, tls.cert_pem, tls.key_pem)
+    return context
+
+
+def _load_client_pair(context: ssl.SSLContext, cert_pem: str, key_pem: SecretStr) -> None:
+    """``ssl`` loads a key only from a file: a private (0600) one, deleted at once."""
+    fd, name = tempfile.mkstemp(prefix="cdcgen-client-", suffix=".pem")
+    try:
+        with os.fdopen(fd, "w") as handle:
+            handle.write(cert_pem.rstrip("\n") + "\n" + key_pem.get_secret_value())
+        context.load_cert_chain(name)
+    finally:
+        os.unlink(name)
+
+
+def _read(path: Path, setting: str) -> str:
+    try:
+        return path.expanduser().read_text()
+    except OSError as exc:
+        raise ConfigError(f"{setting}: cannot read {path}: {exc.strerror}") from None
+
+
+def _optional(path: Path | None, setting: str) -> str | None:
+    return None if path is None else _read(path, setting)

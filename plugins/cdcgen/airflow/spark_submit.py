@@ -1,0 +1,64 @@
+"""``CdcSparkSubmitOperator``: spark-submit with the source's credentials handed over privately.
+
+The job's settings reach it as ``CDCGEN_*`` variables planned by an upstream task, so they
+pass through XCom and the task's rendered fields: they must not hold credentials
+(:meth:`cdcgen.config.EnvSettings.to_env` leaves them out). This operator adds them at
+execute time only: the username as ``CDCGEN_USERNAME`` and the password as a file
+readable by this user alone (``CDCGEN_PASSWORD_FILE``), deleted when spark-submit ends.
+Neither the password nor its file's content is in argv, the environment, a log or XCom;
+the Spark driver reads the file once and its executors receive the credentials in their
+task closures (see :mod:`cdcgen.adapters.cluster_access`).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+
+from cdcgen.adapters.cluster_access import access_for
+from cdcgen.airflow.connections import SOURCE_CONN_ID
+from cdcgen.airflow.hooks import CdcSourceHook
+from cdcgen.config import PipelineConfig
+
+
+class CdcSparkSubmitOperator(SparkSubmitOperator):
+    """A spark-submit whose job connects to the ``cdc_conn_id`` cluster as its user."""
+
+    def __init__(self, *, cdc_conn_id: str = SOURCE_CONN_ID, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.cdc_conn_id = cdc_conn_id
+
+    def execute(self, context: Any) -> Any:
+        config = CdcSourceHook(self.cdc_conn_id).get_config()
+        with credentials_env(config) as credentials:
+            planned = dict(self.env_vars or {})
+            self.env_vars = {**planned, **credentials}
+            try:
+                return super().execute(context)
+            finally:
+                self.env_vars = planned
+
+
+@contextmanager
+def credentials_env(config: PipelineConfig) -> Iterator[dict[str, str]]:
+    """The variables that give a child process ``config``'s credentials, valid inside."""
+    access = access_for(config)
+    if access.username is None or access.password is None:
+        yield {}
+        return
+    folder = Path(tempfile.mkdtemp(prefix="cdcgen-credentials-"))  # mode 0700
+    path = folder / "password"
+    try:
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(descriptor, "w") as handle:
+            handle.write(access.password.get_secret_value())
+        yield {"CDCGEN_USERNAME": access.username, "CDCGEN_PASSWORD_FILE": str(path)}
+    finally:
+        path.unlink(missing_ok=True)
+        folder.rmdir()
