@@ -26,9 +26,17 @@ def cassandra_settings(
     *,
     num_tokens: int = DEFAULT_NUM_TOKENS,
     auto_bootstrap: bool = False,
+    security: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The cassandra.yaml settings for ``node`` as a dict (5.0 unit-suffixed names)."""
+    """The cassandra.yaml settings for ``node`` as a dict (5.0 unit-suffixed names);
+    ``security`` replaces the open defaults (authenticator, client encryption)."""
     seeds = ",".join(f"{address}:{node.storage_port}" for address in topology.seeds)
+    return {**_settings(node, topology, seeds, num_tokens, auto_bootstrap), **(security or {})}
+
+
+def _settings(
+    node: NodeSpec, topology: Topology, seeds: str, num_tokens: int, auto_bootstrap: bool
+) -> dict[str, Any]:
     return {
         "cluster_name": topology.cluster_name,
         "num_tokens": num_tokens,

@@ -160,8 +160,15 @@ def initial_heap(heap: str) -> str:
     return f"{min(INITIAL_HEAP_MB, _megabytes(heap))}M"
 
 
-def jvm_command(node: NodeSpec, java: Path, lib: Path, *, heap: str | None = None) -> list[str]:
-    """The full ``java ... CassandraDaemon`` argv for ``node``."""
+def jvm_command(
+    node: NodeSpec,
+    java: Path,
+    lib: Path,
+    *,
+    heap: str | None = None,
+    properties: tuple[str, ...] = (),
+) -> list[str]:
+    """The full ``java ... CassandraDaemon`` argv for ``node`` (``properties``: more -D)."""
     heap = heap or heap_size()
     return [
         str(java),
@@ -198,6 +205,7 @@ def jvm_command(node: NodeSpec, java: Path, lib: Path, *, heap: str | None = Non
         f"-Djna.tmpdir={node.tmp_dir}",
         f"-Djava.io.tmpdir={node.tmp_dir}",
         *_FAST_START,
+        *properties,
         "-cp",
         f"{node.conf_dir}:{lib}/*",
         MAIN_CLASS,

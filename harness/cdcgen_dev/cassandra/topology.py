@@ -155,6 +155,8 @@ class Topology:
     name: str
     root: Path
     size: int
+    #: Node N binds 127.0.0.N: a topology that runs beside the others starts further up.
+    first_index: int = 1
 
     @property
     def cluster_name(self) -> str:
@@ -168,7 +170,7 @@ class Topology:
 
     @property
     def nodes(self) -> tuple[NodeSpec, ...]:
-        return tuple(self.node(i) for i in range(1, self.size + 1))
+        return tuple(self.node(i) for i in range(self.first_index, self.first_index + self.size))
 
     @property
     def seeds(self) -> tuple[str, ...]:

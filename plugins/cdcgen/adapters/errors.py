@@ -34,10 +34,12 @@ def refusal(cause: BaseException) -> str | None:
 
     from cassandra import AuthenticationFailed
 
-    if isinstance(cause, AuthenticationFailed | PermissionError):
-        return f"authentication refused ({cause})"
+    # First: the driver re-raises a handshake failure as OSError(errno 1), which Python
+    # turns into a PermissionError.
     if isinstance(cause, ssl.SSLError) or (isinstance(cause, OSError) and "[SSL" in str(cause)):
         return f"TLS handshake failed ({cause})"
+    if isinstance(cause, AuthenticationFailed | PermissionError):
+        return f"authentication refused ({cause})"
     return None
 
 
