@@ -28,6 +28,7 @@ from cdcgen_dev.cassandra.leases import lessees
 from cdcgen_dev.cassandra.locking import file_lock
 from cdcgen_dev.cassandra.ports import check_ports_free, port_open
 from cdcgen_dev.cassandra.readiness import wait_for_cql, wait_for_peers_up
+from cdcgen_dev.cassandra.secure import SECURE, SecureSandbox
 from cdcgen_dev.cassandra.topology import (
     TOPOLOGIES,
     NodeSpec,
@@ -237,6 +238,9 @@ def down_all(
             stopped += [f"{name}/{n}" for n in _stop_nodes(topo.existing_nodes(), timeout=timeout)]
             if wipe:
                 wipe_topology(topo)
+    stopped += SecureSandbox(state_dir).down()
+    if wipe and (state_dir / SECURE).is_dir():
+        shutil.rmtree(state_dir / SECURE)
     return stopped
 
 

@@ -88,6 +88,16 @@ def add_up(commands: SubParsers) -> None:
         "--fresh", action="store_true", help="stop and delete this sandbox's data first"
     )
     parser.add_argument(
+        "--auth",
+        action="store_true",
+        help="the secure node (127.0.0.9): PasswordAuthenticator, a generated cdcgen login",
+    )
+    parser.add_argument(
+        "--tls",
+        action="store_true",
+        help="the secure node (127.0.0.9): client encryption with a generated CA",
+    )
+    parser.add_argument(
         "--timeout",
         type=float,
         default=None,
@@ -102,6 +112,8 @@ def up_command(args: argparse.Namespace) -> int:
     from cdcgen_dev.cassandra.cluster import DEFAULT_START_TIMEOUT
     from cdcgen_dev.cassandra.sharing import claim_for_user
 
+    if args.auth or args.tls:
+        return secure_up(args)
     sandbox = Sandbox(args.nodes)
     with sandbox_errors():
         result = sandbox.up(fresh=args.fresh, timeout=args.timeout or DEFAULT_START_TIMEOUT)
@@ -112,6 +124,25 @@ def up_command(args: argparse.Namespace) -> int:
     if result.already_running:
         print(f"already running: {', '.join(result.already_running)}")
     print(f"Cassandra {result.topology} ready; CQL at {', '.join(result.contact_points)} port 9042")
+    return 0
+
+
+def secure_up(args: argparse.Namespace) -> int:
+    """The secure node, beside the open sandbox; prints where its credentials are."""
+    from cdcgen_dev.cassandra.secure import SecureSandbox
+
+    if args.nodes != 1 or args.fresh:
+        raise CliError("--auth/--tls run one node; --nodes and --fresh do not apply")
+    with sandbox_errors():
+        endpoint = SecureSandbox(auth=args.auth, tls=args.tls).up(timeout=args.timeout or 240.0)
+    print(f"secure Cassandra ready; CQL at {endpoint.contact_points[0]} port {endpoint.port}")
+    if endpoint.password_file is not None:
+        print(f"login: cdcgen, password in {endpoint.password_file} (readable by you only)")
+    if endpoint.tls is not None:
+        print(f"TLS: trust {endpoint.tls.ca}; client certificate {endpoint.tls.client_cert}")
+    print("the pipeline's settings (export them, or set them on the cdc_source connection):")
+    for name, value in endpoint.env().items():
+        print(f"  export {name}={value}")
     return 0
 
 

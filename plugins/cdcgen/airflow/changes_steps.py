@@ -6,9 +6,11 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from cdcgen.airflow.failures import fail_fast
 from cdcgen.airflow.generation_steps import run_config, run_type_of
 
 
+@fail_fast
 def changes_plan(
     params: Mapping[str, Any],
     dag_run: Any,
@@ -30,6 +32,7 @@ def changes_plan(
     )
 
 
+@fail_fast
 def changes_summary(
     params: Mapping[str, Any], run_id: str, planned: Sequence[Mapping[str, Any]] | None
 ) -> dict[str, Any]:

@@ -42,6 +42,9 @@ def source_connection(
     contact_points: Sequence[str] = ("127.0.0.1",),
     port: int = 9042,
     extra: Mapping[str, Any] | None = None,
+    *,
+    login: str | None = None,
+    password: str | None = None,
 ) -> dict[str, Any]:
     """A ``cassandra`` connection: comma-separated hosts, port, cdcgen settings as extras.
 
@@ -53,6 +56,10 @@ def source_connection(
         "host": ",".join(contact_points),
         "port": port,
     }
+    if login is not None:
+        connection["login"] = login
+    if password is not None:
+        connection["password"] = password
     if extra:
         connection["extra"] = dict(extra)
     return connection
@@ -64,13 +71,29 @@ def source_connection_for(config: PipelineConfig, **extra: Any) -> dict[str, Any
     What the demo and the tests hand to ``airflow dags test`` or a stack: the source's
     hosts, how it stores generations, how to read its clocks, its ring delay.
     """
+    from cdcgen.adapters.cluster_access import access_for
+
     settings: dict[str, Any] = {
         "source_mode": str(config.source_mode),
         "source_keyspace_prefix": config.source_keyspace_prefix,
         "clock_source": config.clock_source,
         "ring_delay_seconds": config.ring_delay.total_seconds(),
     }
-    return source_connection(config.contact_points, config.port, {**settings, **extra})
+    if config.protocol_version is not None:
+        settings["protocol_version"] = config.protocol_version
+    if config.uses_tls:
+        files = {"tls_ca_file": config.tls_ca_file, "tls_cert_file": config.tls_cert_file}
+        files["tls_key_file"] = config.tls_key_file
+        settings |= {name: str(path) for name, path in files.items() if path is not None}
+        settings |= {"tls": True, "tls_verify_hostname": config.tls_verify_hostname}
+    access = access_for(config)
+    return source_connection(
+        config.contact_points,
+        config.port,
+        {**settings, **extra},
+        login=access.username,
+        password=access.password.get_secret_value() if access.password else None,
+    )
 
 
 def connection_env(conn_id: str, connection: Mapping[str, Any]) -> dict[str, str]:

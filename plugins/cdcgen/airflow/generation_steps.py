@@ -14,6 +14,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from cdcgen.airflow.failures import fail_fast
 from cdcgen.airflow.hooks import CdcSourceHook
 from cdcgen.airflow.spark_jobs import job_env
 from cdcgen.airflow.xcom import from_xcom, list_from_xcom, to_xcom
@@ -37,6 +38,7 @@ def run_config(params: Mapping[str, Any]) -> PipelineConfig:
     return CdcSourceHook().config_for_run(params)
 
 
+@fail_fast
 def detect(
     params: Mapping[str, Any],
     interval_start: datetime | None,
@@ -77,6 +79,7 @@ def detect(
     ]
 
 
+@fail_fast
 def validate(params: Mapping[str, Any], generation: Any, ti: Any) -> dict[str, Any]:
     """Validate; on failure record the outcome (Data Docs path) and fail without retrying."""
     from airflow.sdk.exceptions import AirflowFailException
@@ -111,6 +114,7 @@ def _detected(detected: Sequence[Mapping[str, Any]] | None) -> list[Generation] 
     return [from_xcom(Generation, item["generation"]) for item in detected]
 
 
+@fail_fast
 def publish(
     params: Mapping[str, Any],
     detected: Sequence[Mapping[str, Any]] | None,
@@ -174,6 +178,7 @@ def publish(
     return result
 
 
+@fail_fast
 def summarize_run(
     params: Mapping[str, Any],
     run_id: str,
@@ -208,12 +213,14 @@ def summarize_run(
     return summary
 
 
+@fail_fast
 def rewrite_v1(params: Mapping[str, Any]) -> dict[str, Any]:
     from cdcgen.pipeline import maintenance
 
     return maintenance.rewrite_v1(run_config(params))
 
 
+@fail_fast
 def expire_superseded(params: Mapping[str, Any]) -> dict[str, Any]:
     from cdcgen.pipeline import maintenance
 

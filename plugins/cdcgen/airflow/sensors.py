@@ -22,6 +22,7 @@ from airflow.sdk.exceptions import AirflowException
 
 from cdcgen.adapters.errors import is_transient
 from cdcgen.airflow.connections import SOURCE_CONN_ID
+from cdcgen.airflow.failures import fail_fast
 from cdcgen.airflow.hooks import CdcSourceHook
 from cdcgen.airflow.triggers import (
     STARTED,
@@ -85,6 +86,7 @@ class ClockPastSensor(BaseSensorOperator):
     def _check(self, config: PipelineConfig) -> ClockCheck:
         return ClockCheck(self.target(config), tuple(read_clocks_once(config)))
 
+    @fail_fast
     def execute(self, context: Context) -> Any:
         if not self.deferrable:
             return super().execute(context)
@@ -123,6 +125,7 @@ class ClockPastSensor(BaseSensorOperator):
         self.log.info("every node is past the target: %s", event.get("clocks"))
         return {"target": event["target"]}
 
+    @fail_fast
     def poke(self, context: Context) -> bool:
         """Poke mode (``deferrable=False``): one reading per poke, lagging nodes logged."""
         check = self._check(self._config())
