@@ -1,0 +1,129 @@
+"""Credentials and TLS settings: read once, never written back, masked, checked early."""
+
+from __future__ import annotations
+
+import os
+import pickle
+import ssl
+import stat
+from pathlib import Path
+
+import pytest
+
+from cdcgen.adapters.cluster_access import ClusterAccess, access_for
+from cdcgen.airflow.connections import source_connection_for
+from cdcgen.airflow.hooks import config_from_connection
+from cdcgen.airflow.spark_submit import credentials_env
+from cdcgen.config import ConfigError, PipelineConfig
+
+SECRET = "pa55-w0rd-xyz"
+
+
+def test_password_is_masked_and_never_exported() -> None:
+    config = PipelineConfig(username="reader", password=SECRET, tls=True)
+    assert SECRET not in repr(config) and SECRET not in str(config.model_dump())
+    exported = config.to_env()
+    assert SECRET not in repr(exported)
+    assert not {"CDCGEN_USERNAME", "CDCGEN_PASSWORD", "CDCGEN_PASSWORD_FILE"} & set(exported)
+    assert exported["CDCGEN_TLS"] == "true"
+    access = access_for(config)
+    assert SECRET not in repr(access) and SECRET not in repr(pickle.loads(pickle.dumps(access)))
+    assert access.password is not None and access.password.get_secret_value() == SECRET
+
+
+@pytest.mark.parametrize(
+    ("settings", "named"),
+    [
+        ({"username": "reader"}, "CDCGEN_USERNAME and a password"),
+        ({"password": SECRET}, "CDCGEN_USERNAME and a password"),
+        (
+            {"username": "r", "password": SECRET, "password_file": "/x"},
+            "set CDCGEN_PASSWORD or CDCGEN_PASSWORD_FILE, not both",
+        ),
+        ({"tls_cert_file": "/c.pem"}, "CDCGEN_TLS_CERT_FILE and CDCGEN_TLS_KEY_FILE go together"),
+        ({"protocol_version": 6}, "CDCGEN_PROTOCOL_VERSION=6"),
+    ],
+)
+def test_incomplete_access_settings_are_named(settings: dict[str, str], named: str) -> None:
+    with pytest.raises(ConfigError) as error:
+        PipelineConfig.validated(settings)
+    assert named in str(error.value) and SECRET not in str(error.value)
+
+
+def test_password_file_is_read_and_a_missing_one_named(tmp_path: Path) -> None:
+    secret = tmp_path / "pw"
+    secret.write_text(SECRET + "\n")
+    config = PipelineConfig.from_env(
+        {"CDCGEN_USERNAME": "reader", "CDCGEN_PASSWORD_FILE": str(secret)}
+    )
+    access = access_for(config)
+    assert access.password is not None and access.password.get_secret_value() == SECRET
+    with pytest.raises(ConfigError, match=r"CDCGEN_PASSWORD_FILE: cannot read .*/gone"):
+        access_for(config.with_overrides(password_file=tmp_path / "gone"))
+    with pytest.raises(ConfigError, match="CDCGEN_TLS_CA_FILE: cannot read"):
+        access_for(config.with_overrides(tls_ca_file=tmp_path / "no-ca.pem"))
+
+
+def test_connection_login_password_and_tls_extras(tmp_path: Path) -> None:
+    ca = tmp_path / "ca.pem"
+    ca.write_text("-----BEGIN CERTIFICATE-----\n")
+    environment = {"CDCGEN_USERNAME": "env-user", "CDCGEN_PASSWORD_FILE": "/somewhere"}
+    config = config_from_connection(
+        "10.0.0.1,10.0.0.2",
+        9142,
+        {"tls": True, "tls_ca_file": str(ca), "protocol_version": 4},
+        environment,
+        login="reader",
+        password=SECRET,
+    )
+    assert (config.username, config.password_file) == ("reader", None)
+    assert config.password is not None and config.password.get_secret_value() == SECRET
+    assert config.uses_tls and config.tls_ca_file == ca
+    assert config.protocol_version == 4 and config.tls_verify_hostname
+    with pytest.raises(ConfigError, match="tls_ca_flie"):
+        config_from_connection("h", None, {"tls_ca_flie": "/etc/ca.pem"}, {})
+    # And back: the connection a config describes holds the same access.
+    connection = source_connection_for(config)
+    assert (connection["login"], connection["password"]) == ("reader", SECRET)
+    assert connection["extra"]["tls_ca_file"] == str(ca)
+    rebuilt = config_from_connection(
+        connection["host"],
+        connection["port"],
+        connection["extra"],
+        {},
+        login=connection["login"],
+        password=connection["password"],
+    )
+    assert access_for(rebuilt) == access_for(config)
+
+
+def test_spark_jobs_get_a_private_password_file_that_outlives_nothing() -> None:
+    config = PipelineConfig(username="reader", password=SECRET)
+    with credentials_env(config) as env:
+        path = Path(env["CDCGEN_PASSWORD_FILE"])
+        assert env["CDCGEN_USERNAME"] == "reader" and SECRET not in repr(env)
+        assert path.read_text() == SECRET
+        assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+        assert stat.S_IMODE(os.stat(path.parent).st_mode) == 0o700
+        child = PipelineConfig.from_env(env)
+        assert access_for(child) == access_for(config)
+    assert not path.exists() and not path.parent.exists()
+    with credentials_env(PipelineConfig()) as nothing:
+        assert nothing == {}
+
+
+def test_tls_context_verifies_hostnames_unless_told_not_to(tmp_path: Path) -> None:
+    from cdcgen_dev.cassandra.certificates import ensure_certificates
+
+    files = ensure_certificates(tmp_path / "tls", "127.0.0.9")
+    config = PipelineConfig(
+        tls_ca_file=files.ca, tls_cert_file=files.client_cert, tls_key_file=files.client_key
+    )
+    access = access_for(config)
+    assert access.tls is not None and access.tls.key_pem is not None
+    assert "PRIVATE KEY" not in repr(access)
+    context = access.driver_options()["ssl_context"]
+    assert context.check_hostname and context.verify_mode == ssl.CERT_REQUIRED
+    relaxed = access_for(config.with_overrides(tls_verify_hostname=False)).driver_options()
+    assert not relaxed["ssl_context"].check_hostname
+    assert ClusterAccess().driver_options() == {}
