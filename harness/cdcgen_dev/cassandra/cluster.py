@@ -247,11 +247,9 @@ def down_all(
 def status_report(state_dir: Path | None = None) -> dict[str, Any]:
     """Everything `cdcgen sandbox status` prints, as a JSON-ready dict."""
     state_dir = state_dir or default_state_dir()
-    nodes = [
-        asdict(node_status(topo, n))
-        for topo in (topology(name, state_dir) for name in TOPOLOGIES)
-        for n in topo.existing_nodes()
-    ]
+    secure = SecureSandbox(state_dir).topology
+    topologies = [topology(name, state_dir) for name in TOPOLOGIES] + [secure]
+    nodes = [asdict(node_status(topo, n)) for topo in topologies for n in topo.existing_nodes()]
     return {
         "state_dir": str(state_dir),
         "cassandra_version": CASSANDRA_VERSION,
