@@ -144,3 +144,32 @@ def _seconds(n: float) -> object:
     from datetime import timedelta
 
     return timedelta(seconds=n)
+
+
+def test_sandbox_cli_prints_where_the_credentials_are(secure: SecureEndpoint) -> None:
+    """``cdcgen sandbox up --auth --tls`` on the running node: the settings, not the secret."""
+    import subprocess
+    import sys
+
+    program = "import sys; from cdcgen.cli import main; sys.exit(main(sys.argv[1:]))"
+    result = subprocess.run(
+        [sys.executable, "-c", program, "sandbox", "up", "--auth", "--tls"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert secure.password_file is not None and secure.tls is not None
+    assert f"password in {secure.password_file}" in result.stdout
+    assert f"export CDCGEN_TLS_CA_FILE={secure.tls.ca}" in result.stdout
+    assert secure.password_file.read_text() not in result.stdout + result.stderr
+    refused = subprocess.run(
+        [sys.executable, "-c", program, "sandbox", "up", "--tls"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert refused.returncode != 0
+    assert "runs with {'auth': True, 'tls': True}" in refused.stderr
