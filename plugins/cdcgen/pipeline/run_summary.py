@@ -35,6 +35,27 @@ def validation_verdict(
     return "passed" if detected else "none"
 
 
+#: The checks against the ring (``expectations/generation_coverage.json``).
+RING_CHECKS = frozenset(
+    {
+        "entry count equals the ring's vnode count",
+        "range ends are ring tokens",
+        "stream count equals the owner's shard count",
+        "a node's ranges hold equally many streams",
+    }
+)
+
+
+def ring_verdict(validations: Sequence[ValidationOutcome]) -> str:
+    """``passed``/``failed``: the checks against the ring on every generation whose ring
+    was known; ``not run`` when no generation's ring was known."""
+    checked = [v for v in validations if v.ring_known]
+    outcomes = [e.passed for v in checked for e in v.expectations if e.name in RING_CHECKS]
+    if not outcomes:
+        return "not run"
+    return "passed" if all(outcomes) else "failed"
+
+
 def generations_run_summary(
     run_id: str,
     detected: Sequence[Generation] | None,
@@ -73,6 +94,11 @@ def generations_run_summary(
         "not_validated": missing,
         "held_back": held,
         "validation": validation_verdict(generations, validations),
+        "ring_checks": ring_verdict(validations),
+        "ring_checked": sorted(v.generation.iso for v in validations if v.ring_known),
+        "ring_unknown": sorted(
+            v.generation.iso for v in validations if v.ring and not v.ring_known
+        ),
         "report": reports[0] if reports else None,
         "reports": reports,
         "status": "failed" if problems else "ok",
