@@ -3,7 +3,9 @@
 Written to ``<report_dir>/summaries/<run id>.json`` (``make demo`` and the tests read the
 newest) and returned by the DAG's last task. ``problems`` lists every reason the run must
 fail: detection failed, a generation was rejected, never validated, held back, or failed
-to publish; an empty list means every detected generation is public.
+to publish; an empty list means every detected generation is public. ``ring_checks`` says
+how the checks against the ring went (``ring_checked``: the generations whose ring was
+known; ``ring_unknown``: those validated without one).
 """
 
 from __future__ import annotations
@@ -48,7 +50,10 @@ RING_CHECKS = frozenset(
 
 def ring_verdict(validations: Sequence[ValidationOutcome]) -> str:
     """``passed``/``failed``: the checks against the ring on every generation whose ring
-    was known; ``not run`` when no generation's ring was known."""
+    was known; ``not run`` when no generation's ring was known; ``not applicable`` for
+    tablets stream sets (they follow tablets, not the vnode ring)."""
+    if validations and all(v.generation.table for v in validations):
+        return "not applicable"
     checked = [v for v in validations if v.ring_known]
     outcomes = [e.passed for v in checked for e in v.expectations if e.name in RING_CHECKS]
     if not outcomes:
