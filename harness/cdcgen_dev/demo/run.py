@@ -246,8 +246,8 @@ def explain(
         before = result["before_rewrite"]["generations_published"]
         say(f"Before the rewrite it published {before} from the V1 tables.")
     say(f"Validation: {summary['validation']} (checks against the ring: {result['ring_checks']}).")
-    say(f"Read back: {comparison.matching} of")
-    say(f"{comparison.published} published generations match the source exactly.")
+    say(f"Read back: {comparison.matching} of {comparison.published} published generations")
+    say("match the source exactly.")
     say(f"Changes: {changes['changes_rows']} rows of {emulated.table} in the lake (the source's")
     say(f"log table holds {counted['source']}); colocation {changes['colocation']}, row checks")
     say(f"{changes['checks']}; watermark {result['watermark']}.")
