@@ -16,6 +16,7 @@ from typing import Any, Protocol
 from cdcgen.core.cdc_log import TableRef
 from cdcgen.core.clocks import NodeClock
 from cdcgen.core.generation import Generation
+from cdcgen.core.ring import Ring
 from cdcgen.core.topology import TopologyDescription
 from cdcgen.core.watermark import StreamCheckpoint, TableProgress
 from cdcgen.core.windows import GenerationSpan, LakeWindow, TableState, Window
@@ -65,6 +66,28 @@ class GenerationLake(Protocol):
     def stream_rows(self, generation: Generation) -> StreamRows:
         """The generation's validated description as the rows to publish; raises if it was
         never extracted or changed since."""
+        ...
+
+
+class RingReader(Protocol):
+    """The source cluster's token ring as it is now (raft: ``system.topology``; gossip:
+    ``system.local`` and ``system.peers``)."""
+
+    def read_ring(self) -> Ring | None:
+        """The live ring; ``None`` when the cluster reports no token owner."""
+        ...
+
+
+class RingRecords(Protocol):
+    """The ring each generation was made for, kept with the generations in the lake."""
+
+    def recorded(self, generation: Generation) -> Ring | None:
+        """The ring recorded with ``generation``, if a detection recorded one."""
+        ...
+
+    def record(self, generation: Generation, ring: Ring) -> bool:
+        """Keeps ``ring`` as ``generation``'s unless one is recorded already; returns
+        whether it was written."""
         ...
 
 

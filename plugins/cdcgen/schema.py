@@ -37,8 +37,9 @@ class Table(StrEnum):
     CDC_STREAMS_HISTORY = "system.cdc_streams_history"
     # ScyllaDB's per-table metadata: CDC options of base tables, partitioner of log tables
     SCYLLA_TABLES = "system_schema.scylla_tables"
-    # the per-node clock: ``system.local`` on a real cluster
+    # the ring in gossip mode: each node's tokens (the local node's, then its peers')
     LOCAL = "system.local"
+    PEERS = "system.peers"
 
     @property
     def keyspace(self) -> str:
@@ -56,14 +57,32 @@ TABLE_COLUMNS: dict[Table, str] = {
         "key text, id timeuuid, range_end bigint, streams frozen<set<blob>>, "
         "ignore_msb tinyint, PRIMARY KEY (key, id, range_end)"
     ),
+    # ``system_keyspace::topology()``: one row per node (what ``load_topology_state``
+    # reads), and the topology state machine's static columns.
     Table.TOPOLOGY: (
         "key text, host_id uuid, datacenter text, rack text, tokens set<text>, "
-        "node_state text, num_tokens int, shard_count int, ignore_msb int, "
-        "release_version text, "
+        "node_state text, release_version text, topology_request text, replaced_id uuid, "
+        "rebuild_option text, num_tokens int, tokens_string text, shard_count int, "
+        "ignore_msb int, cleanup_status text, supported_features set<text>, "
+        "request_id timeuuid, "
+        "ignore_nodes set<uuid> static, "
+        "new_cdc_generation_data_uuid timeuuid static, "
+        "version bigint static, fence_version bigint static, transition_state text static, "
         "committed_cdc_generations set<tuple<timestamp, timeuuid>> static, "
         "unpublished_cdc_generations set<tuple<timestamp, timeuuid>> static, "
-        "new_cdc_generation_data_uuid timeuuid static, "
+        "global_topology_request text static, global_topology_request_id timeuuid static, "
+        "enabled_features set<text> static, session uuid static, "
+        "tablet_balancing_enabled boolean static, upgrade_state text static, "
         "PRIMARY KEY (key, host_id)"
+    ),
+    # The columns of ``system.local`` / ``system.peers`` the ring is read from.
+    Table.LOCAL: (
+        "key text PRIMARY KEY, host_id uuid, data_center text, rack text, "
+        "release_version text, tokens set<text>"
+    ),
+    Table.PEERS: (
+        "peer inet PRIMARY KEY, host_id uuid, data_center text, rack text, "
+        "release_version text, tokens set<text>"
     ),
     Table.CDC_GENERATION_DESCRIPTIONS_V2: (
         "id uuid, range_end bigint, ignore_msb tinyint, num_ranges int static, "
@@ -134,8 +153,8 @@ class SourceSchema:
     """Maps ScyllaDB's logical table names to the physical ones to query.
 
     ``keyspace_prefix`` is empty for a real ScyllaDB; a development sandbox keeps its
-    copies of ScyllaDB's tables under a prefix.  ``system.local`` is never renamed:
-    every CQL server has it.
+    copies of ScyllaDB's tables under a prefix, ``system.local`` and ``system.peers``
+    included (the sandbox server's own hold its own ring, not the emulated one).
     """
 
     keyspace_prefix: str = ""
@@ -149,8 +168,6 @@ class SourceSchema:
         return cls("")
 
     def keyspace(self, table: Table) -> str:
-        if table is Table.LOCAL:
-            return table.keyspace
         return self.keyspace_prefix + table.keyspace
 
     def name(self, table: Table) -> str:
@@ -158,7 +175,7 @@ class SourceSchema:
         return f"{self.keyspace(table)}.{table.name_only}"
 
     def keyspaces(self) -> list[str]:
-        """Every physical keyspace holding a mapped table (system.local excluded)."""
+        """Every physical keyspace holding a mapped table."""
         return sorted({self.keyspace(t) for t in TABLE_COLUMNS})
 
 

@@ -15,6 +15,7 @@ import os
 import subprocess
 import sys
 import uuid
+from pathlib import Path
 from typing import Any
 
 import psutil
@@ -29,6 +30,7 @@ SUMMARY_KEYS = {
     "generations_published",
     "streams_published",
     "validation",
+    "ring_checks",
     "report",
     "changes_rows",
     "colocation",
@@ -86,6 +88,12 @@ def test_demo_runs_end_to_end(mode: SourceMode, cassandra_any: Any) -> None:
     assert summary["generations_matching_source"] == summary["generations_expected"]
     assert summary["validation"] == "passed" and summary["colocation"] == "passed"
     assert summary["changes_rows"] > 0 and summary["changes_matching_source"] is True
+    # The checks against the ring ran (tablets stream sets have none), and the newest
+    # generation's page shows the ring's node owners.
+    tablets = mode is SourceMode.TABLETS
+    assert summary["ring_checks"] == ("not applicable" if tablets else "passed")
+    pages = [p.read_text() for p in (Path(summary["report"]).parent / "generations").glob("*.html")]
+    assert pages and (tablets or any("(unknown)" not in page for page in pages))
     if mode is SourceMode.GOSSIP:
         assert summary["generations_expected"] == 1 < summary["generations_emulated"]
     if mode is SourceMode.V1:

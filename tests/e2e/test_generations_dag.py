@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 from dag_scenarios import Scenario, assert_ok
@@ -76,12 +77,55 @@ def test_raft_generations_published_as_at_source(scenario: Callable[..., Scenari
     assert all(str(j.generation.id) in " ".join(events) for j in joined)
     for report in summary["reports"]:
         assert Path(report).name == "index.html" and Path(report).exists()
+    # The ring: recorded at detection with the newest generation and checked against it
+    # (system.topology); the older one was never the newest a run saw, which is said.
+    first, newest = (iso(j) for j in joined)
+    assert summary["ring_checks"] == "passed"
+    assert summary["ring_checked"] == [newest] and summary["ring_unknown"] == [first]
+    assert "the ring recorded with this generation (system.topology: 2 nodes" in run.output
+    page = generation_page(scn, joined[1])
+    assert "(unknown)" not in page and str(joined[1].node.host_id) in page
+    assert all(check in page for check in RING_CHECKS_RAFT)
 
-    # Nothing left to publish: the next run detects nothing and changes nothing.
+    # A generation made for another ring than the nodes report (the shard count of the
+    # first ring token's owner doubled): only the check against the ring can refute it;
+    # it is rejected by name and not published, and those published before stay as they are.
+    from cdcgen_dev.emulator import FaultKind, GenerationFault
+
+    with scn.client() as client:
+        stale = scn.cluster(client).join_node(
+            SourceMode.RAFT, seed=3, faults=[GenerationFault(FaultKind.SHARD_COUNT_CHANGED, 0)]
+        )
     again, summary = scn.run()
-    assert_ok(again)
-    assert summary["generations_detected"] == 0
-    assert scn.compare().matching == 2
+    assert not again.succeeded
+    assert summary["generations_detected"] == 1
+    assert summary["rejected"] == [iso(stale)] and summary["published"] == []
+    assert summary["ring_checks"] == "failed"
+    assert "FAILED stream count equals the owner's shard count" in again.output
+    comparison = scn.compare()
+    assert comparison.matching == 2 and comparison.unpublished == [iso(stale)]
+
+
+RING_CHECKS_RAFT = (
+    "entry count equals the ring&#x27;s vnode count",
+    "range ends are ring tokens",
+    "stream count equals the owner&#x27;s shard count",
+)
+
+
+def iso(joined: Any) -> str:
+    return str(joined.generation.timestamp.isoformat(timespec="milliseconds"))
+
+
+def generation_page(scn: Scenario, joined: Any) -> str:
+    """The report site's page of a joined node's generation."""
+    from cdcgen.reports.records import slug
+
+    found = list(
+        (scn.config.report_dir / "generations").glob(f"*{slug(joined.generation.id)}.html")
+    )
+    assert found, "no report page for the generation"
+    return found[0].read_text()
 
 
 def test_unreachable_node_fails_the_wait_naming_it(scenario: Callable[..., Scenario]) -> None:
@@ -103,13 +147,16 @@ def test_gossip_generation_published(scenario: Callable[..., Scenario]) -> None:
     scn = scenario("gossip", SourceMode.GOSSIP)
     with scn.client() as client:
         cluster = scn.cluster(client)
-        for seed in (3, 4):
-            cluster.join_node(SourceMode.GOSSIP, seed=seed)
+        joined = [cluster.join_node(SourceMode.GOSSIP, seed=seed) for seed in (3, 4)][-1]
     run, summary = scn.run()
     assert_ok(run)
     # Gossip only carries the current generation's id: that is what a reader can find.
     assert summary["generations_published"] == 1
     assert summary["validation"] == "passed"
+    # Its ring comes from system.local/system.peers: no shard counts, so each node's
+    # ranges are checked for agreement instead.
+    assert summary["ring_checks"] == "passed" and len(summary["ring_checked"]) == 1
+    assert "a node&#x27;s ranges hold equally many streams" in generation_page(scn, joined)
     comparison = scn.compare()
     assert comparison.published == comparison.matching == 1
     assert comparison.mismatches == []

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from cdcgen.config import PipelineConfig
+from cdcgen.core.ring import GOSSIP_RING, RAFT_RING, Ring, RingNode
 from cdcgen.core.stream_id import StreamId
 from cdcgen.core.tokens import shard_of
 from cdcgen.core.topology import Node, make_generation
@@ -63,7 +64,8 @@ def test_a_valid_generation_passes_every_check(spark: SparkSession, tmp_path: Pa
     result = validate_generation(config, extracted.artifact.directory, spark=spark)
     assert result.passed, result.summary
     assert result.failures == [] and result.skipped == []  # topology and previous were known
-    assert len(result.checks) == 16
+    assert len(result.checks) == 17
+    assert result.ring_known and "topology file: 3 nodes, 18 tokens, 12 shards" in result.ring
     assert {"vnode colocation", "shard colocation", "stream IDs unique"} <= {
         c.check for c in result.checks
     }
@@ -249,8 +251,10 @@ def test_failures_are_exactly_the_corrupted_rules(
     assert not result.passed
     failed = {check.expectation for check in result.failures}
     # Side effects: wrong stream tokens also break shard colocation.
+    # A range with fewer streams than its node's other ranges breaks that agreement too.
     assert failed <= {e for _, e in CORRUPTIONS.values()} | {
-        "expect_index_bits_to_equal_entry_index"
+        "expect_index_bits_to_equal_entry_index",
+        "expect_owner_ranges_to_agree_on_stream_count",
     }
     assert "expect_range_ends_strictly_increasing" not in failed
     assert "expect_table_row_count_to_equal" not in failed  # entries are all still there
@@ -271,7 +275,8 @@ def test_unsorted_range_ends_fail_the_ordering_check(spark: SparkSession, tmp_pa
     assert {"expect_range_ends_strictly_increasing", "expect_range_ends_unique"} <= set(failed)
     order = failed["expect_range_ends_strictly_increasing"].samples
     assert {row["entry_index"] for row in order} >= {2, 5}
-    assert len(result.skipped) == 4  # no topology, no previous generation
+    assert len(result.skipped) == 5  # no topology (4 checks), no previous generation
+    assert not result.ring_known and "checks against the ring did not run" in result.summary
 
 
 def test_cli_validate_names_failed_checks_and_exits_non_zero(
@@ -308,3 +313,56 @@ def test_cli_validate_names_failed_checks_and_exits_non_zero(
         "FAILED stream IDs unique [generation_format.expect_stream_ids_unique_in_generation]" in out
     )
     assert (tmp_path / "report" / "index.html").is_file()
+
+
+# --- generations made for another ring ---------------------------------------------------
+
+
+def test_a_generation_made_for_another_ring_fails_the_ring_checks_only(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    from cdcgen_dev.emulator.faults import FaultKind, GenerationFault, generation_ring
+
+    # Made for a ring one token short, where node2 had twice its shards: a valid
+    # description in itself, that only the ring the nodes report can refute.
+    faults = [
+        GenerationFault(FaultKind.RING_TOKEN_MISSING, 4),
+        GenerationFault(FaultKind.SHARD_COUNT_CHANGED, 0),
+    ]
+    made_for = generation_ring(NODES, faults)
+    assert sorted(n.shard_count for n in made_for) == [4, 4, 8]
+    assert sum(len(n.tokens) for n in made_for) == 17
+    description = make_generation(made_for, random.Random(3))
+    result = validate_description(
+        spark,
+        DescriptionColumns.from_description(description),
+        report_dir=tmp_path / "docs",
+        nodes=Ring.of_nodes(NODES, RAFT_RING),
+        generation_id="stale-ring",
+    )
+    failed = {check.check for check in result.failures}
+    assert failed == {
+        "entry count equals the ring's vnode count",
+        "stream count equals the owner's shard count",
+    }, result.summary
+    assert "ring: validated against" in result.summary
+
+
+def test_gossip_ring_checks_shard_counts_for_agreement_between_a_nodes_ranges(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    data = _generation(2)
+    data["entries"][2]["streams"].pop()
+    ring = Ring(tuple(RingNode(n.name, n.tokens) for n in NODES), GOSSIP_RING)
+    result = validate_description(
+        spark, columns_from_json(data), report_dir=tmp_path / "docs", nodes=ring
+    )
+    failed = {check.check: check for check in result.failures}
+    # The shorter range's streams also sit elsewhere (3 shards split a range otherwise).
+    assert set(failed) - {"shard colocation"} == {"a node's ranges hold equally many streams"}
+    agreement = failed["a node's ranges hold equally many streams"].samples
+    assert {row["entry_index"] for row in agreement if row["stream_count"] == 3} == {2}
+    assert result.skipped[0] == (
+        "generation_coverage: stream count equals the owner's shard count (needs shard_counts)"
+    )
+    assert len(result.skipped) == 2  # and the reuse check: no previous generation given

@@ -22,6 +22,7 @@ from cdcgen.adapters.clocks import CqlClockReader
 from cdcgen.adapters.cql import CqlClient, connect
 from cdcgen.adapters.description_rows import tablets_description
 from cdcgen.adapters.generation_sources import source_for
+from cdcgen.adapters.rings import GossipRingReader, RaftRingReader
 from cdcgen.adapters.tablet_sources import TabletsStreamSource
 from cdcgen.adapters.v1_sources import V1GenerationSource, detect_legacy_mode
 from cdcgen.adapters.vnode_sources import (
@@ -31,6 +32,7 @@ from cdcgen.adapters.vnode_sources import (
 )
 from cdcgen.config import PipelineConfig
 from cdcgen.core.generation import CorruptGeneration, Generation, IncompleteGeneration, SourceMode
+from cdcgen.core.ring import GOSSIP_RING, RAFT_RING
 from cdcgen.core.tablets import StreamState
 from cdcgen.core.timeline import GenerationNotLoaded, GenerationTimeline
 from cdcgen.schema import (
@@ -144,6 +146,23 @@ def test_raft_generations_read_back_exactly(sandbox: SandboxCluster, client: Cql
     assert sorted(r.shard_count for r in topology) == [2, 3, 4]
     assert all(len(r.tokens) == 8 and r.ignore_msb == 12 for r in topology)
     assert len(topology[0].unpublished_cdc_generations) == 3
+    # Every column ScyllaDB's load_topology_state reads of a node row is there, as a
+    # joined node's row holds it.
+    rows = client.execute(
+        "SELECT datacenter, rack, release_version, num_tokens, tokens_string, node_state, "
+        f"cleanup_status, request_id, supported_features FROM {sandbox.schema.name(Table.TOPOLOGY)}"
+    )
+    for row in rows:
+        assert row.node_state == "normal" and row.cleanup_status == "clean"
+        assert row.num_tokens == 8 and row.tokens_string == "" and row.request_id.version == 1
+        assert row.datacenter and row.rack and row.release_version and row.supported_features
+    # ... and the pipeline's ring reader finds the nodes, their tokens and shard counts.
+    ring = RaftRingReader(client, sandbox.schema).read_ring()
+    assert ring is not None and ring.source == RAFT_RING and ring.shards_known
+    assert {n.name: n.shard_count for n in ring.nodes} == {
+        str(n.host_id): n.shard_count for n in sandbox.nodes()
+    }
+    assert set(ring.owners()) == {t for n in sandbox.nodes() for t in n.tokens}
 
     # Faults: never committed (not listed), and a ring gap (listed, unreadable).
     uncommitted = sandbox.join_node(
@@ -173,6 +192,11 @@ def test_gossip_generations_and_partial_writes(sandbox: SandboxCluster, client: 
         assert source.list_generations()[-1].id == joins[-1].generation.id  # follows cdc_local
     refs = source.list_generations()
     assert [r.id for r in refs] == [j.generation.id for j in joins]
+    # The ring as gossip shows it: system.local and system.peers tokens, no shard counts.
+    ring = GossipRingReader(client, sandbox.schema).read_ring()
+    assert ring is not None and ring.source == GOSSIP_RING and not ring.shards_known
+    assert set(ring.owners()) == {t for n in sandbox.nodes() for t in n.tokens}
+    assert len(ring.nodes) == 2
     for ref, join in zip(refs, joins, strict=True):
         assert source.read_description(ref) == join.description
 

@@ -14,6 +14,7 @@ from datetime import datetime
 
 from cdcgen.core.cdc_log import TableRef
 from cdcgen.core.generation import Generation
+from cdcgen.core.ring import Ring
 from cdcgen.core.topology import TopologyDescription
 from cdcgen.core.windows import GenerationSpan
 from cdcgen.ports import StreamRows
@@ -87,3 +88,29 @@ class FakeLake:
         if generation not in self.extracted:
             raise FileNotFoundError(f"{generation.label} was never extracted")
         return self.extracted[generation]
+
+
+@dataclass
+class FakeRingReader:
+    """:class:`~cdcgen.ports.RingReader`: the ring the cluster reports right now."""
+
+    ring: Ring | None = None
+
+    def read_ring(self) -> Ring | None:
+        return self.ring
+
+
+@dataclass
+class FakeRingRecords:
+    """:class:`~cdcgen.ports.RingRecords`: first record wins, as in the lake."""
+
+    rings: dict[Generation, Ring] = field(default_factory=dict)
+
+    def recorded(self, generation: Generation) -> Ring | None:
+        return self.rings.get(generation)
+
+    def record(self, generation: Generation, ring: Ring) -> bool:
+        if generation in self.rings:
+            return False
+        self.rings[generation] = ring
+        return True

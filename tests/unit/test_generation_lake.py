@@ -11,6 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from cdcgen.core.generation_arrays import build_generation_arrays
+from cdcgen.core.ring import Ring
 from cdcgen.core.topology import Node
 from cdcgen.extract.description_columns import DescriptionColumns
 from cdcgen.extract.lake import (
@@ -52,7 +53,7 @@ def test_partition_holds_parquet_description_and_manifest(tmp_path: Path) -> Non
     again = read_artifact(artifact.directory)
     assert again == artifact
     assert again.read_description().blob_data == columns.blob_data
-    assert again.read_nodes() == tuple(NODES)
+    assert again.read_ring() == Ring.of_nodes(NODES)
     assert not list(tmp_path.glob("generations/.*"))  # no staging or trash left behind
 
 
@@ -98,8 +99,11 @@ def test_suites_load_and_skip_checks_whose_inputs_are_missing() -> None:
     skipped = [name for s in suites for name in s.skipped]
     assert any("needs topology" in name for name in skipped)
     assert any("needs previous" in name for name in skipped)
-    everything = load_suites(available={"topology", "previous"})
+    everything = load_suites(available={"topology", "shard_counts", "previous"})
     assert all(not s.skipped for s in everything)
+    # Gossip: the ring is known but not its shard counts; only that one check waits for them.
+    gossip = [n for s in load_suites(available={"topology", "previous"}) for n in s.skipped]
+    assert gossip == ["stream count equals the owner's shard count (needs shard_counts)"]
 
 
 def test_every_suite_expectation_names_a_registered_gx_type() -> None:
@@ -107,7 +111,7 @@ def test_every_suite_expectation_names_a_registered_gx_type() -> None:
 
     import cdcgen.validation.generation_expectations  # noqa: F401
 
-    for suite in load_suites(available={"topology", "previous"}):
+    for suite in load_suites(available={"topology", "shard_counts", "previous"}):
         for expectation in suite.expectations:
             assert get_expectation_impl(expectation["type"]) is not None
             assert expectation.get("meta", {}).get("check"), expectation

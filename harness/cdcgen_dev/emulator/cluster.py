@@ -40,6 +40,7 @@ from cdcgen_dev.emulator import faults as fault_rules
 from cdcgen_dev.emulator.faults import GenerationFault
 from cdcgen_dev.emulator.metadata_writers import (
     write_gossip_generation,
+    write_gossip_ring,
     write_raft_generation,
     write_topology_nodes,
     write_v1_generation,
@@ -220,10 +221,13 @@ class SandboxCluster:
         save_node(self.client, self.schema, node)
         if mode in (SourceMode.RAFT, SourceMode.TABLETS):
             write_topology_nodes(self.client, self.schema, all_nodes)
+        else:
+            write_gossip_ring(self.client, self.schema, all_nodes)
         if mode is SourceMode.TABLETS:
             return JoinResult(node, None, None)
 
-        description = make_generation([n.as_core_node() for n in all_nodes], rng)
+        ring = fault_rules.generation_ring([n.as_core_node() for n in all_nodes], faults)
+        description = make_generation(ring, rng)
         # Raft: the topology coordinator (the first live node) picks the timestamp;
         # gossip and V1: the joining node itself.
         live = [n for n in existing if n.up]

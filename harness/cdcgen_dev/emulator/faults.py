@@ -11,11 +11,16 @@ anyway), so tests can prove that readers and validators notice it:
 * ``partial-rows``: (gossip) fewer description rows than ``num_ranges`` were written, as
   when the joining node fails half-way through its CL=ALL insert;
 * ``uncommitted``: the description rows exist but the generation's ID/timestamp was never
-  committed (raft), gossiped (gossip) or published (V1): streams without a timestamp.
+  committed (raft), gossiped (gossip) or published (V1): streams without a timestamp;
+* ``ring-token-missing``: the generation is made for the ring without its ``k``-th token
+  (a valid description, one vnode short of the ring the nodes report);
+* ``shard-count-changed``: the generation is made as if the node owning the ring's
+  ``k``-th token had twice its shards (a valid description whose streams per range
+  disagree with the shard count the node reports).
 
-The first four transform the rows (pure functions here); the last two change what the
-writers commit, so the writers read them through :func:`writes_all_rows` and
-:func:`commits`.
+The first four transform the rows (pure functions here); ``partial-rows`` and
+``uncommitted`` change what the writers commit (:func:`rows_to_write`, :func:`commits`);
+the last two change the ring the generation is made from (:func:`generation_ring`).
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from cdcgen.core.stream_id import VERSION_BITS
+from cdcgen.core.topology import Node, ring_tokens
 from cdcgen_dev.emulator.raw import RawDescription, RawRange
 
 
@@ -35,6 +41,8 @@ class FaultKind(StrEnum):
     BAD_VERSION = "bad-version"
     PARTIAL_ROWS = "partial-rows"
     UNCOMMITTED = "uncommitted"
+    RING_TOKEN_MISSING = "ring-token-missing"
+    SHARD_COUNT_CHANGED = "shard-count-changed"
 
 
 class FaultError(ValueError):
@@ -129,3 +137,22 @@ def rows_to_write(raw: RawDescription, faults: Iterable[GenerationFault]) -> Raw
 def commits(faults: Iterable[GenerationFault]) -> bool:
     """False when the generation's ID must never be committed (``uncommitted``)."""
     return not any(f.kind is FaultKind.UNCOMMITTED for f in faults)
+
+
+def generation_ring(nodes: Sequence[Node], faults: Iterable[GenerationFault]) -> list[Node]:
+    """The ring a generation is made from: the nodes' own, or (ring faults) another one."""
+    ring = list(nodes)
+    for fault in faults:
+        if fault.kind not in (FaultKind.RING_TOKEN_MISSING, FaultKind.SHARD_COUNT_CHANGED):
+            continue
+        tokens = ring_tokens(ring)
+        if not 0 <= fault.entry < len(tokens) or len(tokens) < 2:
+            raise FaultError(f"fault {fault}: the ring has {len(tokens)} tokens")
+        token = tokens[fault.entry]
+        i = next(k for k, node in enumerate(ring) if token in node.tokens)
+        if fault.kind is FaultKind.RING_TOKEN_MISSING:
+            kept = tuple(t for t in ring[i].tokens if t != token)
+            ring[i] = replace(ring[i], tokens=kept)
+        else:
+            ring[i] = replace(ring[i], shard_count=ring[i].shard_count * 2)
+    return ring

@@ -1,6 +1,7 @@
 """Write a generation's metadata the way each kind of ScyllaDB cluster does, in its order.
 
-* raft (``topology_coordinator``): node rows of ``system.topology``, then the data rows of
+* raft (``topology_coordinator``): node rows of ``system.topology`` (every column
+  ``load_topology_state`` reads), then the data rows of
   ``system.cdc_generations_v3`` (``key = 'cdc_generations'``, one row per range end) with
   ``new_cdc_generation_data_uuid`` pointing at them, and only then the commit: the
   ``(timestamp, id)`` tuple added to the static ``committed_cdc_generations`` (and to
@@ -8,7 +9,7 @@
 * gossip (``cdc::generation_service`` before raft topology): the description rows of
   ``system_distributed_everywhere.cdc_generation_descriptions_v2`` with the static
   ``num_ranges``, then the generation ID gossiped and persisted in ``system.cdc_local``
-  (``key = 'cdc_local'``);
+  (``key = 'cdc_local'``); the nodes' tokens in ``system.local`` / ``system.peers``;
 * legacy V1 (ScyllaDB 4.3): one row of ``system_distributed.cdc_generation_descriptions``
   holding the whole description (a list of ``(range_end, streams in shard order,
   ignore_msb)``), then the timestamp gossiped (``cdc_local``) and the stream set published
@@ -21,11 +22,14 @@ half-written description of a node that failed mid-insert. Both come from
 
 from __future__ import annotations
 
+import random
 from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
 from uuid import UUID
 
+from cdcgen.core.cdc_log import timeuuid_from_micros
+from cdcgen.core.time import to_micros
 from cdcgen.schema import (
     CDC_GENERATIONS_V3_KEY,
     CDC_LOCAL_KEY,
@@ -45,13 +49,23 @@ SANDBOX_RACK = "rack1"
 SANDBOX_RELEASE = "2025.1.0-sandbox"
 
 
+#: A few of the features a ScyllaDB node lists in ``supported_features``.
+SANDBOX_FEATURES = frozenset({"CDC", "CDC_GENERATIONS_V2", "SUPPORTS_RAFT_CLUSTER_MANAGEMENT"})
+
+
 def write_topology_nodes(client: CqlClient, schema: SourceSchema, nodes: Sequence[SimNode]) -> None:
-    """Per-node rows of ``system.topology`` (tokens as text, shard count, ignore_msb)."""
+    """Per-node rows of ``system.topology`` as the topology coordinator leaves a node that
+    finished joining (``topology_node_mutation_builder``): ``node_state`` 'normal',
+    ``tokens`` as decimal text, ``num_tokens``, an empty ``tokens_string``, its
+    ``shard_count`` and ``ignore_msb``, ``cleanup_status`` 'clean', its
+    ``supported_features`` and the ``request_id`` of its join request (a timeuuid). These
+    are the columns ``load_topology_state`` requires of every node row."""
     execute_many(
         client,
         f"INSERT INTO {schema.name(Table.TOPOLOGY)} (key, host_id, datacenter, rack, tokens, "
-        "node_state, num_tokens, shard_count, ignore_msb, release_version) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "node_state, release_version, num_tokens, tokens_string, shard_count, ignore_msb, "
+        "cleanup_status, supported_features, request_id) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             (
                 TOPOLOGY_KEY,
@@ -60,12 +74,61 @@ def write_topology_nodes(client: CqlClient, schema: SourceSchema, nodes: Sequenc
                 SANDBOX_RACK,
                 {str(t) for t in node.tokens},
                 "normal",
+                SANDBOX_RELEASE,
                 len(node.tokens),
+                "",
                 node.shard_count,
                 node.ignore_msb,
-                SANDBOX_RELEASE,
+                "clean",
+                set(SANDBOX_FEATURES),
+                _join_request_id(node),
             )
             for node in nodes
+        ),
+    )
+
+
+def _join_request_id(node: SimNode) -> UUID:
+    """A timeuuid of the node's join (its time, a node-specific clock sequence and node)."""
+    micros = to_micros(node.joined_at) if node.joined_at else 0
+    return timeuuid_from_micros(micros, random.Random(node.host_id.int))
+
+
+def write_gossip_ring(client: CqlClient, schema: SourceSchema, nodes: Sequence[SimNode]) -> None:
+    """Every node's tokens as a gossip cluster's ``system.local`` / ``system.peers`` show
+    them to a client connected to the first node: that node in ``local``, the others in
+    ``peers`` (keyed by address; the simulated nodes share the sandbox's few hosts, so
+    each peer gets an address of its own under 127.1.0.0/16)."""
+    if not nodes:
+        return
+    first, *peers = nodes
+    execute(
+        client,
+        f"INSERT INTO {schema.name(Table.LOCAL)} (key, host_id, data_center, rack, "
+        "release_version, tokens) VALUES (?, ?, ?, ?, ?, ?)",
+        (
+            "local",
+            first.host_id,
+            SANDBOX_DATACENTER,
+            SANDBOX_RACK,
+            SANDBOX_RELEASE,
+            {str(t) for t in first.tokens},
+        ),
+    )
+    execute_many(
+        client,
+        f"INSERT INTO {schema.name(Table.PEERS)} (peer, host_id, data_center, rack, "
+        "release_version, tokens) VALUES (?, ?, ?, ?, ?, ?)",
+        (
+            (
+                f"127.1.{(i + 1) // 256}.{(i + 1) % 256}",
+                node.host_id,
+                SANDBOX_DATACENTER,
+                SANDBOX_RACK,
+                SANDBOX_RELEASE,
+                {str(t) for t in node.tokens},
+            )
+            for i, node in enumerate(peers)
         ),
     )
 

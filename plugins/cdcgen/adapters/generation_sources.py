@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from cdcgen.adapters.publisher import CqlDescriptionPublisher
+from cdcgen.adapters.rings import ring_reader_for
 from cdcgen.adapters.tablet_publisher import TabletsPublisher
 from cdcgen.adapters.tablet_sources import TabletsStreamSource
 from cdcgen.adapters.vnode_sources import (
@@ -32,7 +33,7 @@ from cdcgen.core.time import to_millis
 if TYPE_CHECKING:
     from cdcgen.adapters.cql import CqlClient
     from cdcgen.config import PipelineConfig
-    from cdcgen.ports import DescriptionPublisher, GenerationSource, StreamRows
+    from cdcgen.ports import DescriptionPublisher, GenerationSource, RingReader, StreamRows
 
 
 def source_for(client: CqlClient, config: PipelineConfig) -> GenerationSource:
@@ -107,10 +108,12 @@ class TabletPublication:
 
 @dataclass(frozen=True)
 class GenerationPorts:
-    """The generation ports of one source cluster, over one client."""
+    """The generation ports of one source cluster, over one client (``ring``: none for
+    tablets, whose stream sets follow tablets rather than the vnode ring)."""
 
     source: GenerationSource
     publisher: DescriptionPublisher
+    ring: RingReader | None = None
 
 
 def generation_ports(client: CqlClient, config: PipelineConfig) -> GenerationPorts:
@@ -118,7 +121,8 @@ def generation_ports(client: CqlClient, config: PipelineConfig) -> GenerationPor
     source = source_for(client, config)
     if isinstance(source, TabletsStreamSource):
         return GenerationPorts(source, TabletPublication(TabletsPublisher(client, config), source))
-    return GenerationPorts(source, VnodePublication(CqlDescriptionPublisher(client, config)))
+    publisher = VnodePublication(CqlDescriptionPublisher(client, config))
+    return GenerationPorts(source, publisher, ring_reader_for(client, config))
 
 
 @contextmanager

@@ -52,6 +52,7 @@ def detect(
     it would re-publish every generation once more, one interval later.)
     """
     from cdcgen.adapters.generation_sources import connected_generation_ports
+    from cdcgen.extract.rings import LakeRingRecords
     from cdcgen.jobs.extract_generation import arguments
     from cdcgen.pipeline.detect import detect as detect_generations
 
@@ -67,6 +68,8 @@ def detect(
             interval,
             generation_id=str(params.get("generation_id") or "") or None,
             force=bool(params.get("force")),
+            ring=ports.ring,
+            rings=LakeRingRecords(config.lake_path),
         )
     env = job_env(config)
     return [

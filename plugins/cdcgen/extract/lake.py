@@ -6,7 +6,7 @@
     <lake>/generations/table=<keyspace.table>/generation_ts=<ms>/  a tablets stream set
         part-00000.parquet ...   one row per stream (STREAMS_SCHEMA), entry then shard order
         description.json         the exact description that was flattened (and is published)
-        topology.json            the ring it was made for, when known (enables optimality checks)
+        topology.json            the ring it was made for, when known (the ring checks need it)
         _manifest.json           id, counts, SHA-256 of description.json; written last
 
 Files are written with pyarrow into a hidden staging directory that then replaces the
@@ -33,9 +33,9 @@ from typing import Any
 import pyarrow.parquet as pq
 
 from cdcgen.core.generation import Generation
+from cdcgen.core.ring import Ring, ring_from_json, ring_to_json
 from cdcgen.core.time import from_millis
 from cdcgen.core.topology import Node
-from cdcgen.core.topology_json import nodes_from_json, nodes_to_json
 from cdcgen.extract.description_columns import DescriptionColumns
 from cdcgen.extract.description_json import columns_from_json, write_description_file
 from cdcgen.extract.streams_table import flatten_generation, timestamp_millis
@@ -130,11 +130,12 @@ class GenerationArtifact:
             )
         return columns_from_json(json.loads(raw))
 
-    def read_nodes(self) -> tuple[Node, ...] | None:
+    def read_ring(self) -> Ring | None:
+        """The ring the generation was made for, if the extraction knew it."""
         if not self.has_topology:
             return None
         path = self.directory / TOPOLOGY_FILE
-        return nodes_from_json(json.loads(path.read_text(encoding="utf-8")))
+        return ring_from_json(json.loads(path.read_text(encoding="utf-8")))
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -156,14 +157,15 @@ def write_generation(
     timestamp: datetime,
     generation_id: str,
     *,
-    nodes: Sequence[Node] | None = None,
+    nodes: Sequence[Node] | Ring | None = None,
     table: str | None = None,
     source_problem: str | None = None,
     rows_per_file: int = ROWS_PER_FILE,
 ) -> GenerationArtifact:
     """Flatten and write one generation's partition, replacing any previous extraction.
 
-    ``table`` (``keyspace.table``) marks a tablets stream set of that table.
+    ``nodes`` is the ring it was made for, if known; ``table`` (``keyspace.table``) marks
+    a tablets stream set of that table.
     """
     millis = timestamp_millis(timestamp)
     final = partition_dir(lake, millis, table)
@@ -181,7 +183,8 @@ def write_generation(
         del rows
         write_description_file(staging / DESCRIPTION_FILE, columns)
         if nodes is not None:
-            (staging / TOPOLOGY_FILE).write_text(json.dumps(nodes_to_json(nodes)), encoding="utf-8")
+            ring = nodes if isinstance(nodes, Ring) else Ring.of_nodes(nodes)
+            (staging / TOPOLOGY_FILE).write_text(json.dumps(ring_to_json(ring)), encoding="utf-8")
         artifact = GenerationArtifact(
             directory=final,
             timestamp_ms=millis,

@@ -19,6 +19,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from cdcgen.core.ring import Ring
 from cdcgen.core.topology import Node
 from cdcgen.extract.description_columns import DescriptionColumns
 from cdcgen.extract.lake import (
@@ -50,7 +51,7 @@ def streams_frame(spark: SparkSession, table: pa.Table) -> DataFrame:
 
 
 def entries_frame(
-    spark: SparkSession, columns: DescriptionColumns, nodes: Sequence[Node] | None = None
+    spark: SparkSession, columns: DescriptionColumns, nodes: Sequence[Node] | Ring | None = None
 ) -> DataFrame:
     """One row per entry (a few thousand at most): small enough to pass through Arrow."""
     return spark.createDataFrame(entries_table(columns, nodes))
@@ -69,7 +70,7 @@ def extract_generation(
     timestamp: datetime,
     generation_id: str,
     *,
-    nodes: Sequence[Node] | None = None,
+    nodes: Sequence[Node] | Ring | None = None,
     table: str | None = None,
     source_problem: str | None = None,
 ) -> ExtractResult:

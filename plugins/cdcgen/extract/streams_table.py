@@ -23,11 +23,12 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
+from cdcgen.core.ring import Ring
 from cdcgen.core.stream_id import INDEX_SHIFT, MAX_INDEX, RANDOM_SHIFT, STREAM_ID_SIZE
 from cdcgen.core.time import generation_timestamp, to_millis
 from cdcgen.core.token_arrays import find_first_token_for_shard_array
 from cdcgen.core.tokens import MAX_IGNORE_MSB, MIN_TOKEN
-from cdcgen.core.topology import Node, token_owners
+from cdcgen.core.topology import Node
 from cdcgen.extract.description_columns import DescriptionColumns, hex_matrix
 
 Int64Array = npt.NDArray[np.int64]
@@ -63,9 +64,11 @@ ENTRIES_SCHEMA = pa.schema(
         pa.field("range_end", pa.int64(), nullable=False),
         pa.field("ignore_msb", pa.int16(), nullable=False),
         pa.field("stream_count", pa.int32(), nullable=False),
-        # Filled only when the ring is known (a topology was given), else null.
+        # Filled only when the ring is known (a topology was given), else null; the
+        # owner's shard count also only where the ring stores it (raft, not gossip).
         pa.field("is_ring_token", pa.bool_()),
         pa.field("owner_shard_count", pa.int32()),
+        pa.field("owner", pa.string()),
     ]
 )
 """One row per entry, including entries without streams (which have no stream rows)."""
@@ -193,26 +196,34 @@ def flatten_generation(
     return pa.Table.from_arrays(arrays, schema=STREAMS_SCHEMA)
 
 
-def entries_table(columns: DescriptionColumns, nodes: Iterable[Node] | None = None) -> pa.Table:
+def entries_table(
+    columns: DescriptionColumns, nodes: Iterable[Node] | Ring | None = None
+) -> pa.Table:
     """The generation's entries as :data:`ENTRIES_SCHEMA` rows.
 
     With ``nodes`` (the ring the generation was made for), each entry says whether its
-    range end is a ring token and the shard count of the node owning it, which is what
-    the "optimal generation" checks compare against.
+    range end is a ring token, which node owns it and that node's shard count (when the
+    ring stores one), which is what the checks against the ring compare with.
     """
     entries = columns.entry_count
-    ring_mask = np.ones(entries, dtype=np.bool_)
+    unknown = np.ones(entries, dtype=np.bool_)
     is_ring = np.zeros(entries, dtype=np.bool_)
     owner_shards = np.zeros(entries, dtype=np.int32)
+    no_shards = np.ones(entries, dtype=np.bool_)
+    owner_names: list[str | None] = [None] * entries
     if nodes is not None:
-        owners = token_owners(nodes)
+        owners = as_ring(nodes).owners()
         ring = np.array(sorted(owners), dtype=np.int64)
         is_ring = np.isin(columns.range_ends, ring)
-        by_token = {token: node.shard_count for token, node in owners.items()}
+        found = [owners.get(end) for end in columns.range_ends.tolist()]
+        owner_names = [node.name if node else None for node in found]
         owner_shards = np.array(
-            [by_token.get(end, 0) for end in columns.range_ends.tolist()], dtype=np.int32
+            [node.shard_count or 0 if node else 0 for node in found], dtype=np.int32
         )
-        ring_mask = np.zeros(entries, dtype=np.bool_)
+        no_shards = np.array(
+            [node is None or node.shard_count is None for node in found], dtype=np.bool_
+        )
+        unknown = np.zeros(entries, dtype=np.bool_)
     return pa.Table.from_arrays(
         [
             pa.array(np.arange(entries, dtype=np.int32)),
@@ -220,16 +231,22 @@ def entries_table(columns: DescriptionColumns, nodes: Iterable[Node] | None = No
             pa.array(columns.range_ends.astype(np.int64)),
             pa.array(columns.ignore_msb.astype(np.int16)),
             pa.array(columns.streams_per_entry().astype(np.int32)),
-            pa.array(is_ring, mask=ring_mask),
-            pa.array(owner_shards, mask=ring_mask | ~is_ring),
+            pa.array(is_ring, mask=unknown),
+            pa.array(owner_shards, mask=unknown | no_shards),
+            pa.array(owner_names, pa.string()),
         ],
         schema=ENTRIES_SCHEMA,
     )
 
 
-def ring_vnode_count(nodes: Iterable[Node]) -> int:
+def as_ring(nodes: Iterable[Node] | Ring) -> Ring:
+    """A ring from either form (core nodes: a topology file, shard counts known)."""
+    return nodes if isinstance(nodes, Ring) else Ring.of_nodes(nodes)
+
+
+def ring_vnode_count(nodes: Iterable[Node] | Ring) -> int:
     """Number of distinct ring tokens: the entry count of an optimal generation."""
-    return len(token_owners(nodes))
+    return as_ring(nodes).vnode_count
 
 
 def _binary_array(columns: DescriptionColumns) -> pa.Array:

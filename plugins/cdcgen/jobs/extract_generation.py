@@ -22,8 +22,8 @@ from typing import Any
 
 from cdcgen.config import PipelineConfig
 from cdcgen.core.generation import CorruptGeneration, Generation
+from cdcgen.core.ring import ring_from_json
 from cdcgen.core.time import InvalidTimestamp, from_millis, parse_moment
-from cdcgen.core.topology_json import nodes_from_json
 from cdcgen.extract.description_columns import DescriptionColumns
 from cdcgen.extract.description_json import read_description_file
 
@@ -53,7 +53,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="the base table of a tablets stream set (the generation id is its log table id)",
     )
     parser.add_argument("--lake", type=Path, help="lake root (default: CDCGEN_LAKE_PATH)")
-    parser.add_argument("--topology", metavar="FILE", help="the ring it was made for (optional)")
+    parser.add_argument(
+        "--topology",
+        metavar="FILE",
+        help="the ring it was made for (default: the ring detection recorded with it, if any)",
+    )
     return parser
 
 
@@ -136,6 +140,7 @@ def run(argv: Sequence[str] | None = None, config: PipelineConfig | None = None)
 
     ``config`` defaults to the ``CDCGEN_*`` environment.
     """
+    from cdcgen.extract.rings import LakeRingRecords
     from cdcgen.extract.spark_extract import extract_generation
     from cdcgen.spark.session import JobKind, job_session
 
@@ -144,18 +149,19 @@ def run(argv: Sequence[str] | None = None, config: PipelineConfig | None = None)
     started = time.monotonic()
     generation = generation_of(args)
     columns, source_problem = load_columns(config, generation, args.description)
-    nodes = None
+    lake = args.lake or config.lake_path
+    ring = LakeRingRecords(lake).recorded(generation) if not generation.table else None
     if args.topology:
-        nodes = nodes_from_json(json.loads(Path(args.topology).read_text(encoding="utf-8")))
+        ring = ring_from_json(json.loads(Path(args.topology).read_text(encoding="utf-8")))
     loaded = time.monotonic()
     spark = job_session(JobKind.GENERATION_EXTRACT)
     result = extract_generation(
         spark,
-        args.lake or config.lake_path,
+        lake,
         columns,
         generation.timestamp,
         generation.id,
-        nodes=nodes,
+        nodes=ring,
         table=generation.table or None,
         source_problem=source_problem,
     )

@@ -26,6 +26,10 @@ class ValidationOutcome:
     expectations: tuple[ExpectationOutcome, ...] = ()
     skipped: tuple[str, ...] = ()
     page: str | None = None
+    #: Which ring the checks against the ring used, or why none ran ("" for tablets).
+    ring: str = ""
+    #: Whether those checks ran (a ring was known for this generation).
+    ring_known: bool = False
 
 
 class GenerationRejected(Exception):

@@ -46,7 +46,9 @@ def record_generation(
         published=published,
         data_docs_path=validation.data_docs or "",
         source=f"{config.source_mode} ({config.source_keyspace_prefix or 'ScyllaDB'} schema)",
-        notes=validation.skipped,
+        notes=(f"ring: {validation.ring}", *validation.skipped)
+        if validation.ring
+        else validation.skipped,
     )
     return str(record_run(Path(config.report_dir), record))
 
@@ -58,18 +60,18 @@ def ring_and_counts(
     try:
         artifact = read_artifact(generation_dir)
         columns = artifact.read_description()
-        nodes = artifact.read_nodes()
+        ring = artifact.read_ring()
     except ArtifactError:
         return (), None
     counts = GenerationCounts(
         entries=artifact.entry_count,
         streams=artifact.stream_count,
-        nodes=len(nodes) if nodes else 0,
-        shards=sum(n.shard_count for n in nodes) if nodes else 0,
+        nodes=len(ring.nodes) if ring else 0,
+        shards=sum(n.shard_count or 0 for n in ring.nodes) if ring else 0,
     )
     try:
         description = columns.to_description()
     except (InvalidDescription, ValueError):
         return (), counts  # corrupt: no ring picture, the counts still say what was there
-    owners = owners_from_nodes((n.name, n.tokens) for n in nodes) if nodes else None
+    owners = owners_from_nodes((n.name, n.tokens) for n in ring.nodes) if ring else None
     return ring_from_description(description, owners), counts

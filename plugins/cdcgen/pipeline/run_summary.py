@@ -3,7 +3,9 @@
 Written to ``<report_dir>/summaries/<run id>.json`` (``make demo`` and the tests read the
 newest) and returned by the DAG's last task. ``problems`` lists every reason the run must
 fail: detection failed, a generation was rejected, never validated, held back, or failed
-to publish; an empty list means every detected generation is public.
+to publish; an empty list means every detected generation is public. ``ring_checks`` says
+how the checks against the ring went (``ring_checked``: the generations whose ring was
+known; ``ring_unknown``: those validated without one).
 """
 
 from __future__ import annotations
@@ -33,6 +35,30 @@ def validation_verdict(
     if any(g not in reached for g in detected):
         return "incomplete"
     return "passed" if detected else "none"
+
+
+#: The checks against the ring (``expectations/generation_coverage.json``).
+RING_CHECKS = frozenset(
+    {
+        "entry count equals the ring's vnode count",
+        "range ends are ring tokens",
+        "stream count equals the owner's shard count",
+        "a node's ranges hold equally many streams",
+    }
+)
+
+
+def ring_verdict(validations: Sequence[ValidationOutcome]) -> str:
+    """``passed``/``failed``: the checks against the ring on every generation whose ring
+    was known; ``not run`` when no generation's ring was known; ``not applicable`` for
+    tablets stream sets (they follow tablets, not the vnode ring)."""
+    if validations and all(v.generation.table for v in validations):
+        return "not applicable"
+    checked = [v for v in validations if v.ring_known]
+    outcomes = [e.passed for v in checked for e in v.expectations if e.name in RING_CHECKS]
+    if not outcomes:
+        return "not run"
+    return "passed" if all(outcomes) else "failed"
 
 
 def generations_run_summary(
@@ -73,6 +99,11 @@ def generations_run_summary(
         "not_validated": missing,
         "held_back": held,
         "validation": validation_verdict(generations, validations),
+        "ring_checks": ring_verdict(validations),
+        "ring_checked": sorted(v.generation.iso for v in validations if v.ring_known),
+        "ring_unknown": sorted(
+            v.generation.iso for v in validations if v.ring and not v.ring_known
+        ),
         "report": reports[0] if reports else None,
         "reports": reports,
         "status": "failed" if problems else "ok",

@@ -38,6 +38,8 @@ def validate(
         failed=tuple(f.describe() for f in result.failures),
         expectations=expectation_outcomes(result.checks),
         skipped=tuple(result.skipped),
+        ring=result.ring,
+        ring_known=result.ring_known,
     )
     page = record_generation(
         config, generation, directory, outcome, published=False, dag_id=dag_id, run_id=run_id

@@ -92,6 +92,21 @@ class ExpectEntryStreamCountToMatchOwnerShards(UnexpectedRowsExpectation):
     check: ClassVar[str] = "stream count equals the owner's shard count"
 
 
+class ExpectOwnerRangesToAgreeOnStreamCount(UnexpectedRowsExpectation):
+    """Every range of one node holds one stream per shard of that node: the same number.
+    What can be checked when the ring does not store shard counts (gossip)."""
+
+    unexpected_rows_query: str = (
+        "SELECT entry_index, range_end, owner, stream_count, fewest, most FROM ("
+        "SELECT entry_index, range_end, owner, stream_count, "
+        "MIN(stream_count) OVER (PARTITION BY owner) AS fewest, "
+        "MAX(stream_count) OVER (PARTITION BY owner) AS most FROM {batch} "
+        "WHERE owner IS NOT NULL) WHERE fewest <> most"
+    )
+    description: str = "Every range a node owns holds the same number of streams."
+    check: ClassVar[str] = "a node's ranges hold equally many streams"
+
+
 class ExpectSourceRowsToFormADescription(UnexpectedRowsExpectation):
     """The source reader refused the stored rows (the reason is in ``source_problem``);
     they were extracted anyway so the other checks can show where they are wrong."""
@@ -253,6 +268,7 @@ GENERATION_EXPECTATIONS: tuple[type[UnexpectedRowsExpectation], ...] = (
     ExpectEveryEntryToHaveStreams,
     ExpectRangeEndsToBeRingTokens,
     ExpectEntryStreamCountToMatchOwnerShards,
+    ExpectOwnerRangesToAgreeOnStreamCount,
     ExpectSourceRowsToFormADescription,
     ExpectOneStreamPerTablet,
     ExpectStreamIdsToBeSixteenBytes,

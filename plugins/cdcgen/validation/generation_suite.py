@@ -3,8 +3,10 @@
 Three suites (``expectations/generation_*.json``) run on two batches of one generation:
 *coverage* on the entries (one row per vnode), *format* and *colocation* on the streams
 (one row per stream, the lake partition written by the extract step). Checks that need
-the ring (optimality) or the previous generation (ID reuse) run when those are known and
-are listed as skipped otherwise.
+the ring (optimality: entries equal the ring's vnodes, range ends are ring tokens, one
+stream per shard of the owner) or the previous generation (ID reuse) run when those are
+known and are listed as skipped otherwise; the result says which ring was used, or that
+none was known.
 
 :func:`validate_generation` is what the pipeline calls for an extracted partition;
 :func:`validate_description` is the same for a description file (the CLI);
@@ -22,6 +24,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
+from cdcgen.core.ring import Ring, ring_for
 from cdcgen.core.time import EPOCH
 from cdcgen.core.topology import Node
 from cdcgen.extract.description_columns import DescriptionColumns
@@ -33,7 +36,7 @@ from cdcgen.extract.lake import (
     write_generation,
 )
 from cdcgen.extract.spark_extract import entries_frame, read_streams, streams_frame
-from cdcgen.extract.streams_table import flatten_generation, ring_vnode_count
+from cdcgen.extract.streams_table import as_ring, flatten_generation
 from cdcgen.spark.session import JobKind, job_session
 from cdcgen.validation.gx_runner import run_suites
 from cdcgen.validation.results import ValidationResult, summary_text
@@ -59,21 +62,22 @@ def validate_generation(
     generation_dir: Path,
     *,
     spark: SparkSession | None = None,
-    nodes: Sequence[Node] | None = None,
+    nodes: Sequence[Node] | Ring | None = None,
     previous: Previous = "auto",
     report_dir: Path | None = None,
     expectations_dir: Path | None = None,
 ) -> ValidationResult:
     """Validate the extracted partition ``<lake>/generations/generation_ts=<ms>``.
 
-    ``nodes`` defaults to the partition's ``topology.json`` (if the extract had one);
+    ``nodes`` defaults to the partition's ring (``topology.json``: the ring recorded with
+    the generation, if any);
     ``previous="auto"`` compares against the newest older partition in the same lake.
     Data Docs go to ``report_dir`` or ``<config.report_dir>/generation_ts=<ms>/``.
     """
     artifact = read_artifact(generation_dir)
     columns = artifact.read_description()
     session = spark or job_session(JobKind.VALIDATION)
-    ring = list(nodes) if nodes is not None else artifact.read_nodes()
+    ring = as_ring(nodes) if nodes is not None else artifact.read_ring()
     if previous == "auto":
         found = previous_artifact(artifact.lake, artifact.timestamp_ms, artifact.table)
         previous = found.directory if found else None
@@ -81,7 +85,7 @@ def validate_generation(
         session,
         read_streams(session, artifact.directory),
         entries_frame(session, columns, ring),
-        ring_vnodes=ring_vnode_count(ring) if ring is not None else None,
+        ring=ring,
         previous_ids=_previous_ids(session, previous),
         report_dir=Path(report_dir or Path(config.report_dir) / artifact.label),
         label=_label(artifact),
@@ -96,7 +100,7 @@ def validate_description(
     columns: DescriptionColumns,
     *,
     report_dir: Path,
-    nodes: Sequence[Node] | None = None,
+    nodes: Sequence[Node] | Ring | None = None,
     previous: DescriptionColumns | Path | None = None,
     timestamp: datetime | None = None,
     generation_id: str = "",
@@ -114,7 +118,7 @@ def validate_description(
             spark,
             read_streams(spark, artifact.directory),
             entries_frame(spark, columns, nodes),
-            ring_vnodes=ring_vnode_count(nodes) if nodes is not None else None,
+            ring=as_ring(nodes) if nodes is not None else None,
             previous_ids=_previous_ids(spark, previous),
             report_dir=report_dir,
             label=generation_id or "description",
@@ -129,7 +133,7 @@ def validate_frames(
     *,
     report_dir: Path,
     label: str,
-    ring_vnodes: int | None = None,
+    ring: Ring | None = None,
     previous_ids: DataFrame | None = None,
     expectations_dir: Path | None = None,
     layout: str = "vnodes",
@@ -145,8 +149,10 @@ def validate_frames(
     from cdcgen.validation.generation_expectations import PREVIOUS_STREAM_IDS_VIEW
 
     available = set()
-    if ring_vnodes is not None:
+    if ring is not None:
         available.add("topology")
+        if ring.shards_known:
+            available.add("shard_counts")
     if previous_ids is not None:
         available.add("previous")
         previous_ids.select("stream_id").createOrReplaceTempView(PREVIOUS_STREAM_IDS_VIEW)
@@ -161,7 +167,7 @@ def validate_frames(
         checks, index = run_suites(
             suites,
             {"streams": streams, "entries": entries},
-            {"ring_vnode_count": ring_vnodes} if ring_vnodes is not None else {},
+            {"ring_vnode_count": ring.vnode_count} if ring is not None else {},
             Path(report_dir),
             label,
         )
@@ -169,12 +175,19 @@ def validate_frames(
         streams.unpersist()
         spark.catalog.dropTempView(PREVIOUS_STREAM_IDS_VIEW)
     skipped = [f"{suite.name}: {name}" for suite in suites for name in suite.skipped]
+    ring_note = ""
+    if layout == "vnodes":
+        chosen, why = ring_for(False, ring, None)
+        ring_note = f"validated against {why}" if chosen else why
+    summary = summary_text(f"generation {label}", checks, skipped, index)
     return ValidationResult(
         passed=all(check.passed for check in checks),
         checks=checks,
         report_index=index,
-        summary=summary_text(f"generation {label}", checks, skipped, index),
+        summary=f"{summary}\n  ring: {ring_note}" if ring_note else summary,
         skipped=skipped,
+        ring=ring_note,
+        ring_known=ring is not None and layout == "vnodes",
     )
 
 

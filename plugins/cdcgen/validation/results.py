@@ -83,6 +83,8 @@ class ValidationResult:
     summary: str
     skipped: list[str] = field(default_factory=list)
     page: Path | None = None
+    ring: str = ""  # generations: which ring the checks used, or that none was known
+    ring_known: bool = False  # whether the checks against the ring ran
 
     @property
     def failures(self) -> list[CheckOutcome]:

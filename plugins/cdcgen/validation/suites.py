@@ -11,7 +11,8 @@ all in ``meta``:
   ``"changes_rows"`` (one row per change) or ``"changes_stream_counts"`` (one row per
   stream and window, lake against source);
 * expectation ``meta.requires``: inputs a check needs (``"topology"``: the ring the
-  generation was made for; ``"previous"``: the previous generation;
+  generation was made for; ``"shard_counts"``: that ring's shard counts, which raft
+  stores and gossip does not; ``"previous"``: the previous generation;
   ``"source_counts"``: the source's per-stream row counts). Without them the check is
   skipped, and the skip is reported, never silent;
 * expectation ``meta.layouts``: the stream layouts a rule belongs to, ``"vnodes"``
@@ -33,7 +34,7 @@ from typing import Any
 
 from cdcgen.config import REPO_ROOT
 
-REQUIREMENTS = frozenset({"topology", "previous", "source_counts"})
+REQUIREMENTS = frozenset({"topology", "shard_counts", "previous", "source_counts"})
 LAYOUTS = frozenset({"vnodes", "tablets"})
 EXPECTATIONS_DIR_ENV = "CDCGEN_EXPECTATIONS_DIR"
 
