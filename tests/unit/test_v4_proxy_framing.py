@@ -13,6 +13,7 @@ import socketserver
 import struct
 import threading
 from collections.abc import Iterator
+from typing import ClassVar
 
 import pytest
 from cassandra import ConsistencyLevel
@@ -103,7 +104,7 @@ def test_results() -> None:
 class Recorder(socketserver.BaseRequestHandler):
     """Answers every request frame with a fixed RESULT on the same stream; records them."""
 
-    received: list[bytes] = []
+    received: ClassVar[list[bytes]] = []
 
     def handle(self) -> None:
         while head := _recv(self.request, f.HEADER_SIZE):
