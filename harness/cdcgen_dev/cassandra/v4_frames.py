@@ -170,7 +170,7 @@ def query_flags(opcode: int, body: bytes) -> int:
         offset = 2 + size
     else:
         raise FrameError(f"no query flags in a {OPCODE_NAMES.get(opcode, opcode)} frame")
-    return body[offset + 2]
+    return int(body[offset + 2])
 
 
 def result_kind(body: bytes) -> int:
