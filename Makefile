@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: setup demo test lint typecheck unit integration bench sandbox-up sandbox-up-3 sandbox-down sandbox-status airflow-home clean
+.PHONY: setup demo test lint typecheck unit integration compose-check bench sandbox-up sandbox-up-3 sandbox-down sandbox-status airflow-home clean
 
 setup:
 	@scripts/setup.sh
@@ -30,6 +30,10 @@ unit: setup
 
 integration: setup
 	$(BIN)/pytest -p no:cacheprovider -m integration
+
+# docker-compose.yaml through compose-go, the loader docker compose uses (needs Go).
+compose-check: setup
+	$(BIN)/python -m cdcgen_dev.compose_check
 
 bench: setup
 	OMP_NUM_THREADS=1 $(BIN)/python benchmarks/bench_lookup.py

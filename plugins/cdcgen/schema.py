@@ -35,7 +35,10 @@ class Table(StrEnum):
     # tablets
     CDC_STREAMS_STATE = "system.cdc_streams_state"
     CDC_STREAMS_HISTORY = "system.cdc_streams_history"
-    # ScyllaDB's per-table metadata: CDC options of base tables, partitioner of log tables
+    # Every table's schema row: a base table's CDC options are its ``cdc`` extension
+    TABLES = "system_schema.tables"
+    # ScyllaDB's per-table metadata: the partitioner of log tables (its ``cdc`` column
+    # has been left empty since ScyllaDB 4.0)
     SCYLLA_TABLES = "system_schema.scylla_tables"
     # the ring in gossip mode: each node's tokens (the local node's, then its peers')
     LOCAL = "system.local"
@@ -106,6 +109,11 @@ TABLE_COLUMNS: dict[Table, str] = {
     Table.CDC_STREAMS_STATE: (
         "table_id uuid, last_token bigint, stream_id blob, timestamp timestamp static, "
         "PRIMARY KEY (table_id, last_token)"
+    ),
+    # The columns of ScyllaDB's system_schema.tables this project reads.
+    Table.TABLES: (
+        "keyspace_name text, table_name text, id uuid, extensions map<text, blob>, "
+        "PRIMARY KEY (keyspace_name, table_name)"
     ),
     Table.SCYLLA_TABLES: (
         "keyspace_name text, table_name text, version uuid, cdc map<text, text>, "

@@ -1,9 +1,13 @@
-"""docker-compose.yaml agrees with the code (no Docker engine runs here, so we read it).
+"""docker-compose.yaml agrees with compose and with the code (no Docker engine runs here).
 
-Checks what would otherwise break only on someone's laptop: settings the
-pipeline does not read (or misses), connection ids the DAGs do not use, mounts of
-paths that do not exist, floating image tags, services started before what they
-need is healthy, and Airflow components started with the wrong sub-command.
+First, compose's own loader (compose-go, through ``tools/compose-check``, built with the
+machine's Go toolchain by :mod:`cdcgen_dev.compose_check`) must accept the file: what
+``docker compose up`` would refuse (schema, undefined services or volumes, bad
+durations) fails here, and broken copies prove that it would. Then the file is read
+for what compose cannot know and would otherwise break only on someone's laptop:
+settings the pipeline does not read (or misses), connection ids the DAGs do not use,
+mounts of paths that do not exist, floating image tags, services started before what
+they need is healthy, and Airflow components started with the wrong sub-command.
 """
 
 from __future__ import annotations
@@ -35,9 +39,10 @@ AIRFLOW_COMMANDS = {
     "airflow-triggerer": ["triggerer"],
 }
 SCYLLA_NODES = ("scylla-1", "scylla-2", "scylla-3")
-#: CDCGEN_* settings compose may leave to their defaults (none so far: every default
-#: is the sandbox's, which is wrong against a real cluster).
-OPTIONAL_SETTINGS: frozenset[str] = frozenset()
+#: CDCGEN_* settings compose may leave to their defaults: the protocol version, unset,
+#: is negotiated (ScyllaDB serves v4 and refuses v5; pinning either is a deployment's
+#: choice, not the stack's).
+OPTIONAL_SETTINGS: frozenset[str] = frozenset({"CDCGEN_PROTOCOL_VERSION"})
 
 
 @pytest.fixture(scope="module")
@@ -108,6 +113,58 @@ def conn_ids_used_by_dags() -> set[str]:
                 elif isinstance(value, ast.Constant) and isinstance(value.value, str):
                     used.add(value.value)
     return used
+
+
+# --- compose's own loader ---------------------------------------------------------------
+
+#: What the README's `echo "AIRFLOW_UID=..." > .env` provides.
+DOTENV = {"AIRFLOW_UID": "50000"}
+#: (what breaks, text in the file, its replacement, what compose-go says)
+BROKEN = [
+    ("unknown depends_on condition", "condition: service_healthy", "condition: service_ready",
+     "must be one of"),
+    ("undefined service", "depends_on:\n      scylla-1:", "depends_on:\n      scylla-9:",
+     'depends on undefined service "scylla-9"'),
+    ("bad duration", "interval: 10s", "interval: ten seconds", "invalid duration"),
+    ("misspelt key", "    volumes:\n      - scylla-1-data", "    volums:\n      - scylla-1-data",
+     "volums"),
+    ("undefined volume", "scylla-1-data:/var/lib/scylla", "scylla-9-data:/var/lib/scylla",
+     "undefined volume scylla-9-data"),
+]  # fmt: skip
+
+
+@pytest.fixture(scope="session")
+def compose_check() -> Path:
+    from cdcgen_dev.compose_check import build
+
+    return build()
+
+
+def test_compose_loads_the_file(compose_check: Path, compose: dict[str, Any]) -> None:
+    from cdcgen_dev.compose_check import check
+
+    done = check(COMPOSE, DOTENV, binary=compose_check)
+    assert done.returncode == 0, done.stderr
+    project = json.loads(done.stdout)
+    assert set(project["services"]) == set(compose["services"])
+    # The anchors merged as compose merges them: every node runs the pinned image.
+    for node in SCYLLA_NODES:
+        assert project["services"][node]["image"] == compose["services"][node]["image"]
+
+
+@pytest.mark.parametrize(("what", "text", "broken", "message"), BROKEN, ids=[b[0] for b in BROKEN])
+def test_compose_refuses_a_broken_copy(
+    compose_check: Path, tmp_path: Path, what: str, text: str, broken: str, message: str
+) -> None:
+    from cdcgen_dev.compose_check import check
+
+    source = COMPOSE.read_text()
+    assert text in source, f"{what}: the file no longer has {text!r}; pick another break"
+    copy = tmp_path / COMPOSE.name
+    copy.write_text(source.replace(text, broken, 1))
+    done = check(copy, DOTENV, binary=compose_check)
+    assert done.returncode != 0, f"compose-go accepted a file with {what}"
+    assert message in done.stderr
 
 
 # --- services and images ----------------------------------------------------------------

@@ -57,6 +57,30 @@ def test_errors_are_split_into_transient_and_terminal() -> None:
     assert not is_transient(ValueError("bug"))
 
 
+def scylla_error(code: int, message: str) -> Exception:
+    """What cassandra-driver raises for an ERROR body ``[int code][string message]``."""
+    import struct
+
+    from cassandra.protocol import ProtocolHandler
+
+    body = struct.pack(">iH", code, len(message)) + message.encode()
+    error = ProtocolHandler.decode_message(4, {}, 1, 0, 0x00, body, None, None)
+    assert isinstance(error, Exception)
+    return error
+
+
+def test_scyllas_rate_limit_rejection_is_transient_other_config_errors_are_not() -> None:
+    # Without the rate-limit protocol extension (cassandra-driver does not negotiate it),
+    # ScyllaDB sends rate_limit_exception's message as a CONFIG_ERROR (0x2300).
+    limited = scylla_error(
+        0x2300, "Per-partition rate limit reached for read in table shop.orders_scylla_cdc_log, "
+        "rejected by replicas"
+    )  # fmt: skip
+    assert type(limited).__name__ == "ConfigurationException"
+    assert is_transient(limited)
+    assert not is_transient(scylla_error(0x2300, "Cannot add column to a compact table"))
+
+
 def test_backoff_grows_exponentially_with_a_cap() -> None:
     backoff = Backoff(6, timedelta(milliseconds=100), timedelta(seconds=1))
     rng = random.Random(0)

@@ -1,12 +1,14 @@
 """Create a CDC-enabled base table with its log table, and remember its CDC options.
 
 On ScyllaDB ``WITH cdc = {'enabled': true, 'ttl': N}`` creates the log table, records
-the CDC options and the log's partitioner in ``system_schema.scylla_tables``, and (for a
-tablets keyspace) opens the first stream set. Here the emulator does the same itself:
-base table, ``<table>_scylla_cdc_log`` with ScyllaDB's exact schema
-(:mod:`cdcgen_dev.emulator.log_schema`), the two ``scylla_tables`` rows under the
-sandbox's prefix (read by the pipeline exactly as on ScyllaDB), and its own record in
-``sandbox_cdc_tables`` (the table's definition, for the workload).
+the CDC options as the base table's ``cdc`` schema extension (``system_schema.tables``
+``extensions``, :mod:`cdcgen.core.cdc_extension`) and the log's partitioner in
+``system_schema.scylla_tables``, and (for a tablets keyspace) opens the first stream
+set. Here the emulator does the same itself: base table, ``<table>_scylla_cdc_log`` with
+ScyllaDB's exact schema (:mod:`cdcgen_dev.emulator.log_schema`), the ``tables`` and
+``scylla_tables`` rows under the sandbox's prefix (read by the pipeline exactly as on
+ScyllaDB; Cassandra keeps no foreign extension in its own ``system_schema.tables``),
+and its own record in ``sandbox_cdc_tables`` (the table's definition, for the workload).
 
 One row differs from ScyllaDB on purpose: the log table's ``partitioner`` says Murmur3,
 because Apache Cassandra really hashes the log's partitions (ScyllaDB's CDC partitioner
@@ -22,6 +24,7 @@ from dataclasses import asdict
 from datetime import datetime
 from typing import Any
 
+from cdcgen.core.cdc_extension import CDC_EXTENSION, encode_cdc_extension
 from cdcgen.core.cdc_log import MURMUR3_PARTITIONER
 from cdcgen.schema import Table
 from cdcgen_dev.emulator.cluster import SandboxCluster
@@ -104,8 +107,9 @@ def create_cdc_table(
 
 
 def record_cdc_options(cluster: SandboxCluster, spec: BaseTableSpec) -> None:
-    """The base table's CDC options and the log table's partitioner, in ``scylla_tables``."""
-    scylla_tables = cluster.schema.name(Table.SCYLLA_TABLES)
+    """The base table's CDC options (its ``cdc`` extension, as ScyllaDB serializes it) and
+    the log table's partitioner, under the sandbox's prefix. ``scylla_tables.cdc`` stays
+    empty, as ScyllaDB has left it since 4.0."""
     options = {
         "enabled": "true",
         "ttl": str(spec.cdc_ttl),
@@ -115,9 +119,20 @@ def record_cdc_options(cluster: SandboxCluster, spec: BaseTableSpec) -> None:
     }
     execute(
         cluster.client,
-        f"INSERT INTO {scylla_tables} (keyspace_name, table_name, version, cdc) "
-        "VALUES (?, ?, ?, ?)",
-        (spec.keyspace, spec.table, uuid.uuid1(), options),
+        f"INSERT INTO {cluster.schema.name(Table.TABLES)} "
+        "(keyspace_name, table_name, id, extensions) VALUES (?, ?, ?, ?)",
+        (
+            spec.keyspace,
+            spec.table,
+            log_table_id(cluster.client, spec.keyspace, spec.table),
+            {CDC_EXTENSION: encode_cdc_extension(options)},
+        ),
+    )
+    scylla_tables = cluster.schema.name(Table.SCYLLA_TABLES)
+    execute(
+        cluster.client,
+        f"INSERT INTO {scylla_tables} (keyspace_name, table_name, version) VALUES (?, ?, ?)",
+        (spec.keyspace, spec.table, uuid.uuid1()),
     )
     execute(
         cluster.client,

@@ -1,12 +1,14 @@
 """The source cluster's CDC-enabled tables: which they are, their CDC TTL, how their log
 is partitioned and when it was created. The one place any part of the pipeline asks.
 
-ScyllaDB keeps a base table's CDC options (``enabled``, ``ttl``, ...) in the ``cdc`` map
-of its row in ``system_schema.scylla_tables``, and each table's partitioner in the same
-table (``com.scylladb.dht.CDCPartitioner`` for every log table). The table is read under
-the configured :class:`~cdcgen.schema.SourceSchema`, so a sandbox that keeps a copy of
-it under a keyspace prefix is read the same way. A log table's creation time comes from
-its id in ``system_schema.tables`` (a time UUID), as ScyllaDB's V1 rewrite reads it.
+ScyllaDB keeps a base table's CDC options (``enabled``, ``ttl``, ...) in the ``cdc``
+schema extension of its ``system_schema.tables`` row (:mod:`cdcgen.core.cdc_extension`;
+the ``cdc`` column of ``system_schema.scylla_tables`` has been left empty since 4.0), and
+each table's partitioner in ``system_schema.scylla_tables`` (``com.scylladb.dht.
+CDCPartitioner`` for every log table). Both are read under the configured
+:class:`~cdcgen.schema.SourceSchema`, so a sandbox that keeps copies of them under a
+keyspace prefix is read the same way. A log table's creation time comes from its id in
+the cluster's own ``system_schema.tables`` (a time UUID), as ScyllaDB's V1 rewrite reads it.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
+from cdcgen.core.cdc_extension import BadCdcExtension, cdc_options_of
 from cdcgen.core.cdc_log import (
     MURMUR3_PARTITIONER,
     CdcTable,
@@ -50,12 +53,12 @@ class CdcCatalog:
     def __init__(self, client: CqlClient, schema: SourceSchema) -> None:
         self.client = client
         self.schema = schema
-        self.scylla_tables = schema.name(Table.SCYLLA_TABLES)
 
-    def _rows(self, keyspace: str | None = None) -> list[Any]:
+    def _select(self, table: Table, columns: str, keyspace: str | None) -> list[Any]:
         from cassandra import InvalidRequest
 
-        query = f"SELECT keyspace_name, table_name, cdc, partitioner FROM {self.scylla_tables}"
+        name = self.schema.name(table)
+        query = f"SELECT {columns} FROM {name}"
         params: tuple[str, ...] = ()
         if keyspace is not None:
             query += " WHERE keyspace_name = %s"
@@ -64,33 +67,47 @@ class CdcCatalog:
             return list(self.client.execute(query, params))
         except InvalidRequest as exc:
             raise LogTableError(
-                f"{self.scylla_tables} cannot be read ({exc}): the source is not a ScyllaDB "
+                f"{name} cannot be read ({exc}): the source is not a ScyllaDB "
                 "cluster, or its keyspace prefix is wrong (CDCGEN_SOURCE_KEYSPACE_PREFIX)"
             ) from exc
+
+    def _rows(self, keyspace: str | None = None) -> list[tuple[str, str, dict[str, str]]]:
+        """``(keyspace, table, CDC options)`` of every table (of ``keyspace``)."""
+        rows = []
+        for row in self._select(Table.TABLES, "keyspace_name, table_name, extensions", keyspace):
+            try:
+                options = cdc_options_of(row.extensions)
+            except BadCdcExtension as exc:
+                raise LogTableError(
+                    f"{row.keyspace_name}.{row.table_name}: unreadable cdc extension: {exc}"
+                ) from None
+            rows.append((row.keyspace_name, row.table_name, options))
+        return rows
 
     def tables(self, keyspaces: Iterable[str] = ()) -> list[CdcTable]:
         """Every CDC-enabled base table (optionally only in ``keyspaces``), sorted."""
         wanted = set(keyspaces)
         found = []
-        for row in self._rows():
-            if wanted and row.keyspace_name not in wanted:
+        for keyspace, name, options in self._rows():
+            if wanted and keyspace not in wanted:
                 continue
-            if not cdc_enabled(row.cdc) or base_table_of(row.table_name) is not None:
+            if not cdc_enabled(options) or base_table_of(name) is not None:
                 continue
             try:
-                ref = TableRef(row.keyspace_name, row.table_name)
+                ref = TableRef(keyspace, name)
             except ValueError:
                 continue  # a name this pipeline cannot address safely (quoted identifiers)
-            found.append(self._cdc_table(ref, row.cdc))
+            found.append(self._cdc_table(ref, options))
         return sorted(found, key=lambda t: t.name)
 
     def table(self, table: TableRef) -> CdcTable:
         """One table's CDC settings; :class:`LogTableError` if CDC is not enabled on it."""
-        for row in self._rows(table.keyspace):
-            if row.table_name == table.table and cdc_enabled(row.cdc):
-                return self._cdc_table(table, row.cdc)
+        for _, name, options in self._rows(table.keyspace):
+            if name == table.table and cdc_enabled(options):
+                return self._cdc_table(table, options)
         raise LogTableError(
-            f"{table} is not CDC-enabled according to {self.scylla_tables}; enable it with "
+            f"{table} is not CDC-enabled according to {self.schema.name(Table.TABLES)} "
+            "(its cdc extension); enable it with "
             "ALTER TABLE ... WITH cdc = {'enabled': true}"
         )
 
@@ -104,7 +121,7 @@ class CdcCatalog:
         without a row is ScyllaDB's (every CDC log uses the CDC partitioner)."""
         if wanted is not LogPartitioner.AUTO:
             return wanted
-        for row in self._rows(table.keyspace):
+        for row in self._select(Table.SCYLLA_TABLES, "table_name, partitioner", table.keyspace):
             if row.table_name == table.log_table:
                 if row.partitioner == MURMUR3_PARTITIONER:
                     return LogPartitioner.MURMUR3

@@ -7,9 +7,18 @@ keep polling; everything else (an invalid query, a missing table, no permission,
 is *terminal* and fails at once, because retrying cannot fix it. A connection attempt
 every node refused for its credentials or certificate is terminal too
 (:class:`AccessRefused`).
+
+ScyllaDB's per-partition rate limit (the ``per_partition_rate_limit`` table option)
+rejects reads of a hot partition with ``RATE_LIMIT_ERROR`` only to drivers that
+negotiated its protocol extension; cassandra-driver does not, so ScyllaDB sends it as
+a CONFIG_ERROR (``transport/server.cc``, ``make_rate_limit_error``), which the driver
+raises as ``ConfigurationException``. That one is transient: the limit refills.
 """
 
 from __future__ import annotations
+
+#: How ScyllaDB's ``rate_limit_exception`` message starts (``exceptions/exceptions.cc``).
+RATE_LIMITED = "Per-partition rate limit reached"
 
 
 class ConnectionFailed(Exception):
@@ -62,11 +71,14 @@ def is_transient(exc: BaseException) -> bool:
     from cassandra.cluster import NoHostAvailable
     from cassandra.connection import ConnectionException
     from cassandra.protocol import (
+        ConfigurationException,
         IsBootstrappingErrorMessage,
         OverloadedErrorMessage,
         ServerError,
     )
 
+    if isinstance(exc, ConfigurationException):
+        return str(getattr(exc, "message", exc)).startswith(RATE_LIMITED)
     if isinstance(exc, NoHostAvailable):
         return not refusals(exc)
     if isinstance(exc, AccessRefused | AuthenticationFailed):
