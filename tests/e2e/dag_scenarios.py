@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from cdcgen.adapters.readback import Comparison, compare_with_source
-from cdcgen.airflow.connections import source_connection_for
+from cdcgen.airflow.connections import DEFAULT_SPARK_MASTER, source_connection_for
 from cdcgen.config import REPO_ROOT, PipelineConfig
 from cdcgen_dev.dags_test import DagTestRun, dags_test, latest_summary
 
@@ -32,6 +32,8 @@ class Scenario:
     config: PipelineConfig
     home: Path
     runs: list[DagTestRun] = field(default_factory=list)
+    #: The ``cdcgen_spark`` connection's master; a test sets a standalone cluster's URL.
+    spark_master: str = DEFAULT_SPARK_MASTER
 
     def client(self) -> Any:
         from cdcgen.adapters.cql import client_for
@@ -48,9 +50,10 @@ class Scenario:
         conf: dict[str, Any] | None = None,
         extra: dict[str, Any] | None = None,
         on_line: Callable[[str], None] | None = None,
+        env: dict[str, str] | None = None,
     ) -> tuple[DagTestRun, dict[str, Any]]:
         """``airflow dags test cdc_generations``; returns the run and its summary."""
-        return self.run_dag("cdc_generations", conf, extra, on_line)
+        return self.run_dag("cdc_generations", conf, extra, on_line, env)
 
     def run_dag(
         self,
@@ -81,6 +84,7 @@ class Scenario:
             conf=conf,
             log_path=log,
             on_line=on_line,
+            spark_master=self.spark_master,
         )
         self.runs.append(run)
         summary = latest_summary(c.report_dir, since=run.started_at, folder=summaries) or {}

@@ -33,6 +33,7 @@ import pytest
 from dag_scenarios import Scenario, assert_ok
 
 from cdcgen.core.generation import SourceMode
+from cdcgen_dev.spark_cluster import StandaloneCluster
 
 pytestmark = [
     pytest.mark.e2e,
@@ -46,12 +47,16 @@ CONNECTION = {"confidence_window_seconds": 1}
 # Small lake buckets, one per Spark job: a kill lands between jobs that are committed.
 CHANGES_ENV = {"CDCGEN_CHANGES_BUCKETS": "4", "CDCGEN_CHANGES_BUCKETS_PER_JOB": "1"}
 
+#: The Spark driver (spark-submit under Airflow) binds to loopback, where the cluster is.
+CLUSTER_ENV = {"SPARK_LOCAL_IP": "127.0.0.1"}
+
 Key = tuple[str, str, int]  # (stream hex, cdc$time, batch_seq_no)
 
 
 @dataclass
 class Workload:
     scenario: Scenario
+    first: datetime  # the first generation's timestamp
     switch: datetime  # the second generation's timestamp
     misrouted: int
 
@@ -64,7 +69,8 @@ def workload(scenario: Callable[[str, SourceMode], Scenario]) -> Iterator[Worklo
     with scn.client() as client:
         client.session.execute(f"DROP KEYSPACE IF EXISTS {KEYSPACE}", timeout=120)
         cluster = scn.cluster(client)
-        cluster.join_node(SourceMode.RAFT, shards=3, vnodes=4, seed=21)
+        first = cluster.join_node(SourceMode.RAFT, shards=3, vnodes=4, seed=21)
+        assert first.generation is not None
         create_cdc_table(cluster, orders_table(KEYSPACE))
         create_cdc_table(cluster, orders_table(KEYSPACE, table="orders_bad"))
         second = cluster.join_node(SourceMode.RAFT, shards=2, vnodes=4, seed=22)
@@ -88,15 +94,20 @@ def workload(scenario: Callable[[str, SourceMode], Scenario]) -> Iterator[Worklo
                 misroute_fraction=0.05,
             ),
         )
-    yield Workload(scn, switch, bad.misrouted)
+    yield Workload(scn, first.generation.timestamp, switch, bad.misrouted)
 
 
-def run_changes(scn: Scenario, tables: str, on_line: Callable[[str], None] | None = None) -> Any:
+def run_changes(
+    scn: Scenario,
+    tables: str,
+    on_line: Callable[[str], None] | None = None,
+    env: dict[str, str] | None = None,
+) -> Any:
     return scn.run_dag(
         "cdc_changes",
         conf={"tables": tables},
         extra=CONNECTION,
-        env=CHANGES_ENV,
+        env={**CHANGES_ENV, **(env or {})},
         on_line=on_line,
         summaries=scn.config.report_dir / "summaries" / "changes",
     )
@@ -237,6 +248,43 @@ def test_a_killed_extraction_resumes_from_its_checkpoints(workload: Workload) ->
     assert_ok(resumed)
     assert summary["tables"][TABLES["orders"]]["colocation"] == "passed"
     assert assert_exactly_once_in_key_order(scn, "orders") == total
+
+
+def test_both_dags_run_their_spark_jobs_on_a_standalone_cluster(
+    workload: Workload, spark_standalone: StandaloneCluster
+) -> None:
+    """The ``cdcgen_spark`` connection points at a standalone master: every Spark job runs
+    on executors in the workers' JVMs, which see neither the driver's environment nor its
+    import path; they run the cdcgen the job ships them, and write the absolute lake."""
+    scn = workload.scenario
+    scn.spark_master = spark_standalone.master_url
+    assert scn.config.lake_path.is_absolute()
+    before = {app["id"] for app in spark_standalone.completed_apps()}
+
+    # One generation (the oldest) keeps it to one extract job and one validation.
+    first_ms = str(int(workload.first.timestamp() * 1000))
+    run, summary = scn.run(conf={"generation_id": first_ms}, env=CLUSTER_ENV)
+    assert_ok(run)
+    assert summary["generations_published"] == 1 and summary["validation"] == "passed"
+    assert scn.compare().matching == 1
+    partition = scn.config.lake_path / "generations" / f"generation_ts={first_ms}"
+    assert list(partition.glob("*.parquet")), "the extract job wrote no lake partition"
+
+    changes, summary = run_changes(scn, TABLES["orders"], env=CLUSTER_ENV)
+    assert_ok(changes)
+    orders = summary["tables"][TABLES["orders"]]
+    assert orders["status"] == "done" and orders["colocation"] == "passed"
+    assert orders["rows"] == assert_exactly_once_in_key_order(scn, "orders") > 500
+
+    apps = [a for a in spark_standalone.completed_apps() if a["id"] not in before]
+    assert len(apps) == 2 and all(a["state"] == "FINISHED" for a in apps), apps
+    for app in apps:  # both workers ran executors, each given the shipped package
+        executors = [p for p in spark_standalone.executor_dirs() if p.parent.name == app["id"]]
+        assert len(executors) == 2, (app, executors)
+        for executor in executors:
+            assert list(executor.glob("cdcgen-*.zip")), f"no cdcgen shipped to {executor}"
+            stderr = (executor / "stderr").read_text(errors="replace")
+            assert "Traceback" not in stderr, f"{executor}/stderr:\n{stderr[-3000:]}"
 
 
 def spark_submit_processes() -> list[psutil.Process]:
