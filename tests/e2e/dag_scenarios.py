@@ -19,6 +19,7 @@ from cdcgen.adapters.readback import Comparison, compare_with_source
 from cdcgen.airflow.connections import DEFAULT_SPARK_MASTER, source_connection_for
 from cdcgen.config import REPO_ROOT, PipelineConfig
 from cdcgen_dev.dags_test import DagTestRun, dags_test, latest_summary
+from cdcgen_dev.spark_cluster import StandaloneCluster
 
 RING_DELAY = timedelta(seconds=1)
 LOGS = REPO_ROOT / "var" / "e2e-logs"
@@ -104,6 +105,32 @@ class Scenario:
                 (asset_uri(self.config),),
             )
             return [row[0] for row in rows]
+
+
+#: The Spark driver (spark-submit under Airflow) binds to loopback, where the cluster is.
+CLUSTER_ENV = {"SPARK_LOCAL_IP": "127.0.0.1"}
+
+
+def on_cluster(scenario: Scenario, cluster: StandaloneCluster) -> set[str]:
+    """Point ``scenario``'s Spark connection at ``cluster``; returns the applications it
+    has already completed (to tell this test's from others' with :func:`assert_ran_on`)."""
+    assert scenario.config.lake_path.is_absolute()
+    scenario.spark_master = cluster.master_url
+    return {app["id"] for app in cluster.completed_apps()}
+
+
+def assert_ran_on(cluster: StandaloneCluster, before: set[str], apps: int) -> None:
+    """``apps`` Spark applications finished on ``cluster`` since ``before``, each on both
+    workers' executors, each executor given the package the job shipped, none failing."""
+    finished = [a for a in cluster.completed_apps() if a["id"] not in before]
+    assert len(finished) == apps and all(a["state"] == "FINISHED" for a in finished), finished
+    for app in finished:
+        executors = [p for p in cluster.executor_dirs() if p.parent.name == app["id"]]
+        assert len(executors) == 2, (app, executors)
+        for executor in executors:
+            assert list(executor.glob("cdcgen-*.zip")), f"no cdcgen shipped to {executor}"
+            stderr = (executor / "stderr").read_text(errors="replace")
+            assert "Traceback" not in stderr, f"{executor}/stderr:\n{stderr[-3000:]}"
 
 
 def assert_ok(run: DagTestRun) -> None:

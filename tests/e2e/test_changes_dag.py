@@ -3,12 +3,13 @@
 One emulated raft cluster (module fixture): a node joins, two CDC tables are created,
 a second node joins (a new generation about 7 s later) and a workload writes across
 the switch; a second workload on ``orders_bad`` misroutes some of its log rows. Then
-the DAG runs for real (deferred clock wait, spark-submit on ``local[2]``, GX row
-checks) and the lake is compared with a full scan of each log table (which only a
-test may do):
+the DAG runs for real (deferred clock wait, spark-submit, GX row checks) and the lake
+is compared with a full scan of each log table (which only a test may do):
 
 * every row of ``orders`` is in the lake exactly once and in per-key order, across
-  both generations; the watermark is stored; a second run adds nothing;
+  both generations, extracted on a Spark standalone cluster (executors in the
+  workers' own JVMs, without the driver's environment); the watermark is stored; a
+  second run (``local[2]``) adds nothing;
 * the misrouted rows fail the colocation check, named in the run's report page;
 * a run whose Spark job is killed mid-way (SIGKILL of spark-submit's process group
   after its first lake files appear) fails, and the next run resumes from the
@@ -30,8 +31,9 @@ from typing import Any
 import psutil
 import pyarrow.parquet as pq
 import pytest
-from dag_scenarios import Scenario, assert_ok
+from dag_scenarios import CLUSTER_ENV, Scenario, assert_ok, assert_ran_on, on_cluster
 
+from cdcgen.airflow.connections import DEFAULT_SPARK_MASTER
 from cdcgen.core.generation import SourceMode
 from cdcgen_dev.spark_cluster import StandaloneCluster
 
@@ -47,16 +49,12 @@ CONNECTION = {"confidence_window_seconds": 1}
 # Small lake buckets, one per Spark job: a kill lands between jobs that are committed.
 CHANGES_ENV = {"CDCGEN_CHANGES_BUCKETS": "4", "CDCGEN_CHANGES_BUCKETS_PER_JOB": "1"}
 
-#: The Spark driver (spark-submit under Airflow) binds to loopback, where the cluster is.
-CLUSTER_ENV = {"SPARK_LOCAL_IP": "127.0.0.1"}
-
 Key = tuple[str, str, int]  # (stream hex, cdc$time, batch_seq_no)
 
 
 @dataclass
 class Workload:
     scenario: Scenario
-    first: datetime  # the first generation's timestamp
     switch: datetime  # the second generation's timestamp
     misrouted: int
 
@@ -69,8 +67,7 @@ def workload(scenario: Callable[[str, SourceMode], Scenario]) -> Iterator[Worklo
     with scn.client() as client:
         client.session.execute(f"DROP KEYSPACE IF EXISTS {KEYSPACE}", timeout=120)
         cluster = scn.cluster(client)
-        first = cluster.join_node(SourceMode.RAFT, shards=3, vnodes=4, seed=21)
-        assert first.generation is not None
+        cluster.join_node(SourceMode.RAFT, shards=3, vnodes=4, seed=21)
         create_cdc_table(cluster, orders_table(KEYSPACE))
         create_cdc_table(cluster, orders_table(KEYSPACE, table="orders_bad"))
         second = cluster.join_node(SourceMode.RAFT, shards=2, vnodes=4, seed=22)
@@ -94,7 +91,7 @@ def workload(scenario: Callable[[str, SourceMode], Scenario]) -> Iterator[Worklo
                 misroute_fraction=0.05,
             ),
         )
-    yield Workload(scn, first.generation.timestamp, switch, bad.misrouted)
+    yield Workload(scn, switch, bad.misrouted)
 
 
 def run_changes(
@@ -174,9 +171,15 @@ def assert_exactly_once_in_key_order(scn: Scenario, table: str) -> int:
     return len(truth)
 
 
-def test_every_change_lands_once_and_misrouted_rows_are_named(workload: Workload) -> None:
+def test_every_change_lands_once_and_misrouted_rows_are_named(
+    workload: Workload, spark_standalone: StandaloneCluster
+) -> None:
     scn = workload.scenario
-    run, summary = run_changes(scn, ",".join(TABLES.values()))
+    # The first run's Spark job on the standalone cluster, the second's on local[2].
+    before = on_cluster(scn, spark_standalone)
+    run, summary = run_changes(scn, ",".join(TABLES.values()), env=CLUSTER_ENV)
+    assert_ran_on(spark_standalone, before, apps=2)  # one job per table
+    scn.spark_master = DEFAULT_SPARK_MASTER
     # orders_bad fails its colocation check, so the run fails; orders is complete.
     assert not run.succeeded, run.tail(60)
     # The wait ran: it deferred, or every clock was already past end + leeway + confidence.
@@ -248,43 +251,6 @@ def test_a_killed_extraction_resumes_from_its_checkpoints(workload: Workload) ->
     assert_ok(resumed)
     assert summary["tables"][TABLES["orders"]]["colocation"] == "passed"
     assert assert_exactly_once_in_key_order(scn, "orders") == total
-
-
-def test_both_dags_run_their_spark_jobs_on_a_standalone_cluster(
-    workload: Workload, spark_standalone: StandaloneCluster
-) -> None:
-    """The ``cdcgen_spark`` connection points at a standalone master: every Spark job runs
-    on executors in the workers' JVMs, which see neither the driver's environment nor its
-    import path; they run the cdcgen the job ships them, and write the absolute lake."""
-    scn = workload.scenario
-    scn.spark_master = spark_standalone.master_url
-    assert scn.config.lake_path.is_absolute()
-    before = {app["id"] for app in spark_standalone.completed_apps()}
-
-    # One generation (the oldest) keeps it to one extract job and one validation.
-    first_ms = str(int(workload.first.timestamp() * 1000))
-    run, summary = scn.run(conf={"generation_id": first_ms}, env=CLUSTER_ENV)
-    assert_ok(run)
-    assert summary["generations_published"] == 1 and summary["validation"] == "passed"
-    assert scn.compare().matching == 1
-    partition = scn.config.lake_path / "generations" / f"generation_ts={first_ms}"
-    assert list(partition.glob("*.parquet")), "the extract job wrote no lake partition"
-
-    changes, summary = run_changes(scn, TABLES["orders"], env=CLUSTER_ENV)
-    assert_ok(changes)
-    orders = summary["tables"][TABLES["orders"]]
-    assert orders["status"] == "done" and orders["colocation"] == "passed"
-    assert orders["rows"] == assert_exactly_once_in_key_order(scn, "orders") > 500
-
-    apps = [a for a in spark_standalone.completed_apps() if a["id"] not in before]
-    assert len(apps) == 2 and all(a["state"] == "FINISHED" for a in apps), apps
-    for app in apps:  # both workers ran executors, each given the shipped package
-        executors = [p for p in spark_standalone.executor_dirs() if p.parent.name == app["id"]]
-        assert len(executors) == 2, (app, executors)
-        for executor in executors:
-            assert list(executor.glob("cdcgen-*.zip")), f"no cdcgen shipped to {executor}"
-            stderr = (executor / "stderr").read_text(errors="replace")
-            assert "Traceback" not in stderr, f"{executor}/stderr:\n{stderr[-3000:]}"
 
 
 def spark_submit_processes() -> list[psutil.Process]:

@@ -83,7 +83,7 @@ def ship_package(spark: SparkSession) -> Path | None:
     Returns the zip shipped (``None`` in local mode); once per Spark application.
     """
     context = spark.sparkContext
-    if is_local(context.master):
+    if is_local(context.master or "local"):
         return None
     archive = build_archive()
     if _shipped.get(context.applicationId) != archive:
