@@ -21,6 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from cdcgen.airflow.connections import DEFAULT_SPARK_MASTER
 from cdcgen.pipeline.run_summary import SUMMARIES_DIR
 from cdcgen_dev.airflow_home import DEFAULT_HOME, airflow_env, airflow_executable
 
@@ -77,16 +78,21 @@ def dags_test(
     timeout: float = 1800,
     log_path: Path | None = None,
     on_line: Callable[[str], None] | None = None,
+    spark_master: str = DEFAULT_SPARK_MASTER,
 ) -> DagTestRun:
     """``airflow dags test <dag_id> <logical_date>``; output captured (and kept in ``log_path``).
 
     ``env`` adds ``CDCGEN_*`` settings over the caller's environment; ``source`` is the
     ``cdc_source`` connection's JSON form.  ``on_line`` sees each output line as it
     comes (progress display; tests that act when a task reaches a given point).
+    ``spark_master``: the ``cdcgen_spark`` connection's master (``spark://host:port`` for
+    a standalone cluster).
     """
     moment = (logical_date or datetime.now(UTC)).replace(microsecond=0)
     base = dict(env or {})
-    full_env = airflow_env(home, source=source, base={**_inherited(), **base})
+    full_env = airflow_env(
+        home, source=source, spark_master=spark_master, base={**_inherited(), **base}
+    )
     command = [str(airflow_executable()), "dags", "test", dag_id, moment.isoformat()]
     if conf:
         command += ["--conf", json.dumps(dict(conf))]

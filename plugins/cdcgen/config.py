@@ -212,6 +212,13 @@ class PipelineConfig(EnvSettings):
             raise ValueError("empty: name at least one node")
         return tuple(value)
 
+    @field_validator("lake_path", "report_dir")
+    @classmethod
+    def _absolute(cls, value: Path) -> Path:
+        """Absolute, against this process's working directory: a Spark cluster's executors
+        run in their own work directories, where a relative path names other files."""
+        return value.expanduser().absolute()
+
     @field_validator("target_keyspace")
     @classmethod
     def _keyspace(cls, value: str) -> str:

@@ -15,6 +15,7 @@ import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import psutil
 import pytest
 from dag_scenarios import LOGS, RING_DELAY, Scenario
 
@@ -22,10 +23,12 @@ from cdcgen.config import REPO_ROOT
 from cdcgen.core.generation import SourceMode
 from cdcgen_dev.airflow_home import clone_home, migrate, write_config
 from cdcgen_dev.sandbox import sandbox_config
+from cdcgen_dev.spark_cluster import StandaloneCluster, standalone
 
 #: A pristine home: migrated once, never run in (var/airflow is the developer's and the
 #: demo's, with their runs and Asset events); each test runs in a copy of it.
 TEMPLATE_HOME = REPO_ROOT / "var" / "airflow-e2e-template"
+SPARK_ROOT = REPO_ROOT / "var" / "spark-standalone"
 
 if "airflow" in sys.modules and "AIRFLOW_HOME" not in os.environ:
     warnings.warn(
@@ -95,3 +98,17 @@ def scenario(
         return Scenario(name, config, airflow_home)
 
     return make
+
+
+@pytest.fixture(scope="session")
+def spark_standalone() -> Iterator[StandaloneCluster]:
+    """A Spark standalone master and two workers (1 core, 1g each) on 127.0.0.1, started
+    once per session from the pinned pyspark and stopped at its end, failures included
+    (about 10 s to start). Its workers do not see this process's PYTHONPATH or CDCGEN_*.
+    Logs and executors' work directories stay in var/spark-standalone/session-<pid>/
+    until a later session finds that pid gone."""
+    for old in SPARK_ROOT.glob("session-*"):  # earlier sessions' (their pid is gone)
+        if not psutil.pid_exists(int(old.name.removeprefix("session-"))):
+            shutil.rmtree(old, ignore_errors=True)
+    with standalone(SPARK_ROOT / f"session-{os.getpid()}", workers=2) as cluster:
+        yield cluster

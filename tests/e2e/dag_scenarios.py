@@ -16,9 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from cdcgen.adapters.readback import Comparison, compare_with_source
-from cdcgen.airflow.connections import source_connection_for
+from cdcgen.airflow.connections import DEFAULT_SPARK_MASTER, source_connection_for
 from cdcgen.config import REPO_ROOT, PipelineConfig
 from cdcgen_dev.dags_test import DagTestRun, dags_test, latest_summary
+from cdcgen_dev.spark_cluster import StandaloneCluster
 
 RING_DELAY = timedelta(seconds=1)
 LOGS = REPO_ROOT / "var" / "e2e-logs"
@@ -32,6 +33,8 @@ class Scenario:
     config: PipelineConfig
     home: Path
     runs: list[DagTestRun] = field(default_factory=list)
+    #: The ``cdcgen_spark`` connection's master; a test sets a standalone cluster's URL.
+    spark_master: str = DEFAULT_SPARK_MASTER
 
     def client(self) -> Any:
         from cdcgen.adapters.cql import client_for
@@ -48,9 +51,10 @@ class Scenario:
         conf: dict[str, Any] | None = None,
         extra: dict[str, Any] | None = None,
         on_line: Callable[[str], None] | None = None,
+        env: dict[str, str] | None = None,
     ) -> tuple[DagTestRun, dict[str, Any]]:
         """``airflow dags test cdc_generations``; returns the run and its summary."""
-        return self.run_dag("cdc_generations", conf, extra, on_line)
+        return self.run_dag("cdc_generations", conf, extra, on_line, env)
 
     def run_dag(
         self,
@@ -81,6 +85,7 @@ class Scenario:
             conf=conf,
             log_path=log,
             on_line=on_line,
+            spark_master=self.spark_master,
         )
         self.runs.append(run)
         summary = latest_summary(c.report_dir, since=run.started_at, folder=summaries) or {}
@@ -100,6 +105,32 @@ class Scenario:
                 (asset_uri(self.config),),
             )
             return [row[0] for row in rows]
+
+
+#: The Spark driver (spark-submit under Airflow) binds to loopback, where the cluster is.
+CLUSTER_ENV = {"SPARK_LOCAL_IP": "127.0.0.1"}
+
+
+def on_cluster(scenario: Scenario, cluster: StandaloneCluster) -> set[str]:
+    """Point ``scenario``'s Spark connection at ``cluster``; returns the applications it
+    has already completed (to tell this test's from others' with :func:`assert_ran_on`)."""
+    assert scenario.config.lake_path.is_absolute()
+    scenario.spark_master = cluster.master_url
+    return {app["id"] for app in cluster.completed_apps()}
+
+
+def assert_ran_on(cluster: StandaloneCluster, before: set[str], apps: int) -> None:
+    """``apps`` Spark applications finished on ``cluster`` since ``before``, each on both
+    workers' executors, each executor given the package the job shipped, none failing."""
+    finished = [a for a in cluster.completed_apps() if a["id"] not in before]
+    assert len(finished) == apps and all(a["state"] == "FINISHED" for a in finished), finished
+    for app in finished:
+        executors = [p for p in cluster.executor_dirs() if p.parent.name == app["id"]]
+        assert len(executors) == 2, (app, executors)
+        for executor in executors:
+            assert list(executor.glob("cdcgen-*.zip")), f"no cdcgen shipped to {executor}"
+            stderr = (executor / "stderr").read_text(errors="replace")
+            assert "Traceback" not in stderr, f"{executor}/stderr:\n{stderr[-3000:]}"
 
 
 def assert_ok(run: DagTestRun) -> None:

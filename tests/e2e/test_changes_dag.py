@@ -3,12 +3,13 @@
 One emulated raft cluster (module fixture): a node joins, two CDC tables are created,
 a second node joins (a new generation about 7 s later) and a workload writes across
 the switch; a second workload on ``orders_bad`` misroutes some of its log rows. Then
-the DAG runs for real (deferred clock wait, spark-submit on ``local[2]``, GX row
-checks) and the lake is compared with a full scan of each log table (which only a
-test may do):
+the DAG runs for real (deferred clock wait, spark-submit, GX row checks) and the lake
+is compared with a full scan of each log table (which only a test may do):
 
 * every row of ``orders`` is in the lake exactly once and in per-key order, across
-  both generations; the watermark is stored; a second run adds nothing;
+  both generations, extracted on a Spark standalone cluster (executors in the
+  workers' own JVMs, without the driver's environment); the watermark is stored; a
+  second run (``local[2]``) adds nothing;
 * the misrouted rows fail the colocation check, named in the run's report page;
 * a run whose Spark job is killed mid-way (SIGKILL of spark-submit's process group
   after its first lake files appear) fails, and the next run resumes from the
@@ -30,9 +31,11 @@ from typing import Any
 import psutil
 import pyarrow.parquet as pq
 import pytest
-from dag_scenarios import Scenario, assert_ok
+from dag_scenarios import CLUSTER_ENV, Scenario, assert_ok, assert_ran_on, on_cluster
 
+from cdcgen.airflow.connections import DEFAULT_SPARK_MASTER
 from cdcgen.core.generation import SourceMode
+from cdcgen_dev.spark_cluster import StandaloneCluster
 
 pytestmark = [
     pytest.mark.e2e,
@@ -91,12 +94,17 @@ def workload(scenario: Callable[[str, SourceMode], Scenario]) -> Iterator[Worklo
     yield Workload(scn, switch, bad.misrouted)
 
 
-def run_changes(scn: Scenario, tables: str, on_line: Callable[[str], None] | None = None) -> Any:
+def run_changes(
+    scn: Scenario,
+    tables: str,
+    on_line: Callable[[str], None] | None = None,
+    env: dict[str, str] | None = None,
+) -> Any:
     return scn.run_dag(
         "cdc_changes",
         conf={"tables": tables},
         extra=CONNECTION,
-        env=CHANGES_ENV,
+        env={**CHANGES_ENV, **(env or {})},
         on_line=on_line,
         summaries=scn.config.report_dir / "summaries" / "changes",
     )
@@ -163,9 +171,15 @@ def assert_exactly_once_in_key_order(scn: Scenario, table: str) -> int:
     return len(truth)
 
 
-def test_every_change_lands_once_and_misrouted_rows_are_named(workload: Workload) -> None:
+def test_every_change_lands_once_and_misrouted_rows_are_named(
+    workload: Workload, spark_standalone: StandaloneCluster
+) -> None:
     scn = workload.scenario
-    run, summary = run_changes(scn, ",".join(TABLES.values()))
+    # The first run's Spark job on the standalone cluster, the second's on local[2].
+    before = on_cluster(scn, spark_standalone)
+    run, summary = run_changes(scn, ",".join(TABLES.values()), env=CLUSTER_ENV)
+    assert_ran_on(spark_standalone, before, apps=2)  # one job per table
+    scn.spark_master = DEFAULT_SPARK_MASTER
     # orders_bad fails its colocation check, so the run fails; orders is complete.
     assert not run.succeeded, run.tail(60)
     # The wait ran: it deferred, or every clock was already past end + leeway + confidence.

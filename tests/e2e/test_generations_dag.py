@@ -5,7 +5,8 @@ cannot see each other's generations), runs the real DAG in a subprocess against 
 private copy of the migrated Airflow home (SQLite), then reads the published
 tables back and compares them with what the source says.  Every run really
 defers the mapped sensor to its trigger (inline under ``dags test``), really runs
-spark-submit on ``local[2]`` and really runs the GX suites.
+spark-submit (on ``local[2]``; the gossip scenario on a Spark standalone cluster) and
+really runs the GX suites.
 
 Timing: a generation costs about a Spark job plus a GX validation on 2 cores, so
 the scenarios keep to the fewest generations that still prove each point; the
@@ -24,10 +25,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from dag_scenarios import Scenario, assert_ok
+from dag_scenarios import CLUSTER_ENV, Scenario, assert_ok, assert_ran_on, on_cluster
 
 from cdcgen.adapters.readback import Comparison
 from cdcgen.core.generation import SourceMode
+from cdcgen_dev.spark_cluster import StandaloneCluster
 
 pytestmark = [
     pytest.mark.e2e,
@@ -143,13 +145,18 @@ def test_unreachable_node_fails_the_wait_naming_it(scenario: Callable[..., Scena
     assert scn.compare().published == 0
 
 
-def test_gossip_generation_published(scenario: Callable[..., Scenario]) -> None:
+def test_gossip_generation_published(
+    scenario: Callable[..., Scenario], spark_standalone: StandaloneCluster
+) -> None:
+    # Its Spark job on the standalone cluster: executors in the workers' own JVMs.
     scn = scenario("gossip", SourceMode.GOSSIP)
     with scn.client() as client:
         cluster = scn.cluster(client)
         joined = [cluster.join_node(SourceMode.GOSSIP, seed=seed) for seed in (3, 4)][-1]
-    run, summary = scn.run()
+    before = on_cluster(scn, spark_standalone)
+    run, summary = scn.run(env=CLUSTER_ENV)
     assert_ok(run)
+    assert_ran_on(spark_standalone, before, apps=1)
     # Gossip only carries the current generation's id: that is what a reader can find.
     assert summary["generations_published"] == 1
     assert summary["validation"] == "passed"

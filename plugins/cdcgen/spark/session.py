@@ -22,6 +22,8 @@ from collections.abc import Mapping
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
+from cdcgen.spark.shipping import ship_package
+
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
@@ -86,7 +88,9 @@ def spark_session(app_name: str = "cdcgen", conf: Mapping[str, str] | None = Non
     """The active session, or a new one with :data:`SMALL_MACHINE` and ``conf`` over it.
 
     Under spark-submit the master comes from the submit command (``--master``); run as a
-    plain Python process it is ``$CDCGEN_SPARK_MASTER`` or ``local[2]``.
+    plain Python process it is ``$CDCGEN_SPARK_MASTER`` or ``local[2]``. On a cluster
+    master the session ships this ``cdcgen`` to its executors
+    (:func:`~cdcgen.spark.shipping.ship_package`).
     """
     from pyspark.sql import SparkSession
 
@@ -100,4 +104,5 @@ def spark_session(app_name: str = "cdcgen", conf: Mapping[str, str] | None = Non
         builder = builder.config(key, value)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
+    ship_package(session)
     return session
