@@ -41,8 +41,21 @@ AIRFLOW_COMMANDS = {
 SCYLLA_NODES = ("scylla-1", "scylla-2", "scylla-3")
 #: CDCGEN_* settings compose may leave to their defaults: the protocol version, unset,
 #: is negotiated (ScyllaDB serves v4 and refuses v5; pinning either is a deployment's
-#: choice, not the stack's).
-OPTIONAL_SETTINGS: frozenset[str] = frozenset({"CDCGEN_PROTOCOL_VERSION"})
+#: choice, not the stack's); credentials and TLS, unset, mean the stack's ScyllaDB
+#: nodes, which demand neither (a real cluster's come from the cdc_source connection).
+OPTIONAL_SETTINGS: frozenset[str] = frozenset(
+    {
+        "CDCGEN_PROTOCOL_VERSION",
+        "CDCGEN_USERNAME",
+        "CDCGEN_PASSWORD",
+        "CDCGEN_PASSWORD_FILE",
+        "CDCGEN_TLS",
+        "CDCGEN_TLS_CA_FILE",
+        "CDCGEN_TLS_CERT_FILE",
+        "CDCGEN_TLS_KEY_FILE",
+        "CDCGEN_TLS_VERIFY_HOSTNAME",
+    }
+)
 
 
 @pytest.fixture(scope="module")
