@@ -114,7 +114,7 @@ class EnvSettings(BaseModel):
         """
         values = {name: getattr(self, name) for name in self.env_names()}
         return {
-            variable: _env_text(values[name])
+            variable: env_text(values[name])
             for name, variable in self.env_names().items()
             # Unset stays unset (a default of None). Credentials never travel in this
             # form, which ends up in XCom and in a child's environment (``ps e``).
@@ -124,7 +124,8 @@ class EnvSettings(BaseModel):
         }
 
 
-def _env_text(value: Any) -> str:
+def env_text(value: Any) -> str:
+    """A setting's value as its variable's text (what ``from_env`` parses back)."""
     if isinstance(value, timedelta):
         return repr(value.total_seconds())
     if isinstance(value, tuple):

@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import sqlite3
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -72,7 +73,8 @@ def test_both_dags_run_with_password_and_tls(secure_scenario: Scenario) -> None:
         cluster.join_node(SourceMode.RAFT, shards=2, vnodes=4, seed=31)
         create_cdc_table(cluster, orders_table(KEYSPACE))
         written = run_workload(
-            cluster, WorkloadSpec(keyspace=KEYSPACE, rate=100, duration=_seconds(2), seed=32)
+            cluster,
+            WorkloadSpec(keyspace=KEYSPACE, rate=100, duration=timedelta(seconds=2), seed=32),
         )
         source_rows = len(list(client.session.execute(f"SELECT pk FROM {TABLE}_scylla_cdc_log")))
     assert written.log_rows > 0 and source_rows > 0
@@ -138,12 +140,6 @@ def test_refusals_name_host_and_cause(secure: SecureEndpoint) -> None:
     assert "CERTIFICATE_VERIFY_FAILED" in str(untrusted.value)
 
     open_client(config).close()  # and the right ones get in
-
-
-def _seconds(n: float) -> object:
-    from datetime import timedelta
-
-    return timedelta(seconds=n)
 
 
 def test_sandbox_cli_prints_where_the_credentials_are(secure: SecureEndpoint) -> None:

@@ -20,7 +20,7 @@ from typing import Any
 
 from pydantic import SecretStr
 
-from cdcgen.adapters.cluster_access import ClusterAccess, access_for
+from cdcgen.adapters.cluster_access import ClusterAccess, TlsMaterial
 from cdcgen.adapters.cql import CqlClient, connect
 from cdcgen.config import PipelineConfig
 from cdcgen_dev.cassandra import process
@@ -213,8 +213,7 @@ class SecureSandbox:
 
     def _connect(self, credentials: tuple[str, str] | None) -> CqlClient:
         username, password = credentials or (None, None)
-        tls_only = PipelineConfig(tls=self.tls, tls_ca_file=self.tls_files.ca if self.tls else None)
-        tls = access_for(tls_only).tls
+        tls = TlsMaterial(ca_pem=self.tls_files.ca.read_text()) if self.tls else None
         access = ClusterAccess(username, SecretStr(password) if password else None, tls)
         return connect(
             [self.node.address], self.node.native_port, connect_timeout=5.0, access=access

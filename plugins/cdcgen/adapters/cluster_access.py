@@ -44,9 +44,13 @@ class ClusterAccess:
     password: SecretStr | None = None
     tls: TlsMaterial | None = None
 
-    def driver_options(self) -> dict[str, Any]:
-        """``Cluster(**options)``: the auth provider and SSL context, when needed."""
+    def driver_options(self, protocol_version: int | None = None) -> dict[str, Any]:
+        """``Cluster(**options)``: the auth provider and SSL context when needed, and the
+        protocol version when one is set (unset, the driver negotiates: ScyllaDB answers
+        v5 with a protocol error and the driver steps down to v4)."""
         options: dict[str, Any] = {}
+        if protocol_version is not None:
+            options["protocol_version"] = protocol_version
         if self.username is not None and self.password is not None:
             from cassandra.auth import PlainTextAuthProvider
 

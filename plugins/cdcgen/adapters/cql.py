@@ -78,19 +78,16 @@ def connect(
     protocol_version: int | None = None,
     access: ClusterAccess | None = None,
 ) -> CqlClient:
-    """A client for the cluster; with no ``protocol_version`` the driver negotiates
-    (ScyllaDB answers v5 with a protocol error and the driver steps down to v4)."""
+    """A client for the cluster (see :meth:`ClusterAccess.driver_options`)."""
     from cassandra.cluster import Cluster
     from cassandra.policies import RoundRobinPolicy
 
-    versioned = {} if protocol_version is None else {"protocol_version": protocol_version}
     cluster = Cluster(
         list(contact_points),
         port=port,
         connect_timeout=connect_timeout,
         load_balancing_policy=RoundRobinPolicy(),
-        **versioned,
-        **(access or ClusterAccess()).driver_options(),
+        **(access or ClusterAccess()).driver_options(protocol_version),
     )
     return CqlClient(cluster, open_session(cluster))
 

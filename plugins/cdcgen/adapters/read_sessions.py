@@ -53,14 +53,12 @@ def open_read_session(key: SessionKey) -> tuple[Cluster, Session]:
         request_timeout=key.request_timeout,
         row_factory=tuple_factory,
     )
-    versioned = {} if key.protocol_version is None else {"protocol_version": key.protocol_version}
     cluster = Cluster(
         list(key.contact_points),
         port=key.port,
         execution_profiles={EXEC_PROFILE_DEFAULT: profile},
         connect_timeout=10,
-        **versioned,
-        **key.access.driver_options(),
+        **key.access.driver_options(key.protocol_version),
     )
     return cluster, open_session(cluster)
 

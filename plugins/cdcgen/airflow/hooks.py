@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from airflow.sdk import BaseHook
 
 from cdcgen.airflow.connections import SOURCE_CONN_ID
-from cdcgen.config import ConfigError, PipelineConfig
+from cdcgen.config import ConfigError, PipelineConfig, env_text
 
 if TYPE_CHECKING:
     from cdcgen.adapters.cql import CqlClient
@@ -75,7 +75,7 @@ def config_from_connection(
         merged["CDCGEN_PORT"] = str(port)
     for key, value in extra.items():
         if key in EXTRA_SETTINGS:
-            merged[f"CDCGEN_{EXTRA_SETTINGS[key]}"] = _extra_text(value)
+            merged[f"CDCGEN_{EXTRA_SETTINGS[key]}"] = env_text(value)  # JSON true -> "true"
     if login or password:
         for variable in ("CDCGEN_USERNAME", "CDCGEN_PASSWORD", "CDCGEN_PASSWORD_FILE"):
             merged.pop(variable, None)
@@ -83,13 +83,6 @@ def config_from_connection(
     config = PipelineConfig.from_env(merged)
     passed = {k: str(v) for k, v in extra.items() if k in PASS_THROUGH_EXTRAS}
     return config.with_overrides(extra={**config.extra, **passed}) if passed else config
-
-
-def _extra_text(value: Any) -> str:
-    """Extras are JSON: ``true`` arrives as True, which the settings read as "true"."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
 
 
 class CdcSourceHook(BaseHook):
