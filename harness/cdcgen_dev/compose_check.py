@@ -43,8 +43,8 @@ def go_binary() -> str:
 
 def _sources_digest() -> str:
     digest = hashlib.sha256()
-    for name in ("go.mod", "go.sum", "main.go"):
-        digest.update((SOURCE / name).read_bytes())
+    for path in [SOURCE / "go.mod", SOURCE / "go.sum", *sorted(SOURCE.glob("*.go"))]:
+        digest.update(path.read_bytes())
     return digest.hexdigest()
 
 

@@ -60,7 +60,8 @@ class EnvSettings(BaseModel):
 
     model_config = ConfigDict(frozen=True, populate_by_name=True, extra="forbid")
     EMPTY_IS_A_VALUE: ClassVar[frozenset[str]] = frozenset()
-    #: Fields :meth:`to_env` leaves out: credentials reach a child process another way.
+    #: Credentials: :meth:`to_env` leaves them out (a child process gets them another
+    #: way), and an error about one never echoes its value.
     NOT_EXPORTED: ClassVar[frozenset[str]] = frozenset()
 
     def __init__(self, **values: Any) -> None:
@@ -118,9 +119,7 @@ class EnvSettings(BaseModel):
             for name, variable in self.env_names().items()
             # Unset stays unset (a default of None). Credentials never travel in this
             # form, which ends up in XCom and in a child's environment (``ps e``).
-            if values[name] is not None
-            and name not in self.NOT_EXPORTED
-            and not isinstance(values[name], SecretStr)
+            if values[name] is not None and name not in self.NOT_EXPORTED
         }
 
 
@@ -146,12 +145,11 @@ def _describe(cls: type[EnvSettings], exc: ValidationError) -> str:
         if not error["loc"]:  # a rule across settings: its message names them
             problems.append(message)
             continue
-        field = str(error["loc"][0])
+        located = str(error["loc"][0])  # a field name, or the variable it was given as
+        field = next((f for f, v in names.items() if located in (f, v)), located)
         variable = names.get(field, field)
-        secret = field in cls.model_fields and "SecretStr" in str(
-            cls.model_fields[field].annotation
-        )
-        shown = f"{variable}={error['input']!r}" if "input" in error and not secret else variable
+        echo = "input" in error and field not in cls.NOT_EXPORTED  # credentials: never
+        shown = f"{variable}={error['input']!r}" if echo else variable
         problems.append(f"{shown}: {message}")
     return "; ".join(problems)
 

@@ -18,6 +18,7 @@ from typing import Any
 from cdcgen.adapters.readback import Comparison, compare_with_source
 from cdcgen.airflow.connections import DEFAULT_SPARK_MASTER, source_connection_for
 from cdcgen.config import REPO_ROOT, PipelineConfig
+from cdcgen.spark.shipping import ARCHIVE_PREFIX
 from cdcgen_dev.dags_test import DagTestRun, dags_test, latest_summary
 from cdcgen_dev.spark_cluster import StandaloneCluster
 
@@ -128,7 +129,7 @@ def assert_ran_on(cluster: StandaloneCluster, before: set[str], apps: int) -> No
         executors = [p for p in cluster.executor_dirs() if p.parent.name == app["id"]]
         assert len(executors) == 2, (app, executors)
         for executor in executors:
-            assert list(executor.glob("cdcgen-*.zip")), f"no cdcgen shipped to {executor}"
+            assert list(executor.glob(f"{ARCHIVE_PREFIX}*.zip")), f"no cdcgen shipped to {executor}"
             stderr = (executor / "stderr").read_text(errors="replace")
             assert "Traceback" not in stderr, f"{executor}/stderr:\n{stderr[-3000:]}"
 

@@ -22,7 +22,7 @@ from typing import Any
 
 from cdcgen.config import PipelineConfig
 from cdcgen.core.generation import CorruptGeneration, Generation
-from cdcgen.core.ring import ring_from_json
+from cdcgen.core.ring import Ring, ring_from_json
 from cdcgen.core.time import InvalidTimestamp, from_millis, parse_moment
 from cdcgen.extract.description_columns import DescriptionColumns
 from cdcgen.extract.description_json import read_description_file
@@ -150,9 +150,11 @@ def run(argv: Sequence[str] | None = None, config: PipelineConfig | None = None)
     generation = generation_of(args)
     columns, source_problem = load_columns(config, generation, args.description)
     lake = args.lake or config.lake_path
-    ring = LakeRingRecords(lake).recorded(generation) if not generation.table else None
-    if args.topology:
+    ring: Ring | None
+    if args.topology:  # given: the recorded ring is not read
         ring = ring_from_json(json.loads(Path(args.topology).read_text(encoding="utf-8")))
+    else:
+        ring = LakeRingRecords(lake).recorded(generation) if not generation.table else None
     loaded = time.monotonic()
     spark = job_session(JobKind.GENERATION_EXTRACT)
     result = extract_generation(

@@ -41,7 +41,7 @@ def detect(
     """
     committed = source.list_generations()
     if ring is not None and rings is not None:
-        record_ring(committed[-1:], ring, rings)
+        record_ring(committed[-1] if committed else None, ring, rings)
     public = publisher.published_among(committed)
     chosen = select_generations(
         committed, public, interval, generation_id=generation_id, force=force
@@ -59,11 +59,10 @@ def detect(
     return chosen
 
 
-def record_ring(newest: list[Generation], reader: RingReader, rings: RingRecords) -> None:
+def record_ring(generation: Generation | None, reader: RingReader, rings: RingRecords) -> None:
     """Records the live ring with the newest committed generation unless it has one."""
-    if not newest:
+    if generation is None:
         return
-    generation = newest[0]
     live = reader.read_ring()
     if live is None:
         log.warning("the cluster reports no token owner: no ring to record")

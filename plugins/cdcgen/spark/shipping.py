@@ -66,7 +66,8 @@ def build_archive(package: Path | None = None, into: Path | None = None) -> Path
     with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as zipped:
         for path in members:
             zipped.write(path, Path(package.name) / path.relative_to(package))
-    _built[package] = archive
+    if into is None:  # a caller's own folder is not this process's cache
+        _built[package] = archive
     return archive
 
 
