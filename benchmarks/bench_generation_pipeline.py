@@ -1,18 +1,28 @@
-"""Benchmark: one large generation through extract -> validate -> publish, on this machine.
+"""Benchmark: one generation from the sandbox's raft tables to published, against its floor.
 
-Default size: 100 nodes x 64 shards x 256 vnodes = 25,600 entries, 1,638,400 streams.
-Stages (seconds each): build the generation (vectorized core builder), flatten it to
-columns, start Spark, extract (pyarrow Parquet partition + description JSON, read back
-and counted by Spark), validate (the three GX suites on Spark, with the ring and the
-previous generation known, Data Docs rendered), and publish to the local Cassandra when
-one answers on 127.0.0.1:9042 (skipped otherwise). Peak memory is sampled every 0.2 s
-for this process and its children (the Spark JVM), and reported with ``ru_maxrss``.
+The sandbox writes a raft-mode generation (``system.topology`` node rows and
+``cdc_generations_v3`` rows, committed) for ``--nodes`` x ``--shards`` x ``--vnodes``
+(default the seed's 100 x 64 x 256 = 1,638,400 streams); that set-up is not timed. Then
+the code the ``cdc_generations`` DAG tasks run, stage by stage, in this process:
 
-    .venv/bin/python benchmarks/bench_generation_pipeline.py [--nodes 100 --vnodes 256
-        --shards 64] [--no-publish] [--compare-create-dataframe] [--record FILE]
+* ``detect``: the committed generations against the published ones, the live ring
+  recorded with the newest (:func:`cdcgen.pipeline.detect.detect`);
+* ``spark_start``: the Spark session the extract and validation use (started once: a
+  long-lived session, as a Spark Connect server or a shared driver would give);
+* ``extract``: the extract job (:func:`cdcgen.jobs.extract_generation.run`): read the
+  description from the source, write the lake partition, read it back;
+* ``validate``: the GX suites with the recorded ring (:func:`cdcgen.pipeline.validate.validate`),
+  Data Docs and the report page;
+* ``publish``: :func:`cdcgen.pipeline.publish.publish_in_order` and the report page.
 
-Prints one JSON line; ``--record FILE`` appends it to FILE too (recorded runs:
-benchmarks/results/generation_pipeline.jsonl).
+``floor_seconds`` is measured in the same run (:mod:`generation_floor`): the same rows
+read and written by cassandra-driver alone at its best concurrency. Peak RSS is this
+process and its children (the Spark JVM), sampled every 0.1 s.
+
+    .venv/bin/python benchmarks/bench_generation_pipeline.py [--nodes 100 --shards 64
+        --vnodes 256] [--output FILE]
+
+Prints one JSON object (and writes it to ``--output``).
 """
 
 from __future__ import annotations
@@ -20,209 +30,192 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import random
-import resource
 import shutil
-import socket
+import sys
 import tempfile
-import threading
 import time
+import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import psutil
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from cdcgen.config import PipelineConfig
-from cdcgen.core.generation_arrays import build_generation_arrays
+from generation_floor import measure_floor
+from resources import MemorySampler, cpu_time
+
+from cdcgen.adapters.cql import connect
+from cdcgen.core.cdc_log import timeuuid_from_micros
+from cdcgen.core.generation_arrays import GenerationArrays, build_generation_arrays
+from cdcgen.core.time import to_micros
 from cdcgen.core.tokens import MAX_TOKEN, MIN_TOKEN
-from cdcgen.core.topology import Node
-from cdcgen.extract.description_columns import DescriptionColumns
-from cdcgen.extract.lake import write_generation
-from cdcgen.extract.streams_table import flatten_generation
+from cdcgen.schema import SourceSchema
+from cdcgen_dev.emulator import SandboxCluster, SimNode
+from cdcgen_dev.emulator.metadata_writers import (
+    write_raft_generation,
+    write_topology_nodes,
+)
+from cdcgen_dev.emulator.raw import RawRange
+from cdcgen_dev.emulator.schema_setup import drop_keyspaces
+from cdcgen_dev.sandbox import sandbox_config
 
 os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
-T_PREVIOUS = datetime(2026, 11, 22, 0, 0, tzinfo=UTC)
-T_CURRENT = T_PREVIOUS + timedelta(minutes=1, seconds=5)
+PREFIX = "bench_gen_"
 
 
-class MemorySampler:
-    """Peak RSS of this process plus all its children (the JVM), sampled in a thread."""
-
-    def __init__(self, interval: float = 0.2) -> None:
-        self.interval = interval
-        self.peak_total = 0
-        self.peak_jvm = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self) -> None:
-        me = psutil.Process()
-        while not self._stop.is_set():
-            try:
-                children = sum(c.memory_info().rss for c in me.children(recursive=True))
-                total = me.memory_info().rss + children
-            except psutil.Error:
-                continue
-            self.peak_jvm = max(self.peak_jvm, children)
-            self.peak_total = max(self.peak_total, total)
-            self._stop.wait(self.interval)
-
-    def __enter__(self) -> MemorySampler:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self._stop.set()
-        self._thread.join()
-
-
-def cpu_time() -> float:
-    """CPU seconds (user + system) of this process and its live children (the JVM).
-
-    Reported beside wall time: on a shared machine wall time measures the neighbours too.
-    """
-    me = psutil.Process()
-    total = sum(me.cpu_times()[:2])
-    for child in me.children(recursive=True):
-        with suppress(psutil.Error):
-            total += sum(child.cpu_times()[:2])
-    return total
-
-
-def make_nodes(count: int, shards: int, vnodes: int, seed: int) -> list[Node]:
-    rng = random.Random(seed)
-    ring: set[int] = set()
-    while len(ring) < count * vnodes:
-        ring.add(rng.randint(MIN_TOKEN, MAX_TOKEN))
-    tokens = list(ring)
+def ring_nodes(count: int, shards: int, vnodes: int, rng: random.Random) -> list[SimNode]:
+    tokens: set[int] = set()
+    while len(tokens) < count * vnodes:
+        tokens.add(rng.randint(MIN_TOKEN, MAX_TOKEN))
+    ordered = list(tokens)
     return [
-        Node(f"node{i}", shards, 12, tuple(tokens[i * vnodes : (i + 1) * vnodes]))
+        SimNode(
+            name=f"node{i + 1}",
+            host_id=uuid.UUID(int=rng.getrandbits(128), version=4),
+            address="127.0.0.1",
+            tokens=tuple(sorted(ordered[i * vnodes : (i + 1) * vnodes])),
+            shard_count=shards,
+            ignore_msb=12,
+            joined_at=datetime.now(UTC) - timedelta(hours=1),
+        )
         for i in range(count)
     ]
 
 
-def cassandra_reachable(host: str = "127.0.0.1", port: int = 9042) -> bool:
-    with socket.socket() as probe:
-        probe.settimeout(1.0)
-        return probe.connect_ex((host, port)) == 0
+def raw_rows(arrays: GenerationArrays) -> list[RawRange]:
+    data = arrays.stream_bytes.tobytes()
+    offsets = arrays.offsets.tolist()
+    return [
+        RawRange(
+            int(end),
+            tuple(data[r * 16 : (r + 1) * 16] for r in range(offsets[i], offsets[i + 1])),
+            int(arrays.ignore_msb[i]),
+        )
+        for i, end in enumerate(arrays.range_ends.tolist())
+    ]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", type=int, default=100)
-    parser.add_argument("--vnodes", type=int, default=256)
     parser.add_argument("--shards", type=int, default=64)
-    parser.add_argument("--no-publish", action="store_true")
-    parser.add_argument("--compare-create-dataframe", action="store_true")
-    parser.add_argument("--record", type=Path)
+    parser.add_argument("--vnodes", type=int, default=256)
+    parser.add_argument("--output", type=Path)
     args = parser.parse_args()
 
+    workdir = Path(tempfile.mkdtemp(prefix="cdcgen-bench-gen-"))
+    config = sandbox_config(PREFIX, lake_path=workdir / "lake", report_dir=workdir / "reports")
+    schema = SourceSchema(PREFIX)
+    client = connect(tuple(config.contact_points))
+    cluster = SandboxCluster(client, schema)
+    drop_keyspaces(client, schema)
+    cluster.setup()
+    nodes = ring_nodes(args.nodes, args.shards, args.vnodes, random.Random(1))
+    arrays = build_generation_arrays([n.as_core_node() for n in nodes], random.Random(2))
+    write_topology_nodes(client, schema, nodes)
+    data_id = timeuuid_from_micros(to_micros(datetime.now(UTC)), random.Random(3))
+    at = datetime.now(UTC).replace(microsecond=0) - timedelta(minutes=10)
+    write_raft_generation(client, schema, data_id, at, raw_rows(arrays))
+
     seconds: dict[str, float] = {}
-    cpu_seconds: dict[str, float] = {}
+    cpu: dict[str, float] = {}
 
     @contextmanager
     def stage(name: str) -> Iterator[None]:
         started, cpu_started = time.perf_counter(), cpu_time()
         yield
-        seconds[name] = round(time.perf_counter() - started, 2)
-        cpu_seconds[name] = round(cpu_time() - cpu_started, 2)
+        seconds[name] = round(time.perf_counter() - started, 3)
+        cpu[name] = round(cpu_time() - cpu_started, 2)
 
     result: dict[str, Any] = {}
-    workdir = Path(tempfile.mkdtemp(prefix="cdcgen-bench-"))
     with MemorySampler() as memory:
-        nodes = make_nodes(args.nodes, args.shards, args.vnodes, seed=1)
-        with stage("build"):
-            arrays = build_generation_arrays(nodes, random.Random(2))
-        previous = DescriptionColumns.from_arrays(build_generation_arrays(nodes, random.Random(3)))
-        columns = DescriptionColumns.from_arrays(arrays)
-        with stage("flatten"):
-            table = flatten_generation(columns, T_CURRENT, "bench")
-        result["streams"] = table.num_rows
-        result["entries"] = columns.entry_count
-        del table
+        with stage("detect"):
+            from cdcgen.adapters.generation_sources import connected_generation_ports
+            from cdcgen.extract.rings import LakeRingRecords
+            from cdcgen.pipeline.detect import detect
 
+            with connected_generation_ports(config) as ports:
+                (selection,) = detect(
+                    ports.source,
+                    ports.publisher,
+                    ring=ports.ring,
+                    rings=LakeRingRecords(config.lake_path),
+                )
+        generation = selection.generation
         with stage("spark_start"):
-            from cdcgen.extract.spark_extract import extract_generation
-            from cdcgen.spark.session import spark_session
+            from cdcgen.spark.session import JobKind, job_session
 
-            spark = spark_session("cdcgen-bench")
-        lake = workdir / "lake"
-        write_generation(lake, previous, T_PREVIOUS, "bench-previous")  # untimed: the input
+            spark = job_session(JobKind.GENERATION_EXTRACT)
         with stage("extract"):
-            extracted = extract_generation(spark, lake, columns, T_CURRENT, "bench", nodes=nodes)
-        result["parquet_mb"] = round(
-            sum(f.stat().st_size for f in extracted.artifact.directory.glob("*.parquet")) / 2**20,
-            1,
-        )
-        result["description_json_mb"] = round(
-            extracted.artifact.description_path.stat().st_size / 2**20, 1
-        )
-        if args.compare_create_dataframe:
-            with stage("extract_via_createDataFrame"):
-                frame = spark.createDataFrame(flatten_generation(columns, T_CURRENT, "bench"))
-                frame.write.mode("overwrite").parquet(str(workdir / "via_create_dataframe"))
+            from cdcgen.jobs.extract_generation import arguments, run
 
+            extracted = run(arguments(generation), config)
         with stage("validate"):
-            from cdcgen.validation.generation_suite import validate_generation
+            from cdcgen.pipeline.validate import validate
 
-            config = PipelineConfig(lake_path=lake, report_dir=workdir / "reports")
-            validation = validate_generation(config, extracted.artifact.directory, spark=spark)
-        result["validation_passed"] = validation.passed
-        result["checks"] = len(validation.checks)
-        result["report_index"] = str(validation.report_index)
+            outcome = validate(config, generation)
+        with stage("publish"):
+            from cdcgen.extract.lake import LocalGenerationLake, generation_dir
+            from cdcgen.pipeline.publish import publish_in_order
+            from cdcgen.pipeline.reporting import record_generation
 
-        if not args.no_publish and cassandra_reachable():
-            from cdcgen.adapters.cql import connect
-            from cdcgen.adapters.publisher import CqlDescriptionPublisher
-
-            with stage("publish_load_description"):
-                # Hash-checked artifact, rows straight from the columns (no StreamId objects:
-                # the suites validated them); ``to_description()`` would add ~1 s per 100k.
-                rows = extracted.artifact.read_description().stream_rows()
-            client = connect(["127.0.0.1"])
-            keyspace = f"bench_{int(time.time())}"
-            try:
-                publisher = CqlDescriptionPublisher(client, keyspace=keyspace)
-                with stage("publish"):
-                    result["published_rows"] = publisher.publish_rows(T_CURRENT, rows)
-                with stage("publish_again_idempotent"):
-                    publisher.publish_rows(T_CURRENT, rows)
-            finally:
-                client.session.execute(f"DROP KEYSPACE IF EXISTS {keyspace}")
-                client.close()
-        else:
-            result["publish"] = "skipped (no Cassandra on 127.0.0.1:9042 or --no-publish)"
+            with connected_generation_ports(config) as ports:
+                published = publish_in_order(
+                    [generation],
+                    [outcome],
+                    source=ports.source,
+                    publisher=ports.publisher,
+                    lake=LocalGenerationLake(config.lake_path),
+                    target_keyspace=config.target_keyspace,
+                )
+            record_generation(
+                config,
+                generation,
+                generation_dir(config.lake_path, generation),
+                outcome,
+                published=True,
+            )
         spark.stop()
-    for bulky in ("lake", "via_create_dataframe"):  # keep only the (small) Data Docs
-        shutil.rmtree(workdir / bulky, ignore_errors=True)
-
+    (publication,) = published.published
+    if publication.streams != arrays.stream_count or not outcome.passed:
+        raise SystemExit(f"wrong result: {publication}, passed={outcome.passed}")
+    floor = measure_floor(
+        client, schema, data_id, arrays.range_ends, f"{PREFIX}floor", generation.timestamp
+    )
+    if floor.streams != arrays.stream_count:
+        raise SystemExit(f"floor read {floor.streams} streams, expected {arrays.stream_count}")
+    total = round(sum(seconds.values()), 2)
     result.update(
         {
-            "benchmark": "generation_pipeline",
+            "streams": arrays.stream_count,
+            "entries": arrays.entry_count,
             "nodes": args.nodes,
-            "vnodes": args.vnodes,
             "shards": args.shards,
-            "seconds": seconds,
-            "seconds_total": round(sum(seconds.values()), 2),
-            "cpu_seconds": cpu_seconds,
-            "peak_rss_python_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
-            "peak_rss_jvm_mb_sampled": round(memory.peak_jvm / 2**20),
-            "peak_rss_total_mb_sampled": round(memory.peak_total / 2**20),
-            "cpus": os.cpu_count(),
-            "load_average_1m": round(os.getloadavg()[0], 1),
-            "python": platform.python_version(),
-            "recorded_at": datetime.now(UTC).isoformat(timespec="seconds"),
+            "vnodes": args.vnodes,
+            "seconds": total,
+            "floor_seconds": floor.seconds,
+            "ratio_to_floor": round(total / floor.seconds, 2),
+            **floor.to_json(),
+            "stages": seconds,
+            "cpu_seconds": cpu,
+            "peak_rss_mb": round(memory.peak_total / 2**20),
+            "peak_rss_jvm_mb": round(memory.peak_children / 2**20),
+            "checks": len(outcome.expectations),
+            "rows_read_back": extracted["rows_read_back"],
         }
     )
-    line = json.dumps(result, sort_keys=True)
-    print(line)
-    if args.record:
-        with open(args.record, "a", encoding="utf-8") as handle:
-            handle.write(line + "\n")
+    drop_keyspaces(client, schema)
+    client.session.execute(f"DROP KEYSPACE IF EXISTS {PREFIX}floor", timeout=120)
+    client.close()
+    shutil.rmtree(workdir, ignore_errors=True)
+    text = json.dumps(result, sort_keys=True)
+    print(text)
+    if args.output:
+        args.output.parent.mkdir(parents=True, exist_ok=True)
+        args.output.write_text(text + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":

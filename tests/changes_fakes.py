@@ -31,6 +31,7 @@ from typing import Any
 from cdcgen.core.cdc_log import TableRef
 from cdcgen.core.clocks import NodeClock
 from cdcgen.core.generation import Generation
+from cdcgen.core.generation_arrays import GenerationArrays
 from cdcgen.core.stream_id import StreamId
 from cdcgen.core.topology import TopologyDescription
 from cdcgen.core.watermark import StreamCheckpoint, TableProgress
@@ -66,6 +67,9 @@ class FixedGenerations:
         return [Generation(s.start, s.id) for s in self._spans]
 
     def read_description(self, generation: Generation) -> TopologyDescription:
+        raise NotImplementedError("the changes flow reads spans only")
+
+    def read_arrays(self, generation: Generation) -> GenerationArrays:
         raise NotImplementedError("the changes flow reads spans only")
 
     def spans(

@@ -183,7 +183,7 @@ class PipelineConfig(EnvSettings):
     generation_leeway: timedelta = env("CDCGEN_LEEWAY_SECONDS", timedelta(seconds=5))
     confidence_window: timedelta = env("CDCGEN_CONFIDENCE_WINDOW_SECONDS", timedelta(seconds=30))
     clock_wait_timeout: timedelta = env("CDCGEN_CLOCK_WAIT_TIMEOUT_SECONDS", timedelta(minutes=10))
-    publish_concurrency: int = env("CDCGEN_PUBLISH_CONCURRENCY", 20, ge=1)
+    publish_concurrency: int = env("CDCGEN_PUBLISH_CONCURRENCY", 8, ge=1)
     # Access (see cdcgen.adapters.cluster_access): a password is never written back to an
     # environment by to_env(); processes the pipeline starts get a password file.
     username: str | None = env("CDCGEN_USERNAME", None, min_length=1)

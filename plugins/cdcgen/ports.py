@@ -16,6 +16,7 @@ from typing import Any, Protocol
 from cdcgen.core.cdc_log import TableRef
 from cdcgen.core.clocks import NodeClock
 from cdcgen.core.generation import Generation
+from cdcgen.core.generation_arrays import GenerationArrays
 from cdcgen.core.ring import Ring
 from cdcgen.core.topology import TopologyDescription
 from cdcgen.core.watermark import StreamCheckpoint, TableProgress
@@ -38,6 +39,10 @@ class GenerationSource(Protocol):
 
     def read_description(self, generation: Generation) -> TopologyDescription:
         """The full description; raises ``IncompleteGeneration`` or ``CorruptGeneration``."""
+        ...
+
+    def read_arrays(self, generation: Generation) -> GenerationArrays:
+        """The same description as arrays: millions of streams without one object each."""
         ...
 
     def spans(

@@ -14,6 +14,7 @@ from datetime import datetime
 
 from cdcgen.core.cdc_log import TableRef
 from cdcgen.core.generation import Generation
+from cdcgen.core.generation_arrays import GenerationArrays
 from cdcgen.core.ring import Ring
 from cdcgen.core.topology import TopologyDescription
 from cdcgen.core.windows import GenerationSpan
@@ -38,6 +39,9 @@ class FakeSource:
         return sorted(self.committed)
 
     def read_description(self, generation: Generation) -> TopologyDescription:
+        raise NotImplementedError("the generations orchestration never reads descriptions")
+
+    def read_arrays(self, generation: Generation) -> GenerationArrays:
         raise NotImplementedError("the generations orchestration never reads descriptions")
 
     def spans(

@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from cdcgen.core.generation_arrays import build_generation_arrays
 from cdcgen.core.stream_id import StreamId
+from cdcgen.core.token_arrays import expected_first_tokens
 from cdcgen.core.tokens import (
     MAX_TOKEN,
     MIN_TOKEN,
@@ -35,7 +36,6 @@ from cdcgen.extract.description_json import columns_from_json, columns_to_json
 from cdcgen.extract.streams_table import (
     STREAMS_SCHEMA,
     entries_table,
-    expected_first_tokens,
     flatten_generation,
     ring_vnode_count,
     timestamp_millis,

@@ -14,8 +14,12 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
 
+import numpy as np
+
 from cdcgen.core.generation import CorruptGeneration
-from cdcgen.core.stream_id import InvalidStreamId, StreamId
+from cdcgen.core.generation_arrays import GenerationArrays
+from cdcgen.core.stored_arrays import arrays_from_stored
+from cdcgen.core.stream_id import STREAM_ID_SIZE, InvalidStreamId, StreamId
 from cdcgen.core.tablets import TabletStreamSet
 from cdcgen.core.topology import (
     InvalidDescription,
@@ -107,3 +111,55 @@ def tablets_description(stream_set: TabletStreamSet) -> TopologyDescription:
     lookup (first range end >= token) gives exactly ``get_tablet_stream``.
     """
     return TopologyDescription(tuple(TokenRange(s.token, (s,), 0) for s in stream_set.streams))
+
+
+def arrays_from_rows(
+    label: str, rows: Iterable[RawRow], *, shard_ordered: bool
+) -> GenerationArrays:
+    """:func:`description_from_rows` as arrays, without one object per stream.
+
+    The vectorized path (:func:`cdcgen.core.stored_arrays.arrays_from_stored`) answers
+    for well-formed rows; anything else goes through :func:`description_from_rows`, which
+    raises the precise :class:`CorruptGeneration` (or, if it accepts the rows, gives the
+    same arrays).
+    """
+    stored = list(rows)
+    arrays = _stored_arrays(stored, shard_ordered)
+    if arrays is not None:
+        return arrays
+    return GenerationArrays.from_description(
+        description_from_rows(label, stored, shard_ordered=shard_ordered)
+    )
+
+
+def _stored_arrays(stored: list[RawRow], shard_ordered: bool) -> GenerationArrays | None:
+    ends: list[int] = []
+    ignores: list[int] = []
+    counts: list[int] = []
+    blobs: list[bytes] = []
+    for range_end, streams, ignore_msb in stored:
+        if range_end is None or ignore_msb is None or streams is None:
+            return None
+        before = len(blobs)
+        blobs.extend(streams)
+        ends.append(range_end)
+        ignores.append(ignore_msb)
+        counts.append(len(blobs) - before)
+    if not all(type(blob) is bytes for blob in blobs):
+        return None
+    lengths = np.fromiter(map(len, blobs), dtype=np.int64, count=len(blobs))
+    if np.any(lengths != STREAM_ID_SIZE):
+        return None
+    try:
+        end_array = np.array(ends, dtype=np.int64)
+        ignore_array = np.array(ignores, dtype=np.int64)
+    except (OverflowError, TypeError, ValueError):
+        return None
+    matrix = np.frombuffer(b"".join(blobs), dtype=np.uint8).reshape(-1, STREAM_ID_SIZE)
+    return arrays_from_stored(
+        end_array,
+        ignore_array,
+        np.array(counts, dtype=np.int64),
+        matrix,
+        shard_ordered=shard_ordered,
+    )

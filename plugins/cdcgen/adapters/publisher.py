@@ -40,8 +40,11 @@ SCYLLA_KEYSPACE = "system_distributed"
 """ScyllaDB's own keyspace: its tables exist already and must never be created by us."""
 
 
-DEFAULT_BATCH_BYTES = 1_000_000
-"""About 1 MB per batch: ScyllaDB's bound for one description mutation."""
+DEFAULT_BATCH_BYTES = 256_000
+"""About 200 ranges of 64 streams per batch. Measured on the sandbox with the seed's
+1.6-million-stream generation (25,600 rows): 1 MB batches with 20 in flight overload the
+connection (the driver reports it busy, rounds of retries follow); 256 kB with 8 in
+flight wrote the rows in a fifth of the time single-row inserts took."""
 
 _ROW_OVERHEAD = 64  # key, clustering and set framing of one row, roughly
 
@@ -69,7 +72,7 @@ class CqlDescriptionPublisher:
     """:class:`cdcgen.ports.DescriptionPublisher` over cassandra-driver.
 
     ``keyspace`` (default ``config.target_keyspace``) receives the tables; ``concurrency``
-    (default ``config.publish_concurrency``, 20) bounds batches in flight; timed-out
+    (default ``config.publish_concurrency``, 8) bounds batches in flight; timed-out
     batches are retried ``retries`` times (idempotent writes).
     """
 
@@ -87,7 +90,7 @@ class CqlDescriptionPublisher:
         chosen = keyspace or (config.target_keyspace if config else SCYLLA_KEYSPACE)
         self.client = client
         self.keyspace = check_identifier(chosen, "target keyspace")
-        self.concurrency = concurrency or (config.publish_concurrency if config else 20)
+        self.concurrency = concurrency or (config.publish_concurrency if config else 8)
         self.batch_bytes = batch_bytes
         self.writer = IdempotentWriter(client, self.concurrency, retries, retry_backoff)
         self._prepared: dict[str, PreparedStatement] = {}

@@ -18,6 +18,7 @@ from uuid import UUID
 from cdcgen.adapters.description_rows import parse_stream, tablets_description
 from cdcgen.core.cdc_log import TableRef, base_table_of
 from cdcgen.core.generation import CorruptGeneration, Generation, IncompleteGeneration
+from cdcgen.core.generation_arrays import GenerationArrays
 from cdcgen.core.stream_id import InvalidStreamId
 from cdcgen.core.tablets import (
     InvalidStreamHistory,
@@ -153,6 +154,10 @@ class TabletsStreamSource:
                 except InvalidDescription as exc:
                     raise CorruptGeneration(f"{label}: {exc}") from exc
         raise CorruptGeneration(f"{label}: no stream set of this table starts at that time")
+
+    def read_arrays(self, generation: Generation) -> GenerationArrays:
+        """One stream per tablet: few enough that the description is cheap."""
+        return GenerationArrays.from_description(self.read_description(generation))
 
     def spans(
         self, table: TableRef, since: datetime | None = None, until: datetime | None = None

@@ -28,7 +28,12 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 from uuid import UUID
 
-from cdcgen.adapters.description_rows import description_from_rows, v1_generation_id
+from cdcgen.adapters.description_rows import (
+    RawRow,
+    arrays_from_rows,
+    description_from_rows,
+    v1_generation_id,
+)
 from cdcgen.adapters.v1_sources import V1GenerationSource, detect_legacy_mode, v1_tables_exist
 from cdcgen.adapters.vnode_spans import VnodeGenerations
 from cdcgen.core.generation import (
@@ -37,6 +42,7 @@ from cdcgen.core.generation import (
     IncompleteGeneration,
     SourceMode,
 )
+from cdcgen.core.generation_arrays import GenerationArrays
 from cdcgen.core.time import naive_as_utc
 from cdcgen.core.topology import TopologyDescription
 from cdcgen.schema import (
@@ -76,6 +82,12 @@ class RaftGenerationSource(VnodeGenerations):
         return [Generation(ts, str(data_id)) for ts, data_id in self.committed()]
 
     def read_description(self, generation: Generation) -> TopologyDescription:
+        return description_from_rows(generation.label, self._rows(generation), shard_ordered=False)
+
+    def read_arrays(self, generation: Generation) -> GenerationArrays:
+        return arrays_from_rows(generation.label, self._rows(generation), shard_ordered=False)
+
+    def _rows(self, generation: Generation) -> list[RawRow]:
         label = generation.label
         data_id = _uuid(generation, label)
         rows = list(
@@ -89,8 +101,7 @@ class RaftGenerationSource(VnodeGenerations):
             raise CorruptGeneration(
                 f"{label}: committed, but cdc_generations_v3 has no rows for its data id"
             )
-        raw = [(r.range_end, r.streams, r.ignore_msb) for r in rows]
-        return description_from_rows(label, raw, shard_ordered=False)
+        return [(r.range_end, r.streams, r.ignore_msb) for r in rows]
 
 
 def _uuid(generation: Generation, label: str) -> UUID:
@@ -139,6 +150,14 @@ class GossipGenerationSource(VnodeGenerations):
     def read_description(self, generation: Generation) -> TopologyDescription:
         if _is_v1_id(generation):
             return self._v1.read_description(generation)
+        return description_from_rows(generation.label, self._rows(generation), shard_ordered=False)
+
+    def read_arrays(self, generation: Generation) -> GenerationArrays:
+        if _is_v1_id(generation):
+            return self._v1.read_arrays(generation)
+        return arrays_from_rows(generation.label, self._rows(generation), shard_ordered=False)
+
+    def _rows(self, generation: Generation) -> list[RawRow]:
         label = generation.label
         rows = list(
             self.client.execute(
@@ -155,8 +174,7 @@ class GossipGenerationSource(VnodeGenerations):
             raise IncompleteGeneration(
                 f"{label}: {len(ranges)} of {num_ranges} description rows written so far"
             )
-        raw = [(r.range_end, r.streams, r.ignore_msb) for r in ranges]
-        return description_from_rows(label, raw, shard_ordered=False)
+        return [(r.range_end, r.streams, r.ignore_msb) for r in ranges]
 
 
 def _is_v1_id(generation: Generation) -> bool:
@@ -191,3 +209,6 @@ class LegacyGenerationSource(VnodeGenerations):
 
     def read_description(self, generation: Generation) -> TopologyDescription:
         return self.gossip.read_description(generation)
+
+    def read_arrays(self, generation: Generation) -> GenerationArrays:
+        return self.gossip.read_arrays(generation)

@@ -10,6 +10,7 @@ from datetime import datetime
 
 from cdcgen.core.cdc_log import TableRef
 from cdcgen.core.generation import Generation
+from cdcgen.core.generation_arrays import GenerationArrays
 from cdcgen.core.topology import TopologyDescription
 from cdcgen.core.windows import GenerationSpan
 
@@ -23,6 +24,10 @@ class VnodeGenerations:
 
     def read_description(self, generation: Generation) -> TopologyDescription:
         raise NotImplementedError
+
+    def read_arrays(self, generation: Generation) -> GenerationArrays:
+        """Through the description; sources that read rows override it (no objects)."""
+        return GenerationArrays.from_description(self.read_description(generation))
 
     def spans(
         self, table: TableRef, since: datetime | None = None, until: datetime | None = None

@@ -117,6 +117,9 @@ def write_description_file(path: Path, columns: DescriptionColumns) -> None:
     """Write the description JSON atomically (temp file + rename): readers never see half."""
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_name(f".{path.name}.tmp")
+    # ``dumps`` runs CPython's C encoder; ``dump`` streams through the pure-Python one,
+    # five times slower on a 1.6-million-stream description.
+    text = json.dumps(columns_to_json(columns), separators=(",", ":"))
     with open(temporary, "w", encoding="utf-8") as handle:
-        json.dump(columns_to_json(columns), handle, separators=(",", ":"))
+        handle.write(text)
     temporary.replace(path)

@@ -26,8 +26,8 @@ import pyarrow as pa
 from cdcgen.core.ring import Ring
 from cdcgen.core.stream_id import INDEX_SHIFT, MAX_INDEX, RANDOM_SHIFT, STREAM_ID_SIZE
 from cdcgen.core.time import generation_timestamp, to_millis
-from cdcgen.core.token_arrays import find_first_token_for_shard_array
-from cdcgen.core.tokens import MAX_IGNORE_MSB, MIN_TOKEN
+from cdcgen.core.token_arrays import expected_first_tokens
+from cdcgen.core.tokens import MIN_TOKEN
 from cdcgen.core.topology import Node
 from cdcgen.extract.description_columns import DescriptionColumns, hex_matrix
 
@@ -72,62 +72,6 @@ ENTRIES_SCHEMA = pa.schema(
     ]
 )
 """One row per entry, including entries without streams (which have no stream rows)."""
-
-
-def expected_first_tokens(
-    range_start: npt.ArrayLike,
-    range_end: npt.ArrayLike,
-    shard: npt.ArrayLike,
-    shard_count: npt.ArrayLike,
-    ignore_msb: npt.ArrayLike,
-) -> tuple[Int64Array, BoolArray]:
-    """``find_first_token_for_shard`` per row, each row with its own shard count/ignore_msb.
-
-    The core's :func:`find_first_token_for_shard_array` takes one node configuration; a
-    generation mixes a few (nodes with different shard counts), so rows are grouped by
-    configuration and each group is one vectorized call. Returns the tokens and a mask
-    of rows whose configuration is possible (``shard_count >= 1``, ``0 <= ignore_msb <=
-    63``, at most ``2**(64 - ignore_msb)`` shards, ``0 <= shard < shard_count``); other
-    rows hold 0 and must be ignored.
-    """
-    start, end, shard_a, count, ignore = np.broadcast_arrays(
-        *(
-            np.asarray(a, dtype=np.int64)
-            for a in (range_start, range_end, shard, shard_count, ignore_msb)
-        )
-    )
-    result = np.zeros(start.shape, dtype=np.int64)
-    bits = 64 - np.clip(ignore, 0, MAX_IGNORE_MSB)
-    # Each of the 2**ignore_msb chunks must hold a token of every shard (the core refuses
-    # more shards than a chunk has tokens: some shard would own nothing at all).
-    fits = (count == 1) | (bits >= 62) | (count <= np.left_shift(1, np.minimum(bits, 61)))
-    valid = (
-        (count >= 1)
-        & (ignore >= 0)
-        & (ignore <= MAX_IGNORE_MSB)
-        & fits
-        & (shard_a >= 0)
-        & (shard_a < count)
-    )
-    if not valid.any():
-        return result, valid
-    rows = np.flatnonzero(valid.ravel())
-    # One key per configuration; ignore_msb < 64 fits in the low 6 bits.
-    keys = (count.ravel()[rows] << 6) | ignore.ravel()[rows]
-    configs, inverse = np.unique(keys, return_inverse=True)
-    flat = result.ravel()
-    order = np.argsort(inverse, kind="stable")
-    bounds = np.searchsorted(inverse[order], np.arange(configs.shape[0] + 1))
-    for position, key in enumerate(configs.tolist()):
-        group = rows[order[bounds[position] : bounds[position + 1]]]
-        flat[group] = find_first_token_for_shard_array(
-            start.ravel()[group],
-            end.ravel()[group],
-            shard_a.ravel()[group],
-            key >> 6,
-            key & 0x3F,
-        )
-    return flat.reshape(start.shape), valid
 
 
 def timestamp_millis(timestamp: datetime) -> int:

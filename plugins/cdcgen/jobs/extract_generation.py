@@ -126,13 +126,13 @@ def load_columns(
 
     with client_for(config) as client:
         try:
-            found = source_for(client, config).read_description(generation)
+            found = source_for(client, config).read_arrays(generation)
         except CorruptGeneration as exc:
             if not exc.stored_rows:
                 raise
             print(f"extract_generation: the source reader refused it: {exc}", file=sys.stderr)
             return stored_columns(exc.stored_rows), str(exc)
-    return DescriptionColumns.from_description(found), None
+    return DescriptionColumns.from_arrays(found), None
 
 
 def run(argv: Sequence[str] | None = None, config: PipelineConfig | None = None) -> dict[str, Any]:
