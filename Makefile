@@ -35,9 +35,9 @@ integration: setup
 compose-check: setup
 	$(BIN)/python -m cdcgen_dev.compose_check
 
+# Every benchmark; writes benchmarks/results/latest.json and prints the README's table.
 bench: setup
-	OMP_NUM_THREADS=1 $(BIN)/python benchmarks/bench_lookup.py
-	$(BIN)/python benchmarks/bench_generation_pipeline.py
+	$(BIN)/python benchmarks/run_all.py
 
 sandbox-up: setup
 	$(BIN)/cdcgen sandbox up

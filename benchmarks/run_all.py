@@ -1,0 +1,226 @@
+"""``make bench``: every benchmark of the project, one JSON file, one table.
+
+Starts the local Cassandra if it is not running (and stops it afterwards if it started
+it), then runs, each in its own process so that peak memory and start-up costs are its
+own:
+
+* ``generation_1_6M`` and ``generation_scaling``: :mod:`bench_generation_pipeline` at
+  1/16, 1/4 and the full size of the seed's cluster (100 nodes x 64 shards x 16, 64 and
+  256 vnodes), detect to published against the driver-only floor;
+* ``changes``: :mod:`bench_changes` at 128, 4,096 and 73,728 streams (the last a cold
+  start over a backlog), 1M log rows each, against a raw token-range scan;
+* ``cli_validate_small``: ``cdcgen generation validate`` on a 256-range description,
+  process start to exit;
+* ``lookup``: :mod:`bench_lookup`, tokens mapped to streams per second on one core.
+
+Writes ``benchmarks/results/latest.json`` and prints the README's table. Figures are
+ratios measured side by side on a shared machine: ``machine.load_before`` says how quiet
+it was.
+
+    .venv/bin/python benchmarks/run_all.py [--quick]
+
+``--quick`` runs small sizes only (a smoke test of the tooling, not a measurement).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+RESULTS = HERE / "results" / "latest.json"
+PYTHON = sys.executable
+
+GENERATION_SIZES = (16, 64, 256)  # vnodes of 100 nodes x 64 shards
+CHANGES = ((8, 16, False), (64, 64, False), (72, 1024, True))  # shards, vnodes, backlog
+CHANGE_ROWS = 1_000_000
+
+
+def _run_json(args: list[str], output: Path, timeout: float) -> dict[str, Any]:
+    """Run one benchmark process; its figures are the JSON it wrote to ``output``."""
+    started = time.monotonic()
+    done = subprocess.run(
+        [PYTHON, *args, "--output", str(output)],
+        cwd=HERE.parent,
+        timeout=timeout,
+        check=False,
+        capture_output=True,
+        text=True,
+    )
+    if done.returncode not in (0, 2) or not output.exists():  # 2: ran, missed its target
+        sys.stderr.write(done.stdout[-4000:] + done.stderr[-4000:])
+        raise SystemExit(f"{args[0]} failed with exit status {done.returncode}")
+    figures: dict[str, Any] = json.loads(output.read_text(encoding="utf-8"))
+    print(f"  {' '.join(args)}: {time.monotonic() - started:.0f} s", flush=True)
+    return figures
+
+
+def generation(vnodes: int, work: Path) -> dict[str, Any]:
+    return _run_json(
+        ["benchmarks/bench_generation_pipeline.py", "--vnodes", str(vnodes)],
+        work / f"generation_{vnodes}.json",
+        timeout=1800,
+    )
+
+
+def changes(shards: int, vnodes: int, backlog: bool, rows: int, work: Path) -> dict[str, Any]:
+    args = ["benchmarks/bench_changes.py", "--rows", str(rows)]
+    args += ["--shards", str(shards), "--vnodes", str(vnodes)]
+    return _run_json(
+        args + (["--backlog"] if backlog else []),
+        work / f"changes_{shards}x{vnodes}.json",
+        timeout=3600,
+    )
+
+
+def cli_validate_small(work: Path) -> dict[str, Any]:
+    """A 256-range description (4 nodes x 64 vnodes x 8 shards), validated by the CLI."""
+    import random
+
+    from cdcgen.core.tokens import MAX_TOKEN, MIN_TOKEN
+
+    rng = random.Random(5)
+    tokens = rng.sample(range(MIN_TOKEN, MAX_TOKEN), 256)
+    topology = {
+        "nodes": [
+            {"name": f"n{i}", "shard_count": 8, "ignore_msb": 12, "tokens": tokens[i::4]}
+            for i in range(4)
+        ]
+    }
+    topology_file = work / "topology.json"
+    topology_file.write_text(json.dumps(topology), encoding="utf-8")
+    cdcgen = str(Path(PYTHON).with_name("cdcgen"))
+    built = subprocess.run(
+        [cdcgen, "generation", "build", str(topology_file)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    description = work / "description.json"
+    description.write_text(built.stdout, encoding="utf-8")
+    ranges = len(json.loads(built.stdout)["entries"])
+    started = time.monotonic()
+    done = subprocess.run(
+        [cdcgen, "generation", "validate", str(description), "--topology", str(topology_file),
+         "--report", str(work / "validate-report")],
+        capture_output=True,
+        text=True,
+        check=False,
+    )  # fmt: skip
+    seconds = time.monotonic() - started
+    if done.returncode != 0:
+        raise SystemExit(f"cdcgen generation validate failed: {done.stdout}{done.stderr}")
+    return {"ranges": ranges, "seconds": round(seconds, 2)}
+
+
+def lookup() -> dict[str, Any]:
+    done = subprocess.run(
+        [PYTHON, "benchmarks/bench_lookup.py"],
+        cwd=HERE.parent,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    figures: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return figures
+
+
+def table(results: dict[str, Any]) -> str:
+    """The README's table: each figure, its ratio, against its target."""
+    lines = ["| figure | measured | ratio | target |", "|---|---|---|---|"]
+    big = results["generation_1_6M"]
+    stages = ", ".join(f"{k} {v:.1f}" for k, v in big["stages"].items())
+    lines.append(
+        f"| 1,638,400-stream generation, detect to published | {big['seconds']:.1f} s "
+        f"({stages}) | {big['seconds'] / big['floor_seconds']:.1f}x the driver floor "
+        f"({big['floor_seconds']:.1f} s) | <= 30 s, <= 2x |"
+    )
+    lines.append(f"| its peak memory (process + JVM) | {big['peak_rss_mb']} MB | | <= 4,096 MB |")
+    for point in results["generation_scaling"]:
+        lines.append(
+            f"| generation, {point['streams']:,} streams | {point['seconds']:.1f} s | "
+            f"{point['seconds'] / point['floor_seconds']:.1f}x floor | linear |"
+        )
+    for point in results["changes"]:
+        what = "cold start over a backlog" if point.get("backlog") else "incremental"
+        lines.append(
+            f"| changes, {point['streams']:,} streams, {point['rows']:,} rows, "
+            f"{point['windows']} windows ({what}) | {point['rows_per_s']:,.0f} rows/s | "
+            f"{point['rows_per_s'] / point['raw_scan_rows_per_s']:.2f}x raw scan "
+            f"({point['raw_scan_rows_per_s']:,.0f} rows/s) | >= 0.7x |"
+        )
+    small = results["cli_validate_small"]
+    lines.append(
+        f"| `cdcgen generation validate`, {small['ranges']} ranges | {small['seconds']:.1f} s "
+        "| | <= 5 s |"
+    )
+    if "lookup" in results:
+        rate = results["lookup"].get("tokens_per_second", 0)
+        lines.append(f"| token-to-stream lookup, one core | {rate:,.0f} tokens/s | | >= 1M/s |")
+    machine = results["machine"]
+    lines.append(
+        f"\nMachine: {machine['cores']} cores, load {machine['load_before']} before the run, "
+        f"Python {machine['python']}; command: `make bench` ({results['recorded_at']})."
+    )
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes: a tooling smoke test")
+    parser.add_argument("--output", type=Path, default=RESULTS)
+    args = parser.parse_args()
+
+    from cdcgen_dev.cassandra import Sandbox
+
+    cdcgen = str(Path(PYTHON).with_name("cdcgen"))
+    started_here = not Sandbox(1).is_running()
+    load_before = round(os.getloadavg()[0], 2)
+    subprocess.run([cdcgen, "sandbox", "up"], check=True)  # fetches Cassandra if needed
+    results: dict[str, Any] = {
+        "machine": {
+            "cores": os.cpu_count(),
+            "load_before": load_before,
+            "python": platform.python_version(),
+        },
+    }
+    sizes = (1, 2, 4) if args.quick else GENERATION_SIZES
+    configs = ((2, 8, False), (4, 16, True)) if args.quick else CHANGES
+    rows = 20_000 if args.quick else CHANGE_ROWS
+    try:
+        with tempfile.TemporaryDirectory(prefix="cdcgen-bench-") as tmp:
+            work = Path(tmp)
+            print("generation pipeline:", flush=True)
+            scaling = [generation(v, work) for v in sizes]
+            results["generation_scaling"] = [
+                {k: p[k] for k in ("streams", "seconds", "floor_seconds", "stages")}
+                for p in scaling
+            ]
+            results["generation_1_6M"] = scaling[-1]
+            print("changes:", flush=True)
+            results["changes"] = [changes(s, v, b, rows, work) for s, v, b in configs]
+            print("cli validate:", flush=True)
+            results["cli_validate_small"] = cli_validate_small(work)
+            results["lookup"] = lookup()
+    finally:
+        if started_here:
+            subprocess.run([cdcgen, "sandbox", "down"], check=False)
+    results["recorded_at"] = datetime.now(UTC).isoformat(timespec="seconds")
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.write_text(json.dumps(results, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    print(table(results))
+    print(f"\nwritten: {args.output}")
+
+
+if __name__ == "__main__":
+    main()
