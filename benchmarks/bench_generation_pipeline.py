@@ -52,6 +52,7 @@ from cdcgen.core.cdc_log import timeuuid_from_micros
 from cdcgen.core.generation_arrays import GenerationArrays, build_generation_arrays
 from cdcgen.core.time import to_micros
 from cdcgen.core.tokens import MAX_TOKEN, MIN_TOKEN
+from cdcgen.core.topology import Node
 from cdcgen.schema import SourceSchema
 from cdcgen_dev.emulator import SandboxCluster, SimNode
 from cdcgen_dev.emulator.metadata_writers import (
@@ -83,6 +84,11 @@ def ring_nodes(count: int, shards: int, vnodes: int, rng: random.Random) -> list
         )
         for i in range(count)
     ]
+
+
+def make_nodes(count: int, shards: int, vnodes: int, seed: int) -> list[Node]:
+    """The same ring as core nodes (for benchmarks that need no sandbox)."""
+    return [n.as_core_node() for n in ring_nodes(count, shards, vnodes, random.Random(seed))]
 
 
 def raw_rows(arrays: GenerationArrays) -> list[RawRange]:
