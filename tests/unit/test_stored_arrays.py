@@ -17,7 +17,9 @@ from hypothesis import strategies as st
 from cdcgen.adapters.description_rows import RawRow, arrays_from_rows, description_from_rows
 from cdcgen.core.generation import CorruptGeneration
 from cdcgen.core.generation_arrays import GenerationArrays, build_generation_arrays
-from cdcgen.core.topology import Node
+from cdcgen.core.topology import InvalidDescription, Node
+from cdcgen.extract.description_columns import DescriptionColumns
+from cdcgen.reports.adapters import owners_from_nodes, ring_from_arrays, ring_from_description
 
 LABEL = "generation 2026-11-22T00:00:00.000Z"
 
@@ -126,3 +128,36 @@ def test_every_corruption_kind_is_refused() -> None:
     for broken in _corruptions(rows).values():
         with pytest.raises(CorruptGeneration):
             object_path(broken)
+
+
+@settings(max_examples=30, deadline=None)
+@given(rings(), st.integers(0, 2**32))
+def test_the_report_ring_from_columns_is_the_ring_from_objects(
+    nodes: list[Node], seed: int
+) -> None:
+    arrays = build_generation_arrays(nodes, random.Random(seed))
+    columns = DescriptionColumns.from_arrays(arrays)
+    owners = owners_from_nodes((n.name, n.tokens) for n in nodes)
+    found = columns.to_arrays()
+    assert found is not None
+    assert ring_from_arrays(found, owners) == ring_from_description(
+        columns.to_description(), owners
+    )
+
+
+def test_columns_give_arrays_exactly_when_they_give_a_description() -> None:
+    nodes = [Node("a", 64, 12, (-(2**62), 0, 2**62)), Node("b", 4, 12, (7, 2**40))]
+    rows = stored_rows(build_generation_arrays(nodes, random.Random(3)), 4, as_sets=False)
+    rows.sort(key=lambda row: row[0])
+    for kind, broken in _corruptions(rows).items():
+        if kind in ("null range end", "not a blob"):
+            continue  # not representable as columns
+        columns = DescriptionColumns.from_blobs(
+            [(end, ignore, list(streams)) for end, streams, ignore in broken]
+        )
+        try:
+            columns.to_description()
+        except InvalidDescription:
+            assert columns.to_arrays() is None, kind
+        else:
+            assert columns.to_arrays() is not None, kind

@@ -19,6 +19,7 @@ import numpy as np
 import numpy.typing as npt
 
 from cdcgen.core.generation_arrays import GenerationArrays
+from cdcgen.core.stored_arrays import arrays_from_stored
 from cdcgen.core.stream_id import STREAM_ID_SIZE, StreamId
 from cdcgen.core.tokens import MAX_TOKEN, MIN_TOKEN
 from cdcgen.core.topology import (
@@ -175,6 +176,20 @@ class DescriptionColumns:
             (end, [data[starts[r] : starts[r + 1]] for r in range(offsets[i], offsets[i + 1])])
             for i, end in enumerate(self.range_ends.tolist())
         ]
+
+    def to_arrays(self) -> GenerationArrays | None:
+        """The same description as the core's arrays when :meth:`to_description` would
+        accept it (no per-stream objects), else None."""
+        ends = self.range_ends
+        if not self.all_stream_ids_16_bytes() or np.any(ends[1:] <= ends[:-1]):
+            return None
+        return arrays_from_stored(
+            self.range_ends,
+            self.ignore_msb,
+            self.streams_per_entry(),
+            self.id_matrix()[0],
+            shard_ordered=True,
+        )
 
     def to_description(self) -> TopologyDescription:
         """The strict core object (for publishing); raises if a rule is broken.

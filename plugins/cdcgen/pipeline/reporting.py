@@ -14,10 +14,9 @@ from pathlib import Path
 
 from cdcgen.config import PipelineConfig
 from cdcgen.core.generation import Generation
-from cdcgen.core.topology import InvalidDescription
 from cdcgen.extract.lake import ArtifactError, read_artifact
 from cdcgen.pipeline.outcomes import ValidationOutcome
-from cdcgen.reports.adapters import owners_from_nodes, ring_from_description
+from cdcgen.reports.adapters import owners_from_nodes, ring_from_arrays
 from cdcgen.reports.records import GenerationCounts, GenerationReport, RingEntry, RunStatus
 from cdcgen.reports.site import record_run
 
@@ -69,9 +68,8 @@ def ring_and_counts(
         nodes=len(ring.nodes) if ring else 0,
         shards=sum(n.shard_count or 0 for n in ring.nodes) if ring else 0,
     )
-    try:
-        description = columns.to_description()
-    except (InvalidDescription, ValueError):
+    arrays = columns.to_arrays()
+    if arrays is None:
         return (), counts  # corrupt: no ring picture, the counts still say what was there
     owners = owners_from_nodes((n.name, n.tokens) for n in ring.nodes) if ring else None
-    return ring_from_description(description, owners), counts
+    return ring_from_arrays(arrays, owners), counts

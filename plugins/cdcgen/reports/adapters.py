@@ -11,6 +11,9 @@ import json
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+import numpy as np
+
+from cdcgen.core.generation_arrays import GenerationArrays
 from cdcgen.core.topology import TopologyDescription
 from cdcgen.reports.records import ExpectationOutcome, RingEntry
 
@@ -25,14 +28,7 @@ def ring_from_description(
     ``owners`` is a mapping from ring token to node name (``system.topology`` tokens)
     or a function; ranges whose owner is unknown get the node name "".
     """
-
-    def node_of(token: int) -> str:
-        if owners is None:
-            return ""
-        if callable(owners):
-            return owners(token) or ""
-        return owners.get(token, "")
-
+    node_of = _node_of(owners)
     return tuple(
         RingEntry(
             range_start=description.range_start(index),
@@ -43,6 +39,38 @@ def ring_from_description(
         )
         for index, entry in enumerate(description.entries)
     )
+
+
+def ring_from_arrays(
+    arrays: GenerationArrays, owners: NodeOf | None = None
+) -> tuple[RingEntry, ...]:
+    """:func:`ring_from_description` for the arrays form (no object per stream)."""
+    node_of = _node_of(owners)
+    ends = arrays.range_ends.tolist()
+    starts = np.roll(arrays.range_ends, 1).tolist()
+    tokens = arrays.stream_tokens().tolist()
+    offsets = arrays.offsets.tolist()
+    return tuple(
+        RingEntry(
+            range_start=starts[i],
+            range_end=end,
+            node=node_of(end),
+            shard_count=offsets[i + 1] - offsets[i],
+            stream_tokens=tuple(tokens[offsets[i] : offsets[i + 1]]),
+        )
+        for i, end in enumerate(ends)
+    )
+
+
+def _node_of(owners: NodeOf | None) -> Callable[[int], str]:
+    def node_of(token: int) -> str:
+        if owners is None:
+            return ""
+        if callable(owners):
+            return owners(token) or ""
+        return owners.get(token, "")
+
+    return node_of
 
 
 def owners_from_nodes(nodes: Iterable[tuple[str, Iterable[int]]]) -> dict[int, str]:

@@ -209,7 +209,9 @@ def from_json(data: Mapping[str, Any]) -> RunRecord:
 
 
 def dumps(record: RunRecord) -> str:
-    return json.dumps(to_json(record), indent=1, sort_keys=True) + "\n"
+    # No ``indent``: it switches CPython to its pure-Python encoder, and a generation's
+    # record carries every stream token (1.6 million in the seed's large cluster).
+    return json.dumps(to_json(record), sort_keys=True, separators=(",", ":")) + "\n"
 
 
 def loads(text: str) -> RunRecord:
