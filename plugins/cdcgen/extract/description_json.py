@@ -49,17 +49,21 @@ def columns_from_json(obj: Any) -> DescriptionColumns:
             ignore_msb_value(entry["sharding_ignore_msb"], f"{where}.sharding_ignore_msb")
         )
         streams = entry["streams"]
-        if not isinstance(streams, list) or not all(isinstance(s, str) for s in streams):
+        if not isinstance(streams, list):
             raise InvalidDescription(f"{where}.streams: expected a list of hex strings")
         counts.append(len(streams))
         texts.extend(streams)
+    try:
+        joined = "".join(texts)  # also the one check that every stream is a string
+    except TypeError:
+        raise InvalidDescription(_not_text(raw_entries)) from None
     end_array = np.array(ends, dtype=np.int64)
     ignore_array = np.array(ignores, dtype=np.int64)
     count_array = np.array(counts, dtype=np.int64)
     width = 2 * STREAM_ID_SIZE
-    if all(len(text) == width for text in texts):
+    if len(joined) == width * len(texts) and all(len(text) == width for text in texts):
         try:
-            data = bytes.fromhex("".join(texts))
+            data = bytes.fromhex(joined)
         except ValueError:
             data = b""  # find the culprit below for a precise message
         else:
@@ -83,6 +87,14 @@ def columns_from_json(obj: Any) -> DescriptionColumns:
                     f"entries[{i}].streams[{j}]: {text!r} is not hex"
                 ) from None
     return DescriptionColumns.build(end_array, ignore_array, count_array, blobs)
+
+
+def _not_text(entries: list[Any]) -> str:
+    """The message for the first entry whose streams are not all strings."""
+    for i, entry in enumerate(entries):
+        if not all(isinstance(stream, str) for stream in entry["streams"]):
+            return f"entries[{i}].streams: expected a list of hex strings"
+    return "streams: expected lists of hex strings"
 
 
 def columns_to_json(columns: DescriptionColumns) -> dict[str, Any]:
