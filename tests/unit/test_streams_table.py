@@ -242,3 +242,10 @@ def test_stream_rows_are_the_publishers_rows_without_objects() -> None:
     description = make_generation(_nodes(4, 3, 5, (3, 6)), random.Random(4))
     columns = DescriptionColumns.from_description(description)
     assert columns.stream_rows() == rows_of(description)
+
+
+def test_a_stream_that_is_not_text_is_named_by_its_entry() -> None:
+    good = {"token_range_end": 5, "sharding_ignore_msb": 0, "streams": ["00" * 16]}
+    bad = {"token_range_end": 9, "sharding_ignore_msb": 0, "streams": ["00" * 16, 7]}
+    with pytest.raises(InvalidDescription, match=r"entries\[1\]\.streams: expected a list"):
+        columns_from_json({"entries": [good, bad]})
