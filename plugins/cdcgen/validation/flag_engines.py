@@ -43,21 +43,21 @@ def choose_engine(setting: str, streams: int, sql_max_streams: int) -> Engine:
 def flag_on_spark(
     spark: SparkSession,
     streams: DataFrame,
-    previous_ids: DataFrame | None,
+    counts: pa.Table | None,
     rules: Sequence[RowRule],
 ) -> pa.Table:
     """The offending streams with every flag, computed by Spark in one query.
 
-    The inputs are exposed to the query as temporary views, dropped afterwards.
+    The inputs are exposed to the query as temporary views, dropped afterwards; the
+    counts (a few rows) travel to Spark as Arrow.
     """
     views = [flag_sql.STREAMS_SOURCE]
     streams.createOrReplaceTempView(flag_sql.STREAMS_SOURCE)
-    if previous_ids is not None:
-        previous_ids.select("stream_id").createOrReplaceTempView(flag_sql.PREVIOUS_SOURCE)
-        views.append(flag_sql.PREVIOUS_SOURCE)
+    if counts is not None:
+        spark.createDataFrame(counts).createOrReplaceTempView(flag_sql.COUNTS_SOURCE)
+        views.append(flag_sql.COUNTS_SOURCE)
     try:
-        query = flag_sql.streams_query(rules, with_previous=previous_ids is not None)
-        return spark.sql(query).toArrow()
+        return spark.sql(flag_sql.streams_query(rules)).toArrow()
     finally:
         for view in views:
             spark.catalog.dropTempView(view)

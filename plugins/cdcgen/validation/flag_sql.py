@@ -8,11 +8,9 @@ Spark and SQLite share, so the same query runs on Spark over a lake partition of
 same rows (a test runs every corruption through both).
 
 The tables it reads, by name: :data:`STREAMS_SOURCE`, :data:`ENTRIES_SOURCE` and, when
-the reuse rule runs, :data:`PREVIOUS_SOURCE` (one ``stream_id`` column).
-
-Two choices made for Spark's sake, harmless in SQLite: the stream ID counts are a
-``GROUP BY`` over the IDs alone, joined back (shuffling 16-byte keys, not whole rows);
-and that join carries a ``BROADCAST`` hint, which SQLite reads as a comment.
+an ID rule runs, :data:`COUNTS_SOURCE` (:mod:`.stream_id_counts`: the few IDs that occur
+more than once or were in the previous generation). The join with the counts carries a
+``BROADCAST`` hint for Spark (the table is tiny), which SQLite reads as a comment.
 """
 
 from __future__ import annotations
@@ -31,10 +29,15 @@ from cdcgen.validation.generation_rules import (
 
 STREAMS_SOURCE = "cdcgen_streams"
 ENTRIES_SOURCE = "cdcgen_entries"
-PREVIOUS_SOURCE = "cdcgen_previous_stream_ids"
+COUNTS_SOURCE = "cdcgen_stream_id_counts"
 
-#: What an ID with no count row means: it occurs once here and not in the previous one.
+#: What an ID with no count row has: it occurs once here and not in the previous one.
 _ID_DEFAULTS = {"occurrences": "1", "reused": "FALSE"}
+
+
+def needs_counts(rules: Sequence[RowRule]) -> bool:
+    """Whether some rule reads :data:`STREAM_ID_COUNTS` (then :data:`COUNTS_SOURCE` must exist)."""
+    return bool(used(STREAM_ID_COUNTS, rules))
 
 
 def used(names: Iterable[str], rules: Sequence[RowRule]) -> list[str]:
@@ -56,12 +59,12 @@ def entries_query(rules: Sequence[RowRule]) -> str:
     return _flagged(rules, "entries", _with_derived(ENTRIES_SOURCE, ENTRY_DERIVED, rules))
 
 
-def streams_query(rules: Sequence[RowRule], *, with_previous: bool) -> str:
+def streams_query(rules: Sequence[RowRule]) -> str:
     """The streams breaking at least one active stream rule, with every flag."""
     rows = _with_derived(STREAMS_SOURCE, STREAM_DERIVED, rules)
     counts = used(STREAM_ID_COUNTS, rules)
     if counts:
-        rows = _with_id_counts(rows, counts, with_previous=with_previous)
+        rows = _with_id_counts(rows, counts)
     flags = " OR ".join(rule.flag for rule in rules) or "FALSE"
     return f"SELECT * FROM ({_flagged(rules, 'streams', rows)}) flagged WHERE {flags}"
 
@@ -77,25 +80,13 @@ def _flagged(rules: Sequence[RowRule], batch: Batch, rows: str) -> str:
     return f"SELECT {', '.join(shown + flags)} FROM ({rows}) {batch}_rows"
 
 
-def _with_id_counts(rows: str, counts: list[str], *, with_previous: bool) -> str:
-    """``rows`` with :data:`STREAM_ID_COUNTS` per stream ID.
-
-    Only IDs that occur more than once here or also occurred in the previous generation
-    get a count row; every other ID takes :data:`_ID_DEFAULTS` (once here, new), which
-    is exactly what its counts would be.
-    """
-    ids = f"SELECT stream_id, 1 AS in_generation, 0 AS in_previous FROM {STREAMS_SOURCE}"
-    if with_previous:
-        ids += f" UNION ALL SELECT stream_id, 0, 1 FROM {PREVIOUS_SOURCE}"
-    measures = ", ".join(f"{STREAM_ID_COUNTS[name]} AS {name}" for name in counts)
-    grouped = (
-        f"SELECT stream_id, {measures} FROM ({ids}) ids GROUP BY stream_id "
-        "HAVING SUM(in_generation) > 0 AND (SUM(in_generation) > 1 OR MAX(in_previous) = 1)"
-    )
+def _with_id_counts(rows: str, counts: list[str]) -> str:
+    """``rows`` with the :data:`STREAM_ID_COUNTS` of their IDs; an ID the counts table
+    leaves out takes :data:`_ID_DEFAULTS` (once here, new), which is what it has."""
     values = ", ".join(
         f"COALESCE(counted.{name}, {_ID_DEFAULTS[name]}) AS {name}" for name in counts
     )
     return (
         f"SELECT /*+ BROADCAST(counted) */ rows_.*, {values} FROM ({rows}) rows_ "
-        f"LEFT JOIN ({grouped}) counted ON counted.stream_id = rows_.stream_id"
+        f"LEFT JOIN {COUNTS_SOURCE} counted ON counted.stream_id = rows_.stream_id"
     )

@@ -4,9 +4,9 @@ Every custom generation expectation (the ``expect_*`` types of
 ``expectations/generation_*.json``) is one :class:`RowRule`: a boolean SQL expression over
 one row of its batch (``streams``: one row per stream; ``entries``: one row per entry,
 see :mod:`cdcgen.extract.streams_table`) and the columns a person needs to find the row.
-Rules that compare a row with others use *derived* columns, window functions and the ID
-counts computed beside the batch (:data:`ENTRY_DERIVED`, :data:`STREAM_DERIVED`,
-:data:`STREAM_ID_COUNTS`).
+Rules that compare a row with others use *derived* columns: window functions
+(:data:`ENTRY_DERIVED`, :data:`STREAM_DERIVED`) and the per-ID counts joined to the
+streams (:data:`STREAM_ID_COUNTS`).
 
 The SQL is the subset Spark SQL and SQLite read alike (``CASE``, ``LAG``, ``COUNT(*)
 OVER (PARTITION BY ...)``, ``length`` of a binary), so one text runs on either engine:
@@ -57,13 +57,10 @@ STREAM_DERIVED: Mapping[str, str] = {"byte_length": "length(stream_id)"}
 """Stream columns computed within the row, usable by stream rules."""
 
 STREAM_ID_COUNTS: Mapping[str, str] = {
-    "occurrences": "SUM(in_generation)",
-    "reused": "MAX(in_previous) = 1",
+    "occurrences": "how often the row's stream ID occurs in this generation",
+    "reused": "whether the previous generation had the row's stream ID",
 }
-"""Per stream ID, over this generation's IDs (``in_generation`` 1) and the previous
-generation's (``in_previous`` 1): how often it occurs here and whether it occurred
-there. Only IDs for which a rule could fire are kept (:mod:`.flag_sql`); elsewhere the
-columns are null."""
+"""Stream columns computed per stream ID (:mod:`.stream_id_counts`), usable by rules."""
 
 
 @dataclass(frozen=True)

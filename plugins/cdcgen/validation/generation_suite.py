@@ -48,9 +48,11 @@ from cdcgen.extract.streams_table import as_ring, flatten_generation
 from cdcgen.validation import generation_inputs as inputs
 from cdcgen.validation import sqlite_batches
 from cdcgen.validation.flag_engines import Engine, choose_engine, flag_on_spark
+from cdcgen.validation.flag_sql import needs_counts
 from cdcgen.validation.generation_rules import rules_of
 from cdcgen.validation.gx_runner import SqliteTables, run_suites
 from cdcgen.validation.results import ValidationResult, summary_text
+from cdcgen.validation.stream_id_counts import stream_id_counts
 from cdcgen.validation.suites import GENERATION_SUITES, SuiteSpec, load_suites
 
 if TYPE_CHECKING:
@@ -245,24 +247,23 @@ def _flag(
     """Steps 1 and 2: the entries (all) and the offending streams, flagged, into SQLite."""
     names = [str(e["type"]) for suite in suites for e in suite.expectations]
     stream_rules = rules_of(names, "streams")
+    streams = inputs.streams_arrow(batches.streams) if engine == "sql" else None
+    counts = None
+    if needs_counts(stream_rules):
+        ids = streams if streams is not None else inputs.as_arrow(batches.streams, ("stream_id",))
+        previous = batches.previous
+        counts = stream_id_counts(
+            ids["stream_id"],
+            None if previous is None else inputs.as_arrow(previous, ("stream_id",))["stream_id"],
+        )
     with sqlite_batches.connect(database) as connection:
         sqlite_batches.flag_entries(connection, batches.entries, rules_of(names, "entries"))
-        if engine == "sql":
-            previous = batches.previous
-            sqlite_batches.flag_streams(
-                connection,
-                inputs.streams_arrow(batches.streams),
-                None if previous is None else inputs.as_arrow(previous, ("stream_id",)),
-                stream_rules,
-            )
+        if streams is not None:
+            sqlite_batches.flag_streams(connection, streams, counts, stream_rules)
             return
         session = spark()
-        flagged = flag_on_spark(
-            session,
-            inputs.as_frame(session, batches.streams),
-            None if batches.previous is None else inputs.as_frame(session, batches.previous),
-            stream_rules,
-        )
+        frame = inputs.as_frame(session, batches.streams)
+        flagged = flag_on_spark(session, frame, counts, stream_rules)
         sqlite_batches.store_flagged_streams(connection, flagged)
 
 

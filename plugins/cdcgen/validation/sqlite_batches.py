@@ -7,8 +7,8 @@ built-in row counts need the whole batch, a few thousand rows at most) and ``str
 server, a file in a temporary directory that lives as long as the validation.
 
 For a small generation the flags are computed here too (:func:`flag_streams`, the
-``sql`` engine): the streams and the previous generation's IDs are loaded into the same
-file and the query of :mod:`.flag_sql` runs on them.
+``sql`` engine): the streams and their ID counts are loaded into the same file and the
+query of :mod:`.flag_sql` runs on them.
 """
 
 from __future__ import annotations
@@ -60,15 +60,14 @@ def flag_entries(
 def flag_streams(
     connection: sqlite3.Connection,
     streams: pa.Table,
-    previous_ids: pa.Table | None,
+    counts: pa.Table | None,
     rules: Sequence[RowRule],
 ) -> None:
     """The ``sql`` engine: flag the streams here, keeping the offending ones."""
     load_arrow(connection, flag_sql.STREAMS_SOURCE, streams)
-    if previous_ids is not None:
-        load_arrow(connection, flag_sql.PREVIOUS_SOURCE, previous_ids.select(["stream_id"]))
-    query = flag_sql.streams_query(rules, with_previous=previous_ids is not None)
-    connection.execute(f"CREATE TABLE {STREAMS_TABLE} AS {query}")
+    if counts is not None:
+        load_arrow(connection, flag_sql.COUNTS_SOURCE, counts)
+    connection.execute(f"CREATE TABLE {STREAMS_TABLE} AS {flag_sql.streams_query(rules)}")
 
 
 def store_flagged_streams(connection: sqlite3.Connection, flagged: pa.Table) -> None:
