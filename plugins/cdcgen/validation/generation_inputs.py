@@ -10,7 +10,7 @@ Arrow tables (read with pyarrow, only the columns the rules use); Spark gets Dat
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeAlias
 
 import pyarrow as pa
 
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 SOURCE_PROBLEM_COLUMN = "source_problem"
 
 #: Streams or stream IDs: a lake partition directory, or the rows themselves.
-Rows = Path | pa.Table
+Rows: TypeAlias = Path | pa.Table
 
 
 def entries_batch(
@@ -46,9 +46,13 @@ def previous_rows(previous: Path | DescriptionColumns | None) -> Rows | None:
     if previous is None:
         return None
     if isinstance(previous, DescriptionColumns):
-        return stream_id_table(previous)
-    path = Path(previous)
-    return path if path.is_dir() else stream_id_table(read_description_file(path))
+        columns = previous
+    elif Path(previous).is_dir():
+        return Path(previous)
+    else:
+        columns = read_description_file(previous)
+    ids: pa.Table = stream_id_table(columns)
+    return ids
 
 
 def as_arrow(rows: Rows, columns: tuple[str, ...]) -> pa.Table:
