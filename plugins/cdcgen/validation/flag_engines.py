@@ -18,6 +18,7 @@ flagged rows in SQLite, so the verdicts and reports do not depend on the engine.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from cdcgen.validation import flag_sql
@@ -45,16 +46,23 @@ def flag_on_spark(
     streams: DataFrame,
     counts: pa.Table | None,
     rules: Sequence[RowRule],
+    scratch: Path,
 ) -> pa.Table:
     """The offending streams with every flag, computed by Spark in one query.
 
-    The inputs are exposed to the query as temporary views, dropped afterwards; the
-    counts (a few rows) travel to Spark as Arrow.
+    The inputs are exposed to the query as temporary views, dropped afterwards. The
+    counts reach Spark as a Parquet file in ``scratch`` (a directory Spark's executors
+    can read, like the lake): usually empty, they can be as many as the streams when a
+    generation repeats the previous one, too many to hand over through the driver.
     """
+    import pyarrow.parquet as pq
+
     views = [flag_sql.STREAMS_SOURCE]
     streams.createOrReplaceTempView(flag_sql.STREAMS_SOURCE)
     if counts is not None:
-        spark.createDataFrame(counts).createOrReplaceTempView(flag_sql.COUNTS_SOURCE)
+        path = scratch / "stream_id_counts.parquet"
+        pq.write_table(counts, path)
+        spark.read.parquet(str(path)).createOrReplaceTempView(flag_sql.COUNTS_SOURCE)
         views.append(flag_sql.COUNTS_SOURCE)
     try:
         return spark.sql(flag_sql.streams_query(rules)).toArrow()

@@ -8,9 +8,9 @@ Spark and SQLite share, so the same query runs on Spark over a lake partition of
 same rows (a test runs every corruption through both).
 
 The tables it reads, by name: :data:`STREAMS_SOURCE`, :data:`ENTRIES_SOURCE` and, when
-an ID rule runs, :data:`COUNTS_SOURCE` (:mod:`.stream_id_counts`: the few IDs that occur
-more than once or were in the previous generation). The join with the counts carries a
-``BROADCAST`` hint for Spark (the table is tiny), which SQLite reads as a comment.
+an ID rule runs, :data:`COUNTS_SOURCE` (:mod:`.stream_id_counts`: the IDs that occur
+more than once or were in the previous generation; usually none, so Spark broadcasts it
+by itself, and when a corrupt generation makes it large, Spark joins it by sorting).
 """
 
 from __future__ import annotations
@@ -87,6 +87,6 @@ def _with_id_counts(rows: str, counts: list[str]) -> str:
         f"COALESCE(counted.{name}, {_ID_DEFAULTS[name]}) AS {name}" for name in counts
     )
     return (
-        f"SELECT /*+ BROADCAST(counted) */ rows_.*, {values} FROM ({rows}) rows_ "
+        f"SELECT rows_.*, {values} FROM ({rows}) rows_ "
         f"LEFT JOIN {COUNTS_SOURCE} counted ON counted.stream_id = rows_.stream_id"
     )

@@ -85,8 +85,12 @@ def _entries(expectation: str, condition: str, shown: str, description: str, why
 
 
 def _streams(expectation: str, condition: str, shown: str, description: str, why: str) -> RowRule:
-    columns = STREAM_COLUMNS + tuple(c for c in shown.split() if c not in STREAM_COLUMNS)
-    return RowRule(expectation, "streams", condition, columns, description, why)
+    """A stream rule; its rows show :data:`STREAM_COLUMNS` then ``shown``, unless
+    ``shown`` starts with ``stream_id_hex`` (then exactly ``shown``)."""
+    names = tuple(shown.split())
+    if names[:1] != ("stream_id_hex",):
+        names = STREAM_COLUMNS + names
+    return RowRule(expectation, "streams", condition, names, description, why)
 
 
 RULES: tuple[RowRule, ...] = (

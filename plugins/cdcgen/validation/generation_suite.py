@@ -110,6 +110,7 @@ def validate_generation(
         previous=inputs.previous_rows(previous),
         ring=ring,
         layout=artifact.layout,
+        scratch=artifact.lake,
     )
     return _validate(
         batches,
@@ -152,13 +153,14 @@ def validate_description(
     moment = timestamp or EPOCH
     ring = as_ring(nodes) if nodes is not None else None
 
-    def run(streams: inputs.Rows) -> ValidationResult:
+    def run(streams: inputs.Rows, scratch: Path) -> ValidationResult:
         batches = _Batches(
             streams=streams,
             entries=inputs.entries_batch(columns, ring, None),
             previous=inputs.previous_rows(previous),
             ring=ring,
             layout="vnodes",
+            scratch=scratch,
         )
         return _validate(
             batches,
@@ -170,9 +172,10 @@ def validate_description(
         )
 
     if chosen == "sql":
-        return run(flatten_generation(columns, moment, generation_id))
+        return run(flatten_generation(columns, moment, generation_id), Path(tempfile.gettempdir()))
     with tempfile.TemporaryDirectory(prefix="cdcgen-validate-") as lake:
-        return run(write_generation(Path(lake), columns, moment, generation_id).directory)
+        artifact = write_generation(Path(lake), columns, moment, generation_id)
+        return run(artifact.directory, Path(lake))
 
 
 # --- the three steps --------------------------------------------------------------------
@@ -180,13 +183,16 @@ def validate_description(
 
 @dataclass(frozen=True)
 class _Batches:
-    """One generation's inputs: its streams, entries, previous IDs, ring and layout."""
+    """One generation's inputs: its streams, entries, previous IDs, ring and layout, and
+    where the Spark engine may put files its executors read (the lake: a temporary
+    hidden directory in it)."""
 
     streams: inputs.Rows
     entries: pa.Table
     previous: inputs.Rows | None
     ring: Ring | None
     layout: str
+    scratch: Path
 
 
 def _validate(
@@ -263,7 +269,8 @@ def _flag(
             return
         session = spark()
         frame = inputs.as_frame(session, batches.streams)
-        flagged = flag_on_spark(session, frame, counts, stream_rules)
+        with tempfile.TemporaryDirectory(prefix=".cdcgen-validation-", dir=batches.scratch) as tmp:
+            flagged = flag_on_spark(session, frame, counts, stream_rules, Path(tmp))
         sqlite_batches.store_flagged_streams(connection, flagged)
 
 

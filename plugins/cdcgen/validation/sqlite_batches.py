@@ -28,6 +28,8 @@ if TYPE_CHECKING:
 #: The GX batch names, which are also their table names.
 ENTRIES_TABLE = "entries"
 STREAMS_TABLE = "streams"
+#: Rows turned into Python values at a time: bounds memory when many rows are flagged.
+_ROWS_PER_INSERT = 65_536
 
 
 @contextmanager
@@ -45,8 +47,9 @@ def load_arrow(connection: sqlite3.Connection, name: str, table: pa.Table) -> No
     columns = ", ".join(f'"{f.name}" {_sqlite_type(f.type)}' for f in table.schema)
     connection.execute(f'CREATE TABLE "{name}" ({columns})')
     marks = ", ".join("?" for _ in table.schema)
-    rows = zip(*(column.to_pylist() for column in table.columns), strict=True)
-    connection.executemany(f'INSERT INTO "{name}" VALUES ({marks})', rows)
+    for batch in table.to_batches(max_chunksize=_ROWS_PER_INSERT):
+        rows = zip(*(column.to_pylist() for column in batch.columns), strict=True)
+        connection.executemany(f'INSERT INTO "{name}" VALUES ({marks})', rows)
 
 
 def flag_entries(
