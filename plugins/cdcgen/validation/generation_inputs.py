@@ -9,6 +9,8 @@ Arrow tables (read with pyarrow, only the columns the rules use); Spark gets Dat
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeAlias
 
@@ -29,6 +31,20 @@ SOURCE_PROBLEM_COLUMN = "source_problem"
 
 #: Streams or stream IDs: a lake partition directory, or the rows themselves.
 Rows: TypeAlias = Path | pa.Table
+
+
+@dataclass(frozen=True)
+class GenerationBatches:
+    """One generation's inputs: its streams, entries, previous IDs, ring and layout, and
+    where the Spark engine may put files its executors read (the lake, in a temporary
+    hidden directory; None: the system's temporary directory)."""
+
+    streams: Rows
+    entries: Callable[[], pa.Table]  # read when needed: it overlaps the Spark pass
+    previous: Rows | None
+    ring: Ring | None
+    layout: str
+    scratch: Path | None
 
 
 def entries_batch(

@@ -28,8 +28,7 @@ from __future__ import annotations
 import logging
 import tempfile
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -46,17 +45,14 @@ from cdcgen.extract.lake import (
 )
 from cdcgen.extract.streams_table import as_ring, flatten_generation
 from cdcgen.validation import generation_inputs as inputs
-from cdcgen.validation import sqlite_batches
-from cdcgen.validation.flag_engines import Engine, choose_engine, flag_on_spark
-from cdcgen.validation.flag_sql import needs_counts
-from cdcgen.validation.generation_rules import rules_of
+from cdcgen.validation.flag_engines import Engine, choose_engine
+from cdcgen.validation.generation_flags import SparkSource, flag_into
+from cdcgen.validation.generation_inputs import GenerationBatches
 from cdcgen.validation.gx_runner import SqliteTables, run_suites
 from cdcgen.validation.results import ValidationResult, summary_text
-from cdcgen.validation.stream_id_counts import stream_id_counts
-from cdcgen.validation.suites import GENERATION_SUITES, SuiteSpec, load_suites
+from cdcgen.validation.suites import GENERATION_SUITES, load_suites
 
 if TYPE_CHECKING:
-    import pyarrow as pa
     from pyspark.sql import SparkSession
 
     from cdcgen.config import PipelineConfig
@@ -66,8 +62,6 @@ log = logging.getLogger(__name__)
 #: The previous generation: a lake partition, a description file or columns; ``"auto"``
 #: finds the newest older partition in the same lake.
 Previous = Path | DescriptionColumns | None | Literal["auto"]
-#: A Spark session, or how to get one (started only if the Spark engine runs).
-SparkSource = Callable[[], "SparkSession"]
 
 
 # --- entry points -----------------------------------------------------------------------
@@ -94,7 +88,6 @@ def validate_generation(
     if the Spark engine runs and ``spark`` is not given.
     """
     artifact = read_artifact(generation_dir)
-    columns = artifact.read_description()
     ring = as_ring(nodes) if nodes is not None else artifact.read_ring()
     if previous == "auto":
         found = previous_artifact(artifact.lake, artifact.timestamp_ms, artifact.table)
@@ -104,9 +97,11 @@ def validate_generation(
         artifact.stream_count,
         config.validation_sql_max_streams,
     )
-    batches = _Batches(
+    batches = GenerationBatches(
         streams=artifact.directory,
-        entries=inputs.entries_batch(columns, ring, artifact.source_problem),
+        entries=lambda: inputs.entries_batch(
+            artifact.read_description(), ring, artifact.source_problem
+        ),
         previous=inputs.previous_rows(previous),
         ring=ring,
         layout=artifact.layout,
@@ -153,10 +148,10 @@ def validate_description(
     moment = timestamp or EPOCH
     ring = as_ring(nodes) if nodes is not None else None
 
-    def run(streams: inputs.Rows, scratch: Path) -> ValidationResult:
-        batches = _Batches(
+    def run(streams: inputs.Rows, scratch: Path | None) -> ValidationResult:
+        batches = GenerationBatches(
             streams=streams,
-            entries=inputs.entries_batch(columns, ring, None),
+            entries=lambda: inputs.entries_batch(columns, ring, None),
             previous=inputs.previous_rows(previous),
             ring=ring,
             layout="vnodes",
@@ -172,31 +167,17 @@ def validate_description(
         )
 
     if chosen == "sql":
-        return run(flatten_generation(columns, moment, generation_id), Path(tempfile.gettempdir()))
+        return run(flatten_generation(columns, moment, generation_id), None)
     with tempfile.TemporaryDirectory(prefix="cdcgen-validate-") as lake:
         artifact = write_generation(Path(lake), columns, moment, generation_id)
         return run(artifact.directory, Path(lake))
 
 
-# --- the three steps --------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Batches:
-    """One generation's inputs: its streams, entries, previous IDs, ring and layout, and
-    where the Spark engine may put files its executors read (the lake: a temporary
-    hidden directory in it)."""
-
-    streams: inputs.Rows
-    entries: pa.Table
-    previous: inputs.Rows | None
-    ring: Ring | None
-    layout: str
-    scratch: Path
+# --- the three steps (1 and 2: cdcgen.validation.generation_flags) -----------------------
 
 
 def _validate(
-    batches: _Batches,
+    batches: GenerationBatches,
     engine: Engine,
     spark: SparkSource,
     *,
@@ -217,7 +198,7 @@ def _validate(
     with tempfile.TemporaryDirectory(prefix="cdcgen-batches-") as work:
         database = Path(work) / "batches.sqlite"
         started = time.monotonic()
-        _flag(batches, suites, engine, spark, database)
+        flag_into(database, batches, suites, engine, spark)
         log.info("rows flagged (%s engine) in %.1f s", engine, time.monotonic() - started)
         checks, index = run_suites(
             suites,
@@ -241,37 +222,6 @@ def _validate(
         ring=ring_note,
         ring_known=ring is not None and batches.layout == "vnodes",
     )
-
-
-def _flag(
-    batches: _Batches,
-    suites: Sequence[SuiteSpec],
-    engine: Engine,
-    spark: SparkSource,
-    database: Path,
-) -> None:
-    """Steps 1 and 2: the entries (all) and the offending streams, flagged, into SQLite."""
-    names = [str(e["type"]) for suite in suites for e in suite.expectations]
-    stream_rules = rules_of(names, "streams")
-    streams = inputs.streams_arrow(batches.streams) if engine == "sql" else None
-    counts = None
-    if needs_counts(stream_rules):
-        ids = streams if streams is not None else inputs.as_arrow(batches.streams, ("stream_id",))
-        previous = batches.previous
-        counts = stream_id_counts(
-            ids["stream_id"],
-            None if previous is None else inputs.as_arrow(previous, ("stream_id",))["stream_id"],
-        )
-    with sqlite_batches.connect(database) as connection:
-        sqlite_batches.flag_entries(connection, batches.entries, rules_of(names, "entries"))
-        if streams is not None:
-            sqlite_batches.flag_streams(connection, streams, counts, stream_rules)
-            return
-        session = spark()
-        frame = inputs.as_frame(session, batches.streams)
-        with tempfile.TemporaryDirectory(prefix=".cdcgen-validation-", dir=batches.scratch) as tmp:
-            flagged = flag_on_spark(session, frame, counts, stream_rules, Path(tmp))
-        sqlite_batches.store_flagged_streams(connection, flagged)
 
 
 # --- helpers ----------------------------------------------------------------------------
