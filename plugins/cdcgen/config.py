@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from datetime import timedelta
 from enum import Enum
 from pathlib import Path
-from typing import Any, ClassVar, Self
+from typing import Any, ClassVar, Literal, Self
 
 from pydantic import (
     BaseModel,
@@ -184,6 +184,11 @@ class PipelineConfig(EnvSettings):
     confidence_window: timedelta = env("CDCGEN_CONFIDENCE_WINDOW_SECONDS", timedelta(seconds=30))
     clock_wait_timeout: timedelta = env("CDCGEN_CLOCK_WAIT_TIMEOUT_SECONDS", timedelta(minutes=10))
     publish_concurrency: int = env("CDCGEN_PUBLISH_CONCURRENCY", 8, ge=1)
+    #: Which engine flags a generation's rows before GX checks them: ``sql`` (SQLite,
+    #: in-process, no JVM), ``spark``, or ``auto``: SQLite up to
+    #: ``validation_sql_max_streams`` streams, Spark above (cdcgen.validation.flag_engines).
+    validation_engine: Literal["auto", "sql", "spark"] = env("CDCGEN_VALIDATION_ENGINE", "auto")
+    validation_sql_max_streams: int = env("CDCGEN_VALIDATION_SQL_MAX_STREAMS", 200_000, ge=0)
     # Access (see cdcgen.adapters.cluster_access): a password is never written back to an
     # environment by to_env(); processes the pipeline starts get a password file.
     username: str | None = env("CDCGEN_USERNAME", None, min_length=1)

@@ -1,9 +1,11 @@
-"""The GX suites on Spark: valid generations pass, each corruption names its expectation.
+"""The GX suites: valid generations pass, each corruption names its expectation, on
+either flag engine (SQLite in-process, Spark), with the same verdicts and rows.
 
-Spark and GX cost seconds per validation, so the corruptions share one run: a generation
-carrying every corruption, each in its own entry, validated once (module fixture); each
-parametrized test then checks that its corruption made the right expectation fail and
-that the corrupted entry is among the offending rows.
+Spark and GX cost seconds per validation, so the corruptions share one run per engine: a
+generation carrying every corruption, each in its own entry, validated once per engine
+(module fixture); each parametrized test then checks that its corruption made the right
+expectation fail and that the corrupted entry is among the offending rows, and one test
+compares the two engines' results check by check, row by row.
 """
 
 from __future__ import annotations
@@ -54,14 +56,20 @@ def _generation(seed: int) -> Json:
 # --- valid generations ------------------------------------------------------------------
 
 
-def test_a_valid_generation_passes_every_check(spark: SparkSession, tmp_path: Path) -> None:
+ENGINES = ("sql", "spark")
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_valid_generation_passes_every_check(
+    spark: SparkSession, tmp_path: Path, engine: str
+) -> None:
     lake = tmp_path / "lake"
     write_generation(lake, columns_from_json(_generation(1)), T1, "previous")
     extracted = extract_generation(
         spark, lake, columns_from_json(_generation(2)), T2, "current", nodes=NODES
     )
     config = PipelineConfig(lake_path=lake, report_dir=tmp_path / "reports")
-    result = validate_generation(config, extracted.artifact.directory, spark=spark)
+    result = validate_generation(config, extracted.artifact.directory, spark=spark, engine=engine)
     assert result.passed, result.summary
     assert result.failures == [] and result.skipped == []  # topology and previous were known
     assert len(result.checks) == 17
@@ -119,7 +127,10 @@ def test_a_tablets_stream_set_passes_the_tablets_rules(spark: SparkSession, tmp_
     assert result.report_index.parent.parent.name == "table=shop.orders"
 
 
-def test_a_tablet_stream_off_its_last_token_fails(spark: SparkSession, tmp_path: Path) -> None:
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_tablet_stream_off_its_last_token_fails(
+    spark: SparkSession, tmp_path: Path, engine: str
+) -> None:
     good = _tablet_set(6, 3).to_description()
     moved = StreamId.from_parts(good.entries[2].streams[0].token - 1, 0, 77)
     bad = copy.deepcopy(description_to_json(good))
@@ -127,7 +138,7 @@ def test_a_tablet_stream_off_its_last_token_fails(spark: SparkSession, tmp_path:
     lake = tmp_path / "lake"
     config = PipelineConfig(lake_path=lake, report_dir=tmp_path / "reports")
     artifact = write_generation(lake, columns_from_json(bad), T1, "log-id", table="shop.orders")
-    result = validate_generation(config, artifact.directory, spark=spark)
+    result = validate_generation(config, artifact.directory, spark=spark, engine=engine)
     failed = {c.check: c for c in result.failures}
     assert set(failed) == {"stream on its tablet's last token"}, result.summary
     assert [
@@ -211,29 +222,58 @@ CORRUPTIONS: dict[str, tuple[Callable[[Json, Json], int], str]] = {
 }
 
 
+Corrupted = tuple[ValidationResult, dict[str, int], Json]
+
+
 @pytest.fixture(scope="module")
-def corrupted(
+def corrupted_by_engine(
     spark: SparkSession, tmp_path_factory: pytest.TempPathFactory
-) -> tuple[ValidationResult, dict[str, int], Json]:
+) -> dict[str, Corrupted]:
     previous = _generation(1)
     data = copy.deepcopy(_generation(2))
     touched = {name: corrupt(data, previous) for name, (corrupt, _) in CORRUPTIONS.items()}
     assert len(set(touched.values())) == len(touched), "one entry per corruption"
-    result = validate_description(
-        spark,
-        columns_from_json(data),
-        report_dir=tmp_path_factory.mktemp("corrupted") / "docs",
-        nodes=NODES,
-        previous=columns_from_json(previous),
-        timestamp=T2,
-        generation_id="corrupted",
-    )
-    return result, touched, data
+    results = {
+        engine: validate_description(
+            spark,
+            columns_from_json(data),
+            report_dir=tmp_path_factory.mktemp(f"corrupted-{engine}") / "docs",
+            nodes=NODES,
+            previous=columns_from_json(previous),
+            timestamp=T2,
+            generation_id="corrupted",
+            engine=engine,
+        )
+        for engine in ENGINES
+    }
+    return {engine: (result, touched, data) for engine, result in results.items()}
+
+
+@pytest.fixture(scope="module", params=ENGINES)
+def corrupted(
+    request: pytest.FixtureRequest, corrupted_by_engine: dict[str, Corrupted]
+) -> Corrupted:
+    return corrupted_by_engine[request.param]
+
+
+def test_both_engines_give_the_same_verdicts_and_rows(
+    corrupted_by_engine: dict[str, Corrupted],
+) -> None:
+    sql, spark = (corrupted_by_engine[engine][0] for engine in ENGINES)
+
+    def verdicts(result: ValidationResult) -> list[tuple[str, str, bool, object]]:
+        return [(c.suite, c.expectation, c.passed, c.observed) for c in result.checks]
+
+    assert verdicts(sql) == verdicts(spark)
+    assert {c.expectation for c in sql.failures} >= {e for _, e in CORRUPTIONS.values()}
+    for mine, theirs in zip(sql.checks, spark.checks, strict=True):
+        assert mine.samples == theirs.samples, mine.expectation
+    assert sql.skipped == spark.skipped == []
 
 
 @pytest.mark.parametrize("name", list(CORRUPTIONS))
 def test_each_corruption_fails_its_expectation_naming_the_stream(
-    corrupted: tuple[ValidationResult, dict[str, int], Json], name: str
+    corrupted: Corrupted, name: str
 ) -> None:
     result, touched, _ = corrupted
     expectation = CORRUPTIONS[name][1]
@@ -244,9 +284,7 @@ def test_each_corruption_fails_its_expectation_naming_the_stream(
     assert touched[name] in entries, (name, failed[expectation].samples)
 
 
-def test_failures_are_exactly_the_corrupted_rules(
-    corrupted: tuple[ValidationResult, dict[str, int], Json],
-) -> None:
+def test_failures_are_exactly_the_corrupted_rules(corrupted: Corrupted) -> None:
     result, _, data = corrupted
     assert not result.passed
     failed = {check.expectation for check in result.failures}
@@ -313,6 +351,33 @@ def test_cli_validate_names_failed_checks_and_exits_non_zero(
         "FAILED stream IDs unique [generation_format.expect_stream_ids_unique_in_generation]" in out
     )
     assert (tmp_path / "report" / "index.html").is_file()
+
+
+def test_cli_validate_of_a_small_description_starts_no_jvm(tmp_path: Path) -> None:
+    """The command runs in a process whose Java cannot start: Spark would fail it."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    data = _generation(2)
+    (tmp_path / "gen.json").write_text(json.dumps(data))
+    (tmp_path / "topo.json").write_text(json.dumps(nodes_to_json(NODES)))
+    command = "import sys; from cdcgen.cli import main; sys.exit(main())"
+    args = ["generation", "validate", str(tmp_path / "gen.json"), "--topology"]
+    args += [str(tmp_path / "topo.json"), "--report", str(tmp_path / "report")]
+    env = {**os.environ, "JAVA_HOME": str(tmp_path / "no-java"), "CDCGEN_VALIDATION_ENGINE": ""}
+    run = subprocess.run(
+        [sys.executable, "-c", command, *args], env=env, capture_output=True, text=True
+    )
+    assert run.returncode == 0, run.stderr
+    assert "passed, 16 of 16 checks passed" in run.stdout
+    assert (tmp_path / "report" / "index.html").is_file()
+    env["CDCGEN_VALIDATION_ENGINE"] = "spark"  # the same command, made to need Spark, fails
+    spark_run = subprocess.run(
+        [sys.executable, "-c", command, *args], env=env, capture_output=True, text=True
+    )
+    assert spark_run.returncode != 0
 
 
 # --- generations made for another ring ---------------------------------------------------

@@ -1,6 +1,6 @@
 """`cdcgen generation validate` and `cdcgen generation publish`.
 
-``validate`` runs the very suites the pipeline runs (Spark + Great Expectations) on a
+``validate`` runs the very suites the pipeline runs (Great Expectations) on a
 description file: exit 0 when valid, 1 with each failed check named (and offending
 streams) when not. ``publish`` writes a description to the user-facing tables: streams
 first, timestamp last, refusing to overwrite different streams.
@@ -72,8 +72,9 @@ def add_validate(commands: SubParsers) -> None:
 
 
 def validate_command(args: argparse.Namespace) -> int:
+    """Validate a description file; Spark starts only if the Spark engine is chosen
+    (``CDCGEN_VALIDATION_ENGINE``; by default only for descriptions too big for SQLite)."""
     from cdcgen.config import PipelineConfig
-    from cdcgen.spark.session import JobKind, job_session
     from cdcgen.validation.generation_suite import validate_description
 
     columns = load_columns(args.file)
@@ -82,19 +83,19 @@ def validate_command(args: argparse.Namespace) -> int:
     if args.previous:
         path = Path(args.previous)
         previous = path if path.is_dir() else load_columns(args.previous)
+    config = PipelineConfig.from_env()
     report = (
-        Path(args.report)
-        if args.report
-        else PipelineConfig.from_env().report_dir / f"validate-{Path(args.file).stem}"
+        Path(args.report) if args.report else config.report_dir / f"validate-{Path(args.file).stem}"
     )
     result = validate_description(
-        job_session(JobKind.VALIDATION),
+        None,
         columns,
         report_dir=report,
         nodes=nodes,
         previous=previous,
         timestamp=parse_timestamp(args.timestamp) if args.timestamp else None,
         generation_id=args.generation_id or Path(args.file).stem,
+        config=config,
     )
     print(result.summary)
     return 0 if result.passed else EXIT_INVALID

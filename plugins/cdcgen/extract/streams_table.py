@@ -183,6 +183,11 @@ def entries_table(
     )
 
 
+def stream_id_table(columns: DescriptionColumns) -> pa.Table:
+    """Only the ``stream_id`` column of :func:`flatten_generation` (no decoding)."""
+    return pa.table({"stream_id": _binary_array(columns)})
+
+
 def as_ring(nodes: Iterable[Node] | Ring) -> Ring:
     """A ring from either form (core nodes: a topology file, shard counts known)."""
     return nodes if isinstance(nodes, Ring) else Ring.of_nodes(nodes)

@@ -1,10 +1,10 @@
 """One Spark configuration per kind of job, for spark-submit and in-process sessions alike.
 
 Three kinds of Spark work run in this project: the extraction of a generation's
-description, the extraction of a table's changes, and validation (GX suites on Spark
-DataFrames). Each gets its configuration here, once: :func:`submit_conf` hands it to
-``SparkSubmitOperator`` (``conf=``), :func:`job_session` builds a local session with
-it when the job runs in-process (tests, the command line, a task without Spark).
+description, the extraction of a table's changes, and validation (the flag pass over a
+large generation's streams). Each gets its configuration here, once: :func:`submit_conf`
+hands it to ``SparkSubmitOperator`` (``conf=``), :func:`job_session` builds a local
+session with it when the job runs in-process (tests, the command line, a task without Spark).
 
 All kinds share the small machine's defaults: two local cores, few shuffle partitions,
 no UI, UTC, Arrow. The changes extraction adds what its writes rely on: dynamic

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cdcgen.reports.checks_page import checks_page_path, write_checks_page
-from cdcgen.validation.gx_runner import run_suites
+from cdcgen.validation.gx_runner import SparkFrames, run_suites
 from cdcgen.validation.results import ValidationResult, summary_text
 from cdcgen.validation.suites import CHANGE_SUITES, load_suites
 
@@ -61,7 +61,7 @@ def validate_change_frames(
     try:
         checks, index = run_suites(
             [suite for suite in suites if suite.expectations],  # a skipped batch has no frame
-            frames,
+            SparkFrames(frames),
             {},
             report_dir,
             run_name,

@@ -8,17 +8,26 @@ stream per shard of the owner) or the previous generation (ID reuse) run when th
 known and are listed as skipped otherwise; the result says which ring was used, or that
 none was known.
 
+How, in three steps. (1) One pass computes every rule's flag per row
+(:mod:`.flag_sql`, the rules of :mod:`.generation_rules`) and keeps the entries and the
+offending streams: in SQLite for a small generation, on Spark for a large one
+(:mod:`.flag_engines`). (2) Those rows go to one SQLite file. (3) GX runs the suites on
+it: each rule's expectation selects the rows with its flag, GX counts them, decides and
+renders Data Docs. A million valid streams leave an empty streams table, so GX's work
+no longer grows with the generation, and a small validation starts no JVM at all.
+
 :func:`validate_generation` is what the pipeline calls for an extracted partition;
-:func:`validate_description` is the same for a description file (the CLI);
-:func:`validate_frames` is the common core on DataFrames. Each returns the one
-:class:`~cdcgen.validation.results.ValidationResult`;
+:func:`validate_description` is the same for a description file (the CLI). Each
+returns the one :class:`~cdcgen.validation.results.ValidationResult`;
 ``result.raise_if_failed(GenerationInvalid)`` turns a failure into an exception for
 callers that prefer one.
 """
 
 from __future__ import annotations
 
+import logging
 import tempfile
+import time
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
@@ -28,27 +37,28 @@ from cdcgen.core.ring import Ring, ring_for
 from cdcgen.core.time import EPOCH
 from cdcgen.core.topology import Node
 from cdcgen.extract.description_columns import DescriptionColumns
-from cdcgen.extract.description_json import read_description_file
 from cdcgen.extract.lake import (
     GenerationArtifact,
     previous_artifact,
     read_artifact,
     write_generation,
 )
-from cdcgen.extract.spark_extract import entries_frame, read_streams, streams_frame
 from cdcgen.extract.streams_table import as_ring, flatten_generation
-from cdcgen.spark.session import JobKind, job_session
-from cdcgen.validation.gx_runner import run_suites
+from cdcgen.validation import generation_inputs as inputs
+from cdcgen.validation.flag_engines import Engine, choose_engine
+from cdcgen.validation.generation_flags import SparkSource, flag_into
+from cdcgen.validation.generation_inputs import GenerationBatches
+from cdcgen.validation.gx_runner import SqliteTables, run_suites
 from cdcgen.validation.results import ValidationResult, summary_text
 from cdcgen.validation.suites import GENERATION_SUITES, load_suites
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import SparkSession
 
     from cdcgen.config import PipelineConfig
 
-#: Column of the entries batch holding the source reader's objection (null: none).
-SOURCE_PROBLEM_COLUMN = "source_problem"
+log = logging.getLogger(__name__)
+
 #: The previous generation: a lake partition, a description file or columns; ``"auto"``
 #: finds the newest older partition in the same lake.
 Previous = Path | DescriptionColumns | None | Literal["auto"]
@@ -66,6 +76,7 @@ def validate_generation(
     previous: Previous = "auto",
     report_dir: Path | None = None,
     expectations_dir: Path | None = None,
+    engine: str | None = None,
 ) -> ValidationResult:
     """Validate the extracted partition ``<lake>/generations/generation_ts=<ms>``.
 
@@ -73,30 +84,41 @@ def validate_generation(
     the generation, if any);
     ``previous="auto"`` compares against the newest older partition in the same lake.
     Data Docs go to ``report_dir`` or ``<config.report_dir>/generation_ts=<ms>/``.
+    ``engine`` overrides ``config.validation_engine``; a Spark session is started only
+    if the Spark engine runs and ``spark`` is not given.
     """
     artifact = read_artifact(generation_dir)
-    columns = artifact.read_description()
-    session = spark or job_session(JobKind.VALIDATION)
     ring = as_ring(nodes) if nodes is not None else artifact.read_ring()
     if previous == "auto":
         found = previous_artifact(artifact.lake, artifact.timestamp_ms, artifact.table)
         previous = found.directory if found else None
-    return validate_frames(
-        session,
-        read_streams(session, artifact.directory),
-        entries_frame(session, columns, ring),
+    chosen = choose_engine(
+        engine or config.validation_engine,
+        artifact.stream_count,
+        config.validation_sql_max_streams,
+    )
+    batches = GenerationBatches(
+        streams=artifact.directory,
+        entries=lambda: inputs.entries_batch(
+            artifact.read_description(), ring, artifact.source_problem
+        ),
+        previous=inputs.previous_rows(previous),
         ring=ring,
-        previous_ids=_previous_ids(session, previous),
+        layout=artifact.layout,
+        scratch=artifact.lake,
+    )
+    return _validate(
+        batches,
+        chosen,
+        _spark_source(spark),
         report_dir=Path(report_dir or Path(config.report_dir) / artifact.label),
         label=_label(artifact),
         expectations_dir=expectations_dir,
-        layout=artifact.layout,
-        source_problem=artifact.source_problem,
     )
 
 
 def validate_description(
-    spark: SparkSession,
+    spark: SparkSession | None,
     columns: DescriptionColumns,
     *,
     report_dir: Path,
@@ -105,78 +127,89 @@ def validate_description(
     timestamp: datetime | None = None,
     generation_id: str = "",
     expectations_dir: Path | None = None,
+    config: PipelineConfig | None = None,
+    engine: str | None = None,
 ) -> ValidationResult:
     """Validate a description that is not in the lake (a file given to the CLI).
 
-    It is flattened into a temporary lake partition (pyarrow writes Parquet far faster
-    than Spark ingests Arrow batches), then validated exactly like an extraction.
+    The engine comes from ``engine``, else ``config`` (default: the defaults). SQLite
+    reads the description flattened in memory; for Spark it is flattened into a
+    temporary lake partition (pyarrow writes Parquet far faster than Spark ingests Arrow
+    batches), then validated exactly like an extraction.
     """
+    from cdcgen.config import PipelineConfig
+
+    settings = config or PipelineConfig()
+    chosen = choose_engine(
+        engine or settings.validation_engine,
+        columns.stream_count,
+        settings.validation_sql_max_streams,
+    )
     moment = timestamp or EPOCH
-    with tempfile.TemporaryDirectory(prefix="cdcgen-validate-") as lake:
-        artifact = write_generation(Path(lake), columns, moment, generation_id, nodes=nodes)
-        return validate_frames(
-            spark,
-            read_streams(spark, artifact.directory),
-            entries_frame(spark, columns, nodes),
-            ring=as_ring(nodes) if nodes is not None else None,
-            previous_ids=_previous_ids(spark, previous),
+    ring = as_ring(nodes) if nodes is not None else None
+
+    def run(streams: inputs.Rows, scratch: Path | None) -> ValidationResult:
+        batches = GenerationBatches(
+            streams=streams,
+            entries=lambda: inputs.entries_batch(columns, ring, None),
+            previous=inputs.previous_rows(previous),
+            ring=ring,
+            layout="vnodes",
+            scratch=scratch,
+        )
+        return _validate(
+            batches,
+            chosen,
+            _spark_source(spark),
             report_dir=report_dir,
             label=generation_id or "description",
             expectations_dir=expectations_dir,
         )
 
+    if chosen == "sql":
+        return run(flatten_generation(columns, moment, generation_id), None)
+    with tempfile.TemporaryDirectory(prefix="cdcgen-validate-") as lake:
+        artifact = write_generation(Path(lake), columns, moment, generation_id)
+        return run(artifact.directory, Path(lake))
 
-def validate_frames(
-    spark: SparkSession,
-    streams: DataFrame,
-    entries: DataFrame,
+
+# --- the three steps (1 and 2: cdcgen.validation.generation_flags) -----------------------
+
+
+def _validate(
+    batches: GenerationBatches,
+    engine: Engine,
+    spark: SparkSource,
     *,
     report_dir: Path,
     label: str,
-    ring: Ring | None = None,
-    previous_ids: DataFrame | None = None,
-    expectations_dir: Path | None = None,
-    layout: str = "vnodes",
-    source_problem: str | None = None,
+    expectations_dir: Path | None,
 ) -> ValidationResult:
-    """Run every suite of ``layout``; ``previous_ids`` is a DataFrame with a ``stream_id``
-    column.
-
-    The streams are cached for the run (every check scans them); the previous IDs are
-    exposed to the reuse check as a temporary view, dropped afterwards.
-    """
-    # GX is heavy (and registers the expectation types on import): load it only to run.
-    from cdcgen.validation.generation_expectations import PREVIOUS_STREAM_IDS_VIEW
-
+    """Flag the rows with ``engine``, store them in SQLite, run every suite of the layout."""
+    ring = batches.ring
     available = set()
     if ring is not None:
         available.add("topology")
         if ring.shards_known:
             available.add("shard_counts")
-    if previous_ids is not None:
+    if batches.previous is not None:
         available.add("previous")
-        previous_ids.select("stream_id").createOrReplaceTempView(PREVIOUS_STREAM_IDS_VIEW)
-    suites = load_suites(expectations_dir, available, layout, GENERATION_SUITES)
-    # The source reader's verdict travels as a column, so a GX expectation (and so Data
-    # Docs) reports it beside the checks that show, row by row, what is wrong.
-    from pyspark.sql import functions as F
-
-    entries = entries.withColumn(SOURCE_PROBLEM_COLUMN, F.lit(source_problem).cast("string"))
-    streams = streams.cache()
-    try:
+    suites = load_suites(expectations_dir, available, batches.layout, GENERATION_SUITES)
+    with tempfile.TemporaryDirectory(prefix="cdcgen-batches-") as work:
+        database = Path(work) / "batches.sqlite"
+        started = time.monotonic()
+        flag_into(database, batches, suites, engine, spark)
+        log.info("rows flagged (%s engine) in %.1f s", engine, time.monotonic() - started)
         checks, index = run_suites(
             suites,
-            {"streams": streams, "entries": entries},
+            SqliteTables(database),
             {"ring_vnode_count": ring.vnode_count} if ring is not None else {},
             Path(report_dir),
             label,
         )
-    finally:
-        streams.unpersist()
-        spark.catalog.dropTempView(PREVIOUS_STREAM_IDS_VIEW)
     skipped = [f"{suite.name}: {name}" for suite in suites for name in suite.skipped]
     ring_note = ""
-    if layout == "vnodes":
+    if batches.layout == "vnodes":
         chosen, why = ring_for(False, ring, None)
         ring_note = f"validated against {why}" if chosen else why
     summary = summary_text(f"generation {label}", checks, skipped, index)
@@ -187,11 +220,25 @@ def validate_frames(
         summary=f"{summary}\n  ring: {ring_note}" if ring_note else summary,
         skipped=skipped,
         ring=ring_note,
-        ring_known=ring is not None and layout == "vnodes",
+        ring_known=ring is not None and batches.layout == "vnodes",
     )
 
 
 # --- helpers ----------------------------------------------------------------------------
+
+
+def _spark_source(spark: SparkSession | None) -> SparkSource:
+    """``spark`` itself, or a validation session started when first asked for."""
+    if spark is not None:
+        session = spark
+        return lambda: session
+
+    def start() -> SparkSession:
+        from cdcgen.spark.session import JobKind, job_session
+
+        return job_session(JobKind.VALIDATION)
+
+    return start
 
 
 def _label(artifact: GenerationArtifact) -> str:
@@ -199,16 +246,3 @@ def _label(artifact: GenerationArtifact) -> str:
     if artifact.table:
         return f"{artifact.table} stream set {when} ({artifact.generation_id})"
     return f"{when} ({artifact.generation_id})" if artifact.generation_id else when
-
-
-def _previous_ids(spark: SparkSession, previous: Previous) -> DataFrame | None:
-    """The previous generation's stream IDs, from a lake partition, a JSON file or columns."""
-    if previous is None or previous == "auto":
-        return None
-    if isinstance(previous, DescriptionColumns):
-        table = flatten_generation(previous, EPOCH, "")
-        return streams_frame(spark, table.select(["stream_id"]))
-    path = Path(previous)
-    if path.is_dir():
-        return read_streams(spark, path).select("stream_id")
-    return _previous_ids(spark, read_description_file(path))

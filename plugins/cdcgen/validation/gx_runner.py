@@ -1,13 +1,15 @@
-"""Run loaded suites with Great Expectations on Spark DataFrames and render Data Docs.
+"""Run loaded suites with Great Expectations and render Data Docs.
 
 One ephemeral (in-memory) Data Context per validation: nothing to clean up, nothing
 shared between concurrent tasks, no network. It has a single filesystem Data Docs site
 whose base directory is the generation's report directory, so the static HTML lands in
 ``<report_dir>/<generation>/index.html``. Analytics and progress bars are off.
 
-The DataFrames are passed through ``add_spark(...).add_dataframe_asset(...)
-.add_batch_definition_whole_dataframe(...)``; custom expectations run as Spark SQL.
-This is the one module that reads GX's result objects: each becomes a
+The batches come from one of two sources: Spark DataFrames (:class:`SparkFrames`, the
+change suites: ``add_spark(...).add_dataframe_asset(...)``) or the tables of a SQLite
+file (:class:`SqliteTables`, the generation suites on their flagged batches:
+``add_sqlite(...).add_table_asset(...)``, in-process). Custom expectations run as SQL on
+either. This is the one module that reads GX's result objects: each becomes a
 :class:`~cdcgen.validation.results.CheckOutcome`, whichever suite family ran.
 """
 
@@ -19,8 +21,9 @@ import re
 import shutil
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from cdcgen.progress import Progress
 from cdcgen.validation.results import CheckOutcome, Row
@@ -33,18 +36,66 @@ log = logging.getLogger(__name__)
 
 SITE_NAME = "cdcgen"
 DATASOURCE_NAME = "cdcgen_generation"
+#: A GX batch definition and the batch parameters to run it with.
+Batch = tuple[Any, dict[str, Any] | None]
+
+
+class BatchSource(Protocol):
+    """Where the named batches come from: adds a datasource to a GX context."""
+
+    def batches(self, context: Any, names: Sequence[str]) -> dict[str, Batch]: ...
+
+
+@dataclass(frozen=True)
+class SparkFrames:
+    """Batches that are Spark DataFrames, by batch name."""
+
+    frames: Mapping[str, DataFrame]
+
+    def batches(self, context: Any, names: Sequence[str]) -> dict[str, Batch]:
+        datasource = context.data_sources.add_spark(name=DATASOURCE_NAME)
+        return {
+            name: (
+                datasource.add_dataframe_asset(name=name).add_batch_definition_whole_dataframe(
+                    f"{name}_whole"
+                ),
+                {"dataframe": self.frames[name]},
+            )
+            for name in names
+        }
+
+
+@dataclass(frozen=True)
+class SqliteTables:
+    """Batches that are the tables of a SQLite file, each named as its batch."""
+
+    database: Path
+
+    def batches(self, context: Any, names: Sequence[str]) -> dict[str, Batch]:
+        datasource = context.data_sources.add_sqlite(
+            name=DATASOURCE_NAME, connection_string=f"sqlite:///{self.database}"
+        )
+        return {
+            name: (
+                datasource.add_table_asset(
+                    name=name, table_name=name
+                ).add_batch_definition_whole_table(f"{name}_whole"),
+                None,
+            )
+            for name in names
+        }
 
 
 def run_suites(
     suites: Sequence[SuiteSpec],
-    frames: Mapping[str, DataFrame],
+    source: BatchSource,
     parameters: Mapping[str, Any],
     report_dir: Path,
     run_name: str,
     *,
     max_samples: int | None = None,
 ) -> tuple[list[CheckOutcome], Path]:
-    """Validate each suite on ``frames[suite.batch]``; return outcomes and the docs index.
+    """Validate each suite on its batch from ``source``; return outcomes and the docs index.
 
     Each outcome keeps at most ``max_samples`` offending rows (all GX returned: None).
     """
@@ -82,13 +133,7 @@ def run_suites(
             progress_bars=ProgressBarsConfig(globally=False, metric_calculations=False),
         ),
     )
-    datasource = context.data_sources.add_spark(name=DATASOURCE_NAME)
-    batch_definitions = {
-        batch: datasource.add_dataframe_asset(name=batch).add_batch_definition_whole_dataframe(
-            f"{batch}_whole"
-        )
-        for batch in sorted({suite.batch for suite in suites})
-    }
+    batches = source.batches(context, sorted({suite.batch for suite in suites}))
     # The run name becomes a directory of the site: keep it to URL-safe characters.
     run_id = RunIdentifier(run_name=re.sub(r"[^A-Za-z0-9._=-]+", "_", run_name).strip("_"))
     outcomes: list[CheckOutcome] = []
@@ -104,12 +149,13 @@ def run_suites(
             lost = [e["type"] for e in spec.expectations if e["type"] not in loaded]
             raise SuiteError(f"suite {spec.path}: GX could not build {lost} (see the log)")
         suite = context.suites.add(suite)
+        batch_definition, batch_parameters = batches[spec.batch]
         definition = context.validation_definitions.add(
-            gx.ValidationDefinition(name=spec.name, data=batch_definitions[spec.batch], suite=suite)
+            gx.ValidationDefinition(name=spec.name, data=batch_definition, suite=suite)
         )
         started = time.monotonic()
         result = definition.run(
-            batch_parameters={"dataframe": frames[spec.batch]},
+            batch_parameters=batch_parameters,
             expectation_parameters=dict(parameters),
             result_format={"result_format": "COMPLETE", "partial_unexpected_count": 10},
             run_id=run_id,
