@@ -134,11 +134,19 @@ class ChangeLogReader(Protocol):
         ...
 
     def range_pages(
-        self, low: int, high: int, start: datetime, end: datetime, replica: str | None = None
+        self,
+        low: int,
+        high: int,
+        start: datetime,
+        end: datetime,
+        replica: str | None = None,
+        *,
+        keys_only: bool = False,
     ) -> Iterator[list[Any]]:
         """The rows of every stream with ``low < token(stream) <= high`` and
         ``start <= cdc$time < end``, page by page, each partition's rows in clustering
-        order; sent to ``replica`` (an address) when given and up."""
+        order; sent to ``replica`` (an address) when given and up; ``keys_only``:
+        ``(cdc$stream_id, cdc$time)`` only."""
         ...
 
     def counters(self) -> Mapping[str, int]:

@@ -11,7 +11,8 @@ the lakes compared partition by partition (``generation/window/bucket``) and row
 * a range-strategy run killed between a job's write and its checkpoint (its
   checkpoint store dies in the second save), then resumed: the resume replaces the
   unacknowledged windows and ends with the same lake as the uninterrupted per-stream run;
-* a backfill over acknowledged windows, which replaces them exactly.
+* a backfill over acknowledged windows, which replaces them exactly; the row checks,
+  whose source counts are range scans too, pass on it and fail once a file is lost.
 
 Spark runs locally on two cores, one shared session for the module.
 """
@@ -198,6 +199,16 @@ def test_ranges_write_the_same_rows_as_stream_reads(
     )
     assert backfill.rows_written == sum(expected.values())
     assert lake(by_ranges) == expected
+    # The row checks count the source by range scans too, and see a lost file.
+    checks = table_adapters(world.client, spark, by_ranges, RANGES, TABLE).row_checks
+    verdict = checks.check(backfill)
+    assert verdict.passed, [c.describe() for c in verdict.failures]
+    counted = [c for c in verdict.checks if c.check == "row count equals the source's"]
+    assert counted and all(c.passed for c in counted)
+    next(table_root(by_ranges.lake_path, TABLE).rglob("*.parquet")).unlink()
+    verdict = checks.check(backfill)
+    assert not verdict.passed
+    assert {c.check for c in verdict.failures} & {c.check for c in counted}
 
 
 def test_a_killed_range_run_resumes_to_the_same_lake(

@@ -68,7 +68,7 @@ class CqlChangeLogReader:
         self._statement = self._prepare(log_table.window_query())
         self._statement.fetch_size = options.page_size
         self._count_statement: Any = None
-        self._range_statement: Any = None
+        self._range_statements: dict[bool, Any] = {}
         self._page_size = options.page_size
 
     def _prepare(self, cql: str) -> Any:
@@ -106,16 +106,26 @@ class CqlChangeLogReader:
         return self._paged(bound, what, None)
 
     def range_pages(
-        self, low: int, high: int, start: datetime, end: datetime, replica: str | None = None
+        self,
+        low: int,
+        high: int,
+        start: datetime,
+        end: datetime,
+        replica: str | None = None,
+        *,
+        keys_only: bool = False,
     ) -> Iterator[list[Any]]:
         """The rows of every stream with ``low < token <= high`` and ``start <= cdc$time <
-        end``, one list per page, sent to ``replica`` (an address) when it is up.
+        end``, one list per page, sent to ``replica`` (an address) when it is up;
+        ``keys_only``: ``(cdc$stream_id, cdc$time)`` only.
 
         Partitions come in token order, each one's rows in clustering order."""
-        if self._range_statement is None:
-            self._range_statement = self._prepare(self._log_table.range_query())
-            self._range_statement.fetch_size = self._page_size
-        bound = self._range_statement.bind((low, high, start, end))
+        statement = self._range_statements.get(keys_only)
+        if statement is None:
+            statement = self._prepare(self._log_table.range_query(keys_only=keys_only))
+            statement.fetch_size = self._page_size
+            self._range_statements[keys_only] = statement
+        bound = statement.bind((low, high, start, end))
         what = f"{self._log_table.table.qualified_log} tokens ({low}, {high}] [{start}, {end})"
         return self._paged(bound, what, self._host(replica))
 

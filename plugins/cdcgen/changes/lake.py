@@ -91,7 +91,7 @@ class ParquetChangesLake:
         write the same rows to the same partitions."""
         spark = self._spark
         reads = stream_reads(windows)
-        index = self._range_index(windows, reads)
+        index = self.range_index(windows, reads)
         counters = counter_accumulator(spark)
         broadcasts: list[Broadcast[Any]] = []
         if index is not None and self._ranges is not None:
@@ -123,10 +123,16 @@ class ParquetChangesLake:
         result: Counter[str] = counters.value
         return result
 
-    def _range_index(
-        self, windows: Sequence[Window], reads: Sequence[StreamRead]
+    @property
+    def ranges(self) -> RangeFanout | None:
+        return self._ranges
+
+    def range_index(
+        self, windows: Sequence[Window], reads: Sequence[StreamRead] | None = None
     ) -> WindowIndex | None:
-        """The job's window index if it is to scan token ranges, else None."""
+        """The window index of ``windows`` if reading them is to scan token ranges (the
+        rule, :func:`~cdcgen.core.read_strategy.choose_read`), else None."""
+        reads = stream_reads(windows) if reads is None else reads
         if self._ranges is None:
             return None
         try:

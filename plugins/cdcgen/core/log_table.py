@@ -65,7 +65,7 @@ class LogTable:
         """``COUNT(*)`` of the same slice, computed by the source (the row checks' truth)."""
         return f"SELECT COUNT(*) FROM {self.table.qualified_log} {_WINDOW}"
 
-    def range_query(self) -> str:
+    def range_query(self, *, keys_only: bool = False) -> str:
         """The scan of the range strategy: a token range of the ring, a time slice.
 
         The time bounds restrict a clustering column without the partition key, which
@@ -73,5 +73,7 @@ class LogTable:
         then skips the rows outside the slice of every partition it scans instead of
         shipping them. ``token()`` is the table's own partitioner's (Murmur3, or
         ScyllaDB's CDC partitioner), so the ranges of the cluster's token map cover
-        every partition exactly once."""
-        return f"SELECT {self.select_list} FROM {self.table.qualified_log} {_RANGE}"
+        every partition exactly once. ``keys_only`` selects the stream and time alone
+        (the row checks' source counts)."""
+        columns = f'"{STREAM_ID}", "{TIME}"' if keys_only else self.select_list
+        return f"SELECT {columns} FROM {self.table.qualified_log} {_RANGE}"
