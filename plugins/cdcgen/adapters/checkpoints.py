@@ -228,13 +228,10 @@ class CqlCheckpointStore:
             )
             for c in checkpoints
         ]
-        batches = []
+        batches, consistency = [], self._client.metadata_consistency
         for first in range(0, len(params), SAVE_BATCH):
-            batch = BatchStatement(
-                BatchType.UNLOGGED, consistency_level=self._client.metadata_consistency
-            )
-            for values in params[first : first + SAVE_BATCH]:
-                batch.add(statement, values)
+            batch = BatchStatement(BatchType.UNLOGGED, consistency_level=consistency)
+            batch.add_all([statement] * len(chunk := params[first : first + SAVE_BATCH]), chunk)
             batch.is_idempotent = True
             batches.append((batch, ()))
         if batches:
