@@ -2,17 +2,25 @@
 
 Both sides run the same Spark job shape on the same data and write the same Parquet
 rows (same Arrow conversion, same base-token hashing), so the ratio isolates what the
-design costs: one query per stream routed to its replica, window planning,
-checkpoints, partition overwrite and the watermark, against the generic way of dumping
-a table (token-range scans, ``token(pk) > ? AND token(pk) <= ?``), which ignores
-generations, windows and checkpoints. Target: extraction >= 0.7x the raw scan's rows/s.
+design costs: window planning, the reads (one query per stream, or token-range scans
+placed into windows, as the run's rule picks), checkpoints, partition overwrite and the
+watermark, against the generic way of dumping a table (token-range scans,
+``token(pk) > ? AND token(pk) <= ?``, at the better of ``--splits`` concurrencies),
+which ignores generations, windows and checkpoints. Target: extraction >= 0.7x the raw
+scan's rows/s.
 
-    .venv/bin/python benchmarks/bench_changes.py --rows 200000 --repeat 3
+    .venv/bin/python benchmarks/bench_changes.py --rows 1000000 --shards 64 --vnodes 64 \
+        [--backlog] [--keep-data] --output FILE
 
-Loads ``--rows`` log rows (one row per write, pk/ck/v) into a sandbox CDC table under the
-``bench_changes_`` prefix, placed in the stream the generation maps each key to, then
-times each side ``--repeat`` times, alternating, and records the medians in
-``benchmarks/results/bench_changes.json``.
+One invocation measures one stream count (``--shards`` x ``--vnodes`` streams per
+generation). It loads ``--rows`` log rows (one row per write, pk/ck/v) into a sandbox CDC
+table under the ``bench_changes_`` prefix, across two raft generations (each row in the
+stream the generation active at its time maps its key to); ``--keep-data`` reuses rows
+loaded with the same shape and keeps them. Without ``--backlog`` the old generation is
+already checkpointed (a steady run reads the new one); with it, a cold start reads every
+window of both. Each side runs ``--repeat`` times after a warm-up, alternating which goes
+first; the JSON written to ``--output`` holds the medians, both sides' times, the
+read-only query patterns and the strategy the run chose (``CDCGEN_CHANGES_READ`` forces one).
 """
 
 from __future__ import annotations
@@ -286,7 +294,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         raise SystemExit(f"expected two generations, found {len(generations)}")
     old, new = generations
     table = TableRef(KEYSPACE, "orders")
-    settings = ChangesSettings()
+    settings = ChangesSettings.from_env()  # CDCGEN_CHANGES_READ=... forces a strategy
     log_table = describe_log_table(client, table, schema, settings.log_partitioner)
     interval = Interval(old.start, datetime.now(UTC) - timedelta(seconds=1))
     clocks = BenchClock(datetime.now(UTC))
@@ -299,6 +307,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     times: dict[str, list[float]] = {"raw": [], "changes": []}
     phases: list[dict[str, float]] = []
     result: ExtractionResult | None = None
+    lake_of: list[Any] = []
+    strategy = ""
     run_tag = uuid.uuid4().hex[:8]
     state_keyspaces: list[str] = []
     raw_schema = lake_schema(
@@ -327,6 +337,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             def changes_side(cfg: PipelineConfig = run_config) -> tuple[float, ExtractionResult]:
                 t = time.monotonic()
                 built = table_adapters(client, spark, cfg, settings, table)
+                lake_of[:] = [built.lake]
                 ports = replace(built.ports(validate=False), clocks=clocks)
                 request = ChangesRequest(table, interval)
                 done = extract_changes(request, ports, cfg, settings, cdc_ttl=built.log_table.ttl)
@@ -350,6 +361,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"{result.jobs} job(s), {result.phases})",
                 flush=True,
             )
+            strategy = "ranges" if lake_of[0].range_index(result.windows) else "streams"
             if i:
                 times["raw"].append(raw)
                 times["changes"].append(changes)
@@ -385,6 +397,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "windows": len(result.windows),
         "stream_reads": result.streams_read,
         "jobs": result.jobs,
+        "read_strategy": strategy,
         "repeat": args.repeat,
         "raw_scan_splits": splits,
         "raw_scan_seconds": times["raw"],

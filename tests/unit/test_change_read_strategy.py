@@ -6,6 +6,7 @@ from itertools import pairwise
 
 import pytest
 
+from cdcgen.changes.settings import ChangesSettings
 from cdcgen.core.read_strategy import JobShape, ReadStrategy, choose_read, job_shape
 from cdcgen.core.token_ranges import TokenRange, ring_ranges
 from cdcgen.core.tokens import MAX_TOKEN, MIN_TOKEN
@@ -65,3 +66,11 @@ def test_a_token_range_is_never_empty() -> None:
     with pytest.raises(ValueError):
         TokenRange(5, 5)
     assert TokenRange(0, 2).split(10) == [TokenRange(0, 1), TokenRange(1, 2)]
+
+
+def test_the_setting_reads_the_environment() -> None:
+    settings = ChangesSettings.from_env(
+        {"CDCGEN_CHANGES_READ": " Ranges ", "CDCGEN_CHANGES_RANGES_FROM": "10"}
+    )
+    assert settings.read_strategy is RANGES and settings.ranges_from == 10
+    assert ChangesSettings.from_env({}).read_strategy is AUTO
