@@ -119,7 +119,7 @@ class CheckpointStore(Protocol):
 
 
 class ChangeLogReader(Protocol):
-    """Reads windows of single streams of one CDC log table (one query per stream)."""
+    """Reads a CDC log table: windows of single streams, or time slices of token ranges."""
 
     @property
     def column_metadata(self) -> Sequence[Any]:
@@ -136,6 +136,22 @@ class ChangeLogReader(Protocol):
 
     def count(self, stream: bytes, start: datetime, end: datetime) -> int:
         """``COUNT(*)`` of the same window, computed by the source."""
+        ...
+
+    def range_pages(
+        self,
+        low: int,
+        high: int,
+        start: datetime,
+        end: datetime,
+        replica: str | None = None,
+        *,
+        keys_only: bool = False,
+    ) -> Iterator[list[Any]]:
+        """The rows of every stream with ``low < token(stream) <= high`` and
+        ``start <= cdc$time < end``, page by page, each partition's rows in clustering
+        order; sent to ``replica`` (an address) when given and up; ``keys_only``:
+        ``(cdc$stream_id, cdc$time)`` only."""
         ...
 
     def counters(self) -> Mapping[str, int]:

@@ -1,10 +1,12 @@
 """Read one stream's window of a CDC log table: the :class:`~cdcgen.ports.ChangeLogReader`
 over cassandra-driver.
 
-The query is the only shape the design allows (a single partition, a time slice)::
+Two query shapes: a single partition's time slice (the per-stream strategy)::
 
     SELECT ... WHERE "cdc$stream_id" = ? AND "cdc$time" >= minTimeuuid(?)
                  AND "cdc$time" < minTimeuuid(?)
+
+and a token range's time slice (the range strategy, :meth:`LogTable.range_query`).
 
 Each page is its own request, resumed from the previous page's paging state, so a page
 that times out is re-requested alone (:func:`~cdcgen.adapters.read_retries.with_retries`):
@@ -26,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from cdcgen.adapters.read_retries import Backoff, ReadStats, with_retries
 from cdcgen.adapters.read_sessions import SessionKey, shared_session
+from cdcgen.adapters.stream_routing import host_name
 from cdcgen.core.log_table import LogTable
 
 if TYPE_CHECKING:
@@ -65,6 +68,8 @@ class CqlChangeLogReader:
         self._statement = self._prepare(log_table.window_query())
         self._statement.fetch_size = options.page_size
         self._count_statement: Any = None
+        self._range_statements: dict[bool, Any] = {}
+        self._page_size = options.page_size
 
     def _prepare(self, cql: str) -> Any:
         statement = with_retries(
@@ -98,11 +103,46 @@ class CqlChangeLogReader:
         """
         bound = self._statement.bind((stream, start, end))
         what = f"{self._log_table.table.qualified_log} stream {stream.hex()} [{start}, {end})"
+        return self._paged(bound, what, None)
+
+    def range_pages(
+        self,
+        low: int,
+        high: int,
+        start: datetime,
+        end: datetime,
+        replica: str | None = None,
+        *,
+        keys_only: bool = False,
+    ) -> Iterator[list[Any]]:
+        """The rows of every stream with ``low < token <= high`` and ``start <= cdc$time <
+        end``, one list per page, sent to ``replica`` (an address) when it is up;
+        ``keys_only``: ``(cdc$stream_id, cdc$time)`` only.
+
+        Partitions come in token order, each one's rows in clustering order."""
+        statement = self._range_statements.get(keys_only)
+        if statement is None:
+            statement = self._prepare(self._log_table.range_query(keys_only=keys_only))
+            statement.fetch_size = self._page_size
+            self._range_statements[keys_only] = statement
+        bound = statement.bind((low, high, start, end))
+        what = f"{self._log_table.table.qualified_log} tokens ({low}, {high}] [{start}, {end})"
+        return self._paged(bound, what, self._host(replica))
+
+    def _host(self, address: str | None) -> Any:
+        if address is None:
+            return None
+        for host in self._session.cluster.metadata.all_hosts():
+            if host_name(host) == address and host.is_up:
+                return host
+        return None
+
+    def _paged(self, bound: Any, what: str, host: Any) -> Iterator[list[Any]]:
         paging_state: bytes | None = None
         self.stats.queries += 1
         while True:
             result = with_retries(
-                self._page_call(bound, paging_state),
+                self._page_call(bound, paging_state, host),
                 what,
                 self._backoff,
                 self.stats,
@@ -116,9 +156,10 @@ class CqlChangeLogReader:
             if not paging_state:
                 return
 
-    def _page_call(self, bound: Any, paging_state: bytes | None) -> Callable[[], Any]:
+    def _page_call(self, bound: Any, paging_state: bytes | None, host: Any) -> Callable[[], Any]:
+        extra = {} if host is None else {"host": host}
         return lambda: self._session.execute(
-            bound, timeout=self._timeout, paging_state=paging_state
+            bound, timeout=self._timeout, paging_state=paging_state, **extra
         )
 
     def count(self, stream: bytes, start: datetime, end: datetime) -> int:

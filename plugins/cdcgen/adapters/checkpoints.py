@@ -47,6 +47,9 @@ CHECKPOINTS_TABLE = "cdc_stream_checkpoints"
 PROGRESS_TABLE = "cdc_table_progress"
 _MIRROR = 1 << 62
 DDL_TIMEOUT = 120.0
+#: Checkpoint rows per unlogged batch: about 4 KB, under Cassandra's 5 KB batch warning
+#: (ScyllaDB warns from 128 KB).
+SAVE_BATCH = 32
 
 _DDL = {
     CHECKPOINTS_TABLE: (
@@ -193,10 +196,17 @@ class CqlCheckpointStore:
         table: TableRef,
         checkpoints: Iterable[StreamCheckpoint],
         *,
-        concurrency: int = 64,
+        concurrency: int = 16,
     ) -> int:
-        """Upsert checkpoints (never moving one back); returns how many were written."""
-        from cassandra.concurrent import execute_concurrent_with_args
+        """Upsert checkpoints (never moving one back); returns how many were written.
+
+        Every checkpoint of a table lives in one partition, so they go as unlogged
+        batches of :data:`SAVE_BATCH` rows (one mutation of one partition each, applied
+        atomically by its replicas), a few batches in flight: a run of 150,000 streams
+        saves in seconds, where one statement per stream took minutes. Each row keeps
+        its own ``USING TIMESTAMP``, so a batch never moves a checkpoint back either."""
+        from cassandra.concurrent import execute_concurrent
+        from cassandra.query import BatchStatement, BatchType
 
         statement = self._statement(
             f"UPDATE {self._name(CHECKPOINTS_TABLE)} USING TIMESTAMP ? "
@@ -218,13 +228,15 @@ class CqlCheckpointStore:
             )
             for c in checkpoints
         ]
-        if params:
-            execute_concurrent_with_args(
-                self._client.session,
-                statement,
-                params,
-                concurrency=concurrency,
-                raise_on_first_error=True,
+        batches, consistency = [], self._client.metadata_consistency
+        for first in range(0, len(params), SAVE_BATCH):
+            batch = BatchStatement(BatchType.UNLOGGED, consistency_level=consistency)
+            batch.add_all([statement] * len(chunk := params[first : first + SAVE_BATCH]), chunk)
+            batch.is_idempotent = True
+            batches.append((batch, ()))
+        if batches:
+            execute_concurrent(
+                self._client.session, batches, concurrency=concurrency, raise_on_first_error=True
             )
         return len(params)
 

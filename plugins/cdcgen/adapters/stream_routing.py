@@ -9,6 +9,9 @@ the replicas from the driver's own token map, which does know the ring and the k
 replication. ``murmur3`` mode is for the sandbox, whose log table lives on Apache
 Cassandra and really is hashed.
 
+The range strategy's scans go to the primary replica of their token range
+(:func:`range_replicas`).
+
 Two uses: :func:`stream_replicas` tells the Spark fan-out (:mod:`cdcgen.spark.fanout`)
 each stream's primary replica, so that each Spark task talks to one node, and
 :func:`stream_routing_policy` is a load-balancing policy that puts a statement's
@@ -25,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from cdcgen.core.cdc_log import LOG_SUFFIX, LogPartitioner
 from cdcgen.core.log_table import LogTable
 from cdcgen.core.stream_id import cdc_partitioner_token
+from cdcgen.core.token_ranges import TokenRange, ring_ranges
 from cdcgen.core.tokens import MAX_TOKEN, MIN_TOKEN
 
 if TYPE_CHECKING:
@@ -152,3 +156,19 @@ def stream_routing_policy(
     if partitioner is LogPartitioner.AUTO:
         raise RoutingError("resolve the log partitioner before building the policy")
     return _policy_class()(child or DCAwareRoundRobinPolicy(), partitioner)
+
+
+def range_replicas(client: CqlClient, keyspace: str, at_least: int) -> list[tuple[TokenRange, str]]:
+    """The ring in token ranges (:func:`cdcgen.core.token_ranges.ring_ranges`, at least
+    ``at_least``), each with its primary replica's address, from the driver's token map.
+
+    The token map holds the ring's tokens whatever the log's partitioner, so the ranges
+    cover a Murmur3 log and a CDC-partitioned one alike."""
+    metadata = client.cluster.metadata
+    token_map = metadata.token_map
+    ring = [int(t.value) for t in token_map.ring] if token_map is not None else []
+    result = []
+    for token_range in ring_ranges(ring, at_least):
+        replicas = replicas_for_token(metadata, keyspace, token_range.high)
+        result.append((token_range, host_name(replicas[0]) if replicas else ANY_REPLICA))
+    return result

@@ -44,17 +44,20 @@ PARTITION_VALUES = ("date", "generation", "window", "bucket")
 Converter = Callable[[Any], Any]
 
 
-_DAY_LABELS: dict[int, str] = {}
-
-
 def day_label(micros: int) -> str:
-    """``YYYY-MM-DD`` (UTC) of a microsecond timestamp, cached per day."""
-    day = micros // MICROS_PER_DAY
-    label = _DAY_LABELS.get(day)
-    if label is None:
-        label = datetime.fromtimestamp(day * 86_400, tz=UTC).strftime("%Y-%m-%d")
-        _DAY_LABELS[day] = label
-    return label
+    """``YYYY-MM-DD`` (UTC) of a microsecond timestamp."""
+    return datetime.fromtimestamp(micros // MICROS_PER_DAY * 86_400, tz=UTC).strftime("%Y-%m-%d")
+
+
+def day_labels(micros: pa.Int64Array) -> pa.Array:
+    """:func:`day_label` of every value, computed once per distinct day."""
+    import numpy as np
+    import pyarrow as pa
+
+    days = micros.to_numpy(zero_copy_only=False) // MICROS_PER_DAY
+    distinct, inverse = np.unique(days, return_inverse=True)
+    labels = pa.array([day_label(int(d) * MICROS_PER_DAY) for d in distinct], pa.string())
+    return labels.take(pa.array(inverse.astype(np.int64)))
 
 
 def _text(value: Any) -> Any:
@@ -226,10 +229,10 @@ class LakeBatchBuilder:
         self._specs = list(specs)
         self._schema = schema
         names = [s.name for s in self._specs]
-        self._time = names.index(TIME)
+        self.time_column = names.index(TIME)
         self._seq = names.index(BATCH_SEQ_NO)
         self._op = names.index(OPERATION)
-        self._stream = names.index(STREAM_ID)
+        self.stream_column = names.index(STREAM_ID)
         self._pk = [names.index(n) for n in partition_key]
         self._hasher = BaseKeyHasher(self._specs, partition_key, protocol)
 
@@ -237,7 +240,7 @@ class LakeBatchBuilder:
         """Rows whose (``cdc$time``, ``cdc$batch_seq_no``) was not seen in this stream yet."""
         fresh = []
         for row in rows:
-            key = (row[self._time], row[self._seq])
+            key = (row[self.time_column], row[self._seq])
             if key in seen:
                 continue
             seen.add(key)
@@ -246,31 +249,45 @@ class LakeBatchBuilder:
 
     def to_batch(self, segments: Sequence[tuple[Sequence[Any], Placement]]) -> pa.RecordBatch:
         """One record batch from driver tuples, each segment being one stream read's rows."""
+        import numpy as np
         import pyarrow as pa
 
         rows = [row for segment, _ in segments for row in segment]
-        count = len(rows)
-        columns = list(zip(*rows, strict=True)) if count else [() for _ in self._specs]
+        columns = self.columns(rows)
+        micros = [micros_of_timeuuid(t) for t in columns[self.time_column]]
+        which = pa.array(np.repeat(np.arange(len(segments)), [len(s) for s, _ in segments]))
+        places = [p for _, p in segments]
+        partitions = (
+            pa.array([p.generation for p in places], pa.string()).take(which),
+            pa.array([p.window for p in places], pa.string()).take(which),
+            pa.array([p.bucket for p in places], pa.int32()).take(which),
+        )
+        return self.batch(columns, micros, partitions)
+
+    def columns(self, rows: Sequence[Sequence[Any]]) -> list[Sequence[Any]]:
+        """Driver rows as one value sequence per selected column."""
+        return list(zip(*rows, strict=True)) if rows else [() for _ in self._specs]
+
+    def batch(
+        self,
+        columns: Sequence[Sequence[Any]],
+        micros: Sequence[int] | Any,
+        partitions: tuple[pa.Array, pa.Array, pa.Array],
+    ) -> pa.RecordBatch:
+        """A record batch from column values (:meth:`columns`), their write times
+        (microseconds) and their ``generation``, ``window`` and ``bucket`` arrays."""
+        import pyarrow as pa
+
         arrays = []
         for spec, values in zip(self._specs, columns, strict=True):
             if spec.convert is not None:
                 values = tuple(spec.convert(v) for v in values)
             arrays.append(pa.array(values, type=spec.arrow))
-        micros = [micros_of_timeuuid(t) for t in columns[self._time]]
-        arrays.append(pa.array(micros, type=pa.int64()).cast(pa.timestamp("us", tz="UTC")))
+        written = pa.array(micros, type=pa.int64())
+        arrays.append(written.cast(pa.timestamp("us", tz="UTC")))
         arrays.append(pa.array([operation_name(op) for op in columns[self._op]], pa.string()))
         keys = zip(*(columns[i] for i in self._pk), strict=True)
         arrays.append(pa.array([self._hasher.token(k) for k in keys], type=pa.int64()))
-        arrays.append(pa.array([day_label(m) for m in micros], type=pa.string()))
-        generations: list[str] = []
-        windows: list[str] = []
-        buckets: list[int] = []
-        for segment, placement in segments:
-            size = len(segment)
-            generations += [placement.generation] * size
-            windows += [placement.window] * size
-            buckets += [placement.bucket] * size
-        arrays.append(pa.array(generations, type=pa.string()))
-        arrays.append(pa.array(windows, type=pa.string()))
-        arrays.append(pa.array(buckets, type=pa.int32()))
+        arrays.append(day_labels(written))
+        arrays.extend(partitions)
         return pa.RecordBatch.from_arrays(arrays, schema=self._schema)

@@ -10,6 +10,7 @@ after N saves, a reader factory that fails after N streams) to kill a run part-w
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from cdcgen.adapters.change_log import CqlReaderFactory, ReadOptions
@@ -21,10 +22,11 @@ from cdcgen.adapters.generation_sources import source_for
 from cdcgen.adapters.log_tables import describe_log_table
 from cdcgen.adapters.read_retries import Backoff
 from cdcgen.adapters.read_sessions import SessionKey
-from cdcgen.adapters.stream_routing import stream_replicas
+from cdcgen.adapters.stream_routing import range_replicas, stream_replicas
 from cdcgen.changes.columns import column_specs, lake_schema
 from cdcgen.changes.lake import ParquetChangesLake
 from cdcgen.changes.layout import table_root
+from cdcgen.changes.range_reads import RangeFanout
 from cdcgen.changes.read_task import ReadJob
 from cdcgen.changes.row_validation import SparkRowChecks
 from cdcgen.changes.run import ChangesPorts, ChangesRequest, run_changes
@@ -110,7 +112,9 @@ def table_adapters(
     prepared = client.session.prepare(log_table.window_query())
     schema = lake_schema(column_specs(prepared.result_metadata))
     job = ReadJob(readers, log_table, schema, settings.batch_rows)
-    lake = ParquetChangesLake(spark, table_root(config.lake_path, table), job, fanout)
+    ring = partial(range_replicas, client, table.keyspace)
+    ranges = RangeFanout(ring, settings.read_strategy, settings.ranges_from, settings.min_tasks)
+    lake = ParquetChangesLake(spark, table_root(config.lake_path, table), job, fanout, ranges)
     row_checks = SparkRowChecks(
         spark,
         lake,

@@ -3,7 +3,9 @@
 The :class:`~cdcgen.ports.ChangesLake` port over the file layout of :mod:`.layout` and
 one Spark job per :meth:`ParquetChangesLake.write`: the windows' stream reads fanned out
 over Spark tasks by replica (:class:`~.stream_reads.StreamFanout`), each task reading
-its streams (:func:`~.read_task.read_changes`), the rows written with dynamic partition
+its streams (:func:`~.read_task.read_changes`), or, for a job of many streams, the
+ring's token ranges scanned and each row placed (:mod:`.range_reads`,
+:func:`~.range_task.read_ranges`), the rows written with dynamic partition
 overwrite, so a job replaces exactly its own ``generation/window/bucket`` partitions
 and nothing else. The rows reach the files in the order they were read (enough
 concurrent writers that Spark never re-sorts them), which is each key's order.
@@ -16,7 +18,7 @@ from collections import Counter
 from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from cdcgen.changes.layout import (
     PARTITION_COLUMNS,
@@ -24,12 +26,17 @@ from cdcgen.changes.layout import (
     list_windows,
     remove_window,
 )
+from cdcgen.changes.range_reads import RangeFanout
+from cdcgen.changes.range_task import read_ranges
 from cdcgen.changes.read_task import ReadJob, read_changes
-from cdcgen.changes.stream_reads import StreamFanout
+from cdcgen.changes.stream_reads import StreamFanout, StreamRead, stream_reads
+from cdcgen.changes.window_index import OverlappingReads, WindowIndex
+from cdcgen.core.read_strategy import ReadStrategy, choose_read, job_shape
 from cdcgen.core.windows import LakeWindow, Window
-from cdcgen.spark.fanout import arrow_struct, counter_accumulator, fan_out
+from cdcgen.spark.fanout import Task, TaskFunction, arrow_struct, counter_accumulator, fan_out
 
 if TYPE_CHECKING:
+    from pyspark import Broadcast
     from pyspark.sql import DataFrame, SparkSession
 
 log = logging.getLogger(__name__)
@@ -42,11 +49,20 @@ CONCURRENT_WRITERS = 256
 class ParquetChangesLake:
     """One table's dataset under ``root`` (``<lake>/changes/<keyspace>.<table>``)."""
 
-    def __init__(self, spark: SparkSession, root: Path, job: ReadJob, fanout: StreamFanout) -> None:
+    def __init__(
+        self,
+        spark: SparkSession,
+        root: Path,
+        job: ReadJob,
+        fanout: StreamFanout,
+        ranges: RangeFanout | None = None,
+    ) -> None:
         self._spark = spark
         self._root = Path(root)
         self._job = job
         self._fanout = fanout
+        self._ranges = ranges  # None: per-stream reads only
+        self._buckets = 0
 
     @property
     def root(self) -> Path:
@@ -57,7 +73,8 @@ class ParquetChangesLake:
         return str(self._root)
 
     def buckets(self, wanted: int) -> int:
-        return lake_buckets(self._root, wanted)
+        self._buckets = lake_buckets(self._root, wanted)
+        return self._buckets
 
     def windows(self) -> list[LakeWindow]:
         return list_windows(self._root)
@@ -67,23 +84,32 @@ class ParquetChangesLake:
 
     def write(self, windows: Sequence[Window]) -> Counter[str]:
         """One Spark job: read every stream of ``windows``, overwrite exactly their
-        partitions; returns ``rows:<generation>``, ``queries`` and ``retries``."""
+        partitions; returns ``rows:<generation>``, ``queries`` and ``retries``.
+
+        The job reads stream by stream or scans token ranges, as
+        :func:`~cdcgen.core.read_strategy.choose_read` decides for its shape; both
+        write the same rows to the same partitions."""
         spark = self._spark
-        tasks = self._fanout.tasks(spark, windows)
-        log.info(
-            "%s: %d windows, %d streams, %d tasks over %d replicas",
-            self._job.log_table.table,
-            len(windows),
-            sum(len(reads) for _, reads in tasks),
-            len(tasks),
-            len({replica for replica, _ in tasks}),
-        )
+        reads = stream_reads(windows)
+        index = self.range_index(windows, reads)
         counters = counter_accumulator(spark)
+        broadcasts: list[Broadcast[Any]] = []
+        if index is not None and self._ranges is not None:
+            ranges = self._ranges.tasks(spark, index)
+            shared = spark.sparkContext.broadcast(index)
+            broadcasts.append(shared)
+            task: TaskFunction = partial(read_ranges, self._job, counters, shared)
+            self._log_job(windows, len(reads), ranges, "token ranges")
+            tasks: list[Task[Any]] = list(ranges)
+        else:
+            tasks = list(self._fanout.tasks(spark, windows))
+            task = partial(read_changes, self._job, counters)
+            self._log_job(windows, len(reads), tasks, "stream reads")
         # Runtime SQL settings, also on a session someone else created.
         spark.conf.set("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
         spark.conf.set("spark.sql.maxConcurrentOutputFileWriters", str(CONCURRENT_WRITERS))
-        task = partial(read_changes, self._job, counters)
         rows, broadcast = fan_out(spark, tasks, task, arrow_struct(self._job.schema))
+        broadcasts.append(broadcast)
         try:
             (
                 rows.write.mode("overwrite")
@@ -92,9 +118,49 @@ class ParquetChangesLake:
                 .parquet(str(self._root))
             )
         finally:
-            broadcast.unpersist()
+            for shared_value in broadcasts:
+                shared_value.unpersist()
         result: Counter[str] = counters.value
         return result
+
+    @property
+    def ranges(self) -> RangeFanout | None:
+        return self._ranges
+
+    def range_index(
+        self, windows: Sequence[Window], reads: Sequence[StreamRead] | None = None
+    ) -> WindowIndex | None:
+        """The window index of ``windows`` if reading them is to scan token ranges (the
+        rule, :func:`~cdcgen.core.read_strategy.choose_read`), else None."""
+        reads = stream_reads(windows) if reads is None else reads
+        if self._ranges is None:
+            return None
+        try:
+            index: WindowIndex | None = WindowIndex.of(reads)
+        except OverlappingReads:
+            index = None
+        buckets = self._buckets or 1 + max((w.bucket for w in windows), default=0)
+        shape = job_shape(
+            ((w.generation.label, w.bucket) for w in windows),
+            len(reads),
+            buckets,
+            disjoint=index is not None,
+        )
+        chosen = choose_read(self._ranges.strategy, shape, self._ranges.ranges_from)
+        return index if chosen is ReadStrategy.RANGES else None
+
+    def _log_job(
+        self, windows: Sequence[Window], reads: int, tasks: Sequence[Task[Any]], what: str
+    ) -> None:
+        log.info(
+            "%s: %d windows, %d stream reads as %s: %d tasks over %d replicas",
+            self._job.log_table.table,
+            len(windows),
+            reads,
+            what,
+            len(tasks),
+            len({replica for replica, _ in tasks}),
+        )
 
     def dataset(self) -> DataFrame:
         """The table's rows as Spark reads them, partition values typed as written

@@ -18,6 +18,7 @@ from cdcgen.adapters.read_retries import TerminalReadError
 from cdcgen.changes.columns import LakeBatchBuilder, Placement, column_specs, lake_schema
 from cdcgen.changes.stream_reads import ReaderFactory, StreamRead
 from cdcgen.core.log_table import LogTable
+from cdcgen.ports import ChangeLogReader
 from cdcgen.spark.fanout import task_items
 
 if TYPE_CHECKING:
@@ -35,6 +36,16 @@ class ReadJob:
     batch_rows: int
 
 
+def batch_builder(job: ReadJob, reader: ChangeLogReader) -> LakeBatchBuilder:
+    """The task's Arrow builder; fails if the log's columns moved since the driver planned."""
+    specs = column_specs(reader.column_metadata)
+    if lake_schema(specs) != job.schema:
+        raise TerminalReadError(
+            f"{job.log_table.table.qualified_log} changed schema during the run; re-run it"
+        )
+    return LakeBatchBuilder(specs, job.log_table.partition_key, reader.protocol_version, job.schema)
+
+
 def read_changes(
     job: ReadJob,
     counters: Accumulator[Counter[str]],
@@ -46,14 +57,7 @@ def read_changes(
     Adds ``rows:<generation>``, ``queries`` and ``retries`` to ``counters``.
     """
     reader = job.readers()
-    specs = column_specs(reader.column_metadata)
-    if lake_schema(specs) != job.schema:
-        raise TerminalReadError(
-            f"{job.log_table.table.qualified_log} changed schema during the run; re-run it"
-        )
-    builder = LakeBatchBuilder(
-        specs, job.log_table.partition_key, reader.protocol_version, job.schema
-    )
+    builder = batch_builder(job, reader)
     segments: list[tuple[list[Any], Placement]] = []
     buffered = 0
     written: Counter[str] = Counter()

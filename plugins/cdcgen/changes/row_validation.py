@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cdcgen.changes.lake import ParquetChangesLake
+from cdcgen.changes.range_counts import range_counts_frame
 from cdcgen.changes.result import ExtractionResult
 from cdcgen.changes.row_frames import (
     change_rows_frame,
@@ -72,7 +73,13 @@ class SparkRowChecks:
         )
         counts = None
         if self._source_counts is not None:
-            source = source_counts_frame(spark, self._source_counts, windows)
+            index = self._lake.range_index(windows)
+            ranges = self._lake.ranges
+            if index is not None and ranges is not None:  # as many streams as the run had
+                readers = self._source_counts.readers
+                source = range_counts_frame(spark, readers, ranges, index)
+            else:
+                source = source_counts_frame(spark, self._source_counts, windows)
             counts = stream_counts_frame(rows, source)
         return validate_change_frames(
             rows,

@@ -15,6 +15,7 @@ from pydantic import field_validator
 
 from cdcgen.config import EnvSettings, env
 from cdcgen.core.cdc_log import LogPartitioner
+from cdcgen.core.read_strategy import ReadStrategy
 
 Consistency = Literal["ONE", "LOCAL_ONE", "QUORUM", "LOCAL_QUORUM", "ALL"]
 
@@ -32,6 +33,10 @@ class ChangesSettings(EnvSettings):
     backoff_max: timedelta = env("CDCGEN_CHANGES_BACKOFF_MAX_SECONDS", timedelta(seconds=20))
     read_consistency: Consistency = env("CDCGEN_CHANGES_READ_CONSISTENCY", "QUORUM")
     log_partitioner: LogPartitioner = env("CDCGEN_CHANGES_LOG_PARTITIONER", LogPartitioner.AUTO)
+    # Strategy per job (cdcgen.core.read_strategy): one query per stream, token-range
+    # scans, or auto: scans from ``ranges_from`` stream reads in a job on.
+    read_strategy: ReadStrategy = env("CDCGEN_CHANGES_READ", ReadStrategy.AUTO)
+    ranges_from: int = env("CDCGEN_CHANGES_RANGES_FROM", 1024, ge=1)
     # Distribution: streams per Spark task (tasks never mix primary replicas), and at
     # least this many tasks (0: twice Spark's default parallelism).
     streams_per_task: int = env("CDCGEN_CHANGES_STREAMS_PER_TASK", 256, ge=1)
@@ -54,7 +59,7 @@ class ChangesSettings(EnvSettings):
     def _upper(cls, value: Any) -> Any:
         return value.strip().upper() if isinstance(value, str) else value
 
-    @field_validator("log_partitioner", mode="before")
+    @field_validator("log_partitioner", "read_strategy", mode="before")
     @classmethod
     def _lower(cls, value: Any) -> Any:
         return value.strip().lower() if isinstance(value, str) else value

@@ -5,7 +5,7 @@ Its columns (in schema order, the lake keeps them all), the base table's partiti
 how the cluster places its partitions (:class:`~cdcgen.core.cdc_log.LogPartitioner`).
 Read once on the Spark driver (:func:`cdcgen.adapters.log_tables.describe_log_table`)
 and shipped to the tasks as this small, picklable record, which also writes the only
-two queries the pipeline sends to a log table.
+queries the pipeline sends to a log table.
 """
 
 from __future__ import annotations
@@ -24,6 +24,11 @@ from cdcgen.core.cdc_log import (
     quote_column,
 )
 
+_TOKEN = f'token("{STREAM_ID}")'
+_RANGE = (
+    f'WHERE {_TOKEN} > ? AND {_TOKEN} <= ? AND "{TIME}" >= minTimeuuid(?) '
+    f'AND "{TIME}" < minTimeuuid(?) ALLOW FILTERING'
+)
 _WINDOW = f'WHERE "{STREAM_ID}" = ? AND "{TIME}" >= minTimeuuid(?) AND "{TIME}" < minTimeuuid(?)'
 
 
@@ -59,3 +64,16 @@ class LogTable:
     def count_query(self) -> str:
         """``COUNT(*)`` of the same slice, computed by the source (the row checks' truth)."""
         return f"SELECT COUNT(*) FROM {self.table.qualified_log} {_WINDOW}"
+
+    def range_query(self, *, keys_only: bool = False) -> str:
+        """The scan of the range strategy: a token range of the ring, a time slice.
+
+        The time bounds restrict a clustering column without the partition key, which
+        both Cassandra and ScyllaDB accept only with ``ALLOW FILTERING``; each replica
+        then skips the rows outside the slice of every partition it scans instead of
+        shipping them. ``token()`` is the table's own partitioner's (Murmur3, or
+        ScyllaDB's CDC partitioner), so the ranges of the cluster's token map cover
+        every partition exactly once. ``keys_only`` selects the stream and time alone
+        (the row checks' source counts)."""
+        columns = f'"{STREAM_ID}", "{TIME}"' if keys_only else self.select_list
+        return f"SELECT {columns} FROM {self.table.qualified_log} {_RANGE}"
