@@ -97,7 +97,7 @@ def cli_validate_small(work: Path) -> dict[str, Any]:
     from cdcgen.core.tokens import MAX_TOKEN, MIN_TOKEN
 
     rng = random.Random(5)
-    tokens = rng.sample(range(MIN_TOKEN, MAX_TOKEN), 256)
+    tokens = sorted({rng.randint(MIN_TOKEN, MAX_TOKEN) for _ in range(256)})
     topology = {
         "nodes": [
             {"name": f"n{i}", "shard_count": 8, "ignore_msb": 12, "tokens": tokens[i::4]}
@@ -108,7 +108,7 @@ def cli_validate_small(work: Path) -> dict[str, Any]:
     topology_file.write_text(json.dumps(topology), encoding="utf-8")
     cdcgen = str(Path(PYTHON).with_name("cdcgen"))
     built = subprocess.run(
-        [cdcgen, "generation", "build", str(topology_file)],
+        [cdcgen, "generation", "build", "--topology", str(topology_file), "--seed", "1"],
         capture_output=True,
         text=True,
         check=True,
