@@ -14,12 +14,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from typing import TYPE_CHECKING
 
 from cdcgen.changes.window_index import WindowIndex
 from cdcgen.core.read_strategy import ReadStrategy
-from cdcgen.core.time import from_millis
+from cdcgen.core.time import MillisBounds
 from cdcgen.core.token_ranges import TokenRange
 from cdcgen.spark.fanout import Task, min_tasks, plan_tasks
 
@@ -37,7 +36,7 @@ TASKS_PER_SLOT = 4
 
 
 @dataclass(frozen=True)
-class RangeRead:
+class RangeRead(MillisBounds):
     """One scan: tokens ``(low, high]``, ``start_ms <= cdc$time < end_ms``, its replica."""
 
     low: int
@@ -45,14 +44,6 @@ class RangeRead:
     start_ms: int
     end_ms: int
     replica: str
-
-    @property
-    def start(self) -> datetime:
-        return from_millis(self.start_ms)
-
-    @property
-    def end(self) -> datetime:
-        return from_millis(self.end_ms)
 
 
 @dataclass(frozen=True)

@@ -12,10 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from typing import TYPE_CHECKING
 
-from cdcgen.core.time import from_millis, to_millis
+from cdcgen.core.time import MillisBounds, to_millis
 from cdcgen.core.windows import Window
 from cdcgen.ports import ChangeLogReader
 from cdcgen.spark.fanout import Task, min_tasks, plan_tasks
@@ -29,7 +28,7 @@ ReaderFactory = Callable[[], ChangeLogReader]
 
 
 @dataclass(frozen=True)
-class StreamRead:
+class StreamRead(MillisBounds):
     """One query: a stream's window (ms bounds) and where its rows go in the lake."""
 
     stream: bytes
@@ -38,14 +37,6 @@ class StreamRead:
     generation: str
     window: str
     bucket: int
-
-    @property
-    def start(self) -> datetime:
-        return from_millis(self.start_ms)
-
-    @property
-    def end(self) -> datetime:
-        return from_millis(self.end_ms)
 
     @property
     def placement(self) -> tuple[str, str, int]:

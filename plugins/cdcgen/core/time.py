@@ -72,6 +72,22 @@ def from_millis(millis: int) -> datetime:
     return EPOCH + timedelta(milliseconds=millis)
 
 
+class MillisBounds:
+    """``start``/``end`` of a small picklable record that keeps its bounds as
+    ``start_ms``/``end_ms`` integers (what Spark tasks carry)."""
+
+    start_ms: int
+    end_ms: int
+
+    @property
+    def start(self) -> datetime:
+        return from_millis(self.start_ms)
+
+    @property
+    def end(self) -> datetime:
+        return from_millis(self.end_ms)
+
+
 def iso_millis(value: datetime) -> str:
     """``2026-11-22T10:15:00.000+00:00``: how a generation timestamp is shown."""
     return as_utc(value).isoformat(timespec="milliseconds")
