@@ -19,6 +19,7 @@ is compared with a full scan of each log table (which only a test may do):
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
 import time
 from collections import Counter, defaultdict
@@ -133,12 +134,21 @@ def source_rows(scn: Scenario, table: str) -> dict[Key, tuple[int, int]]:
 
 
 def committed_files(root: Path) -> list[Path]:
-    """The lake's Parquet files as a reader sees them: staging (``.``/``_`` paths) excluded."""
-    return sorted(
-        path
-        for path in root.rglob("*.parquet")
-        if not any(part.startswith((".", "_")) for part in path.relative_to(root).parts)
-    )
+    """The lake's Parquet files as a reader sees them: staging (``.``/``_`` paths) excluded.
+
+    Staging folders are pruned before they are entered: Spark deletes them while a
+    job commits, and a watcher scanning a running job must not trip over one that
+    vanished under it (``os.walk`` skips a folder that is gone).
+    """
+    found: list[Path] = []
+    for folder, subfolders, files in os.walk(root):
+        subfolders[:] = [name for name in subfolders if not name.startswith((".", "_"))]
+        found.extend(
+            Path(folder) / name
+            for name in files
+            if name.endswith(".parquet") and not name.startswith((".", "_"))
+        )
+    return sorted(found)
 
 
 def lake_rows(scn: Scenario, table: str) -> list[dict[str, Any]]:
@@ -223,8 +233,16 @@ def test_a_killed_extraction_resumes_from_its_checkpoints(workload: Workload) ->
     scn = workload.scenario
     lake = Path(scn.config.lake_path) / "changes" / TABLES["orders"]
     killed = threading.Event()
+    watcher_errors: list[BaseException] = []
 
     def kill_spark_when_rows_land() -> None:
+        try:
+            kill_after_first_commit()
+        except BaseException as error:  # reported by the assertion below, not lost
+            watcher_errors.append(error)
+            raise
+
+    def kill_after_first_commit() -> None:
         deadline = time.monotonic() + 600
         while time.monotonic() < deadline and not killed.is_set():
             if lake.exists() and committed_files(lake):  # a first job is committed
@@ -241,6 +259,7 @@ def test_a_killed_extraction_resumes_from_its_checkpoints(workload: Workload) ->
 
     watcher = threading.Thread(target=kill_spark_when_rows_land, daemon=True)
     run, _ = run_changes(scn, TABLES["orders"], on_line=on_line)
+    assert not watcher_errors, f"the watcher failed: {watcher_errors!r}"
     assert killed.is_set(), "the Spark job finished before it could be killed"
     assert not run.succeeded
     partial = len(lake_rows(scn, "orders"))
@@ -255,7 +274,7 @@ def test_a_killed_extraction_resumes_from_its_checkpoints(workload: Workload) ->
 
 def spark_submit_processes() -> list[psutil.Process]:
     """spark-submit JVMs (``SparkSubmit``) running the changes job."""
-    found = []
+    found: list[Path] = []
     for process in psutil.process_iter(["cmdline"]):
         command = " ".join(process.info["cmdline"] or ())
         if "org.apache.spark.deploy.SparkSubmit" in command and "extract_changes.py" in command:
