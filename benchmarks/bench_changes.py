@@ -59,7 +59,7 @@ from cdcgen.core.clocks import NodeClock
 from cdcgen.core.generation import SourceMode
 from cdcgen.core.log_table import LogTable
 from cdcgen.core.lookup import StreamLookup
-from cdcgen.core.watermark import StreamCheckpoint
+from cdcgen.core.watermark import BucketCheckpoint
 from cdcgen.core.windows import Interval, generation_spans
 from cdcgen.schema import SourceSchema
 from cdcgen.spark.fanout import arrow_struct
@@ -325,7 +325,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             if not args.backlog:  # steady state: the old generation is done
                 store.record_start(table, old.start, "bench")
                 assert old.end is not None
-                store.save(table, (StreamCheckpoint(old.start, s, old.end) for s in old.streams))
+                done = old.buckets(settings.buckets)
+                store.save(table, (BucketCheckpoint(old.start, b, old.end) for b in done))
 
             def raw_side(n: int, cfg: PipelineConfig = run_config, out: Path = lake) -> float:
                 t = time.monotonic()

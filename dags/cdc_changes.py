@@ -9,7 +9,7 @@ Asset). For each CDC table (a mapped task group):
    can still write a change inside the window;
 2. **extract** with Spark: one query per stream and window, spread over Spark tasks
    by the replica owning each stream, into Parquet partitioned by date and
-   generation; per-stream checkpoints and the table's consistency watermark in the
+   generation; bucket checkpoints and the table's consistency watermark in the
    target keyspace; then the row checks (colocation, windows, batches,
    duplicates, counts) with Great Expectations.
 

@@ -32,9 +32,8 @@ from cdcgen.core.cdc_log import TableRef
 from cdcgen.core.clocks import NodeClock
 from cdcgen.core.generation import Generation
 from cdcgen.core.generation_arrays import GenerationArrays
-from cdcgen.core.stream_id import StreamId
 from cdcgen.core.topology import TopologyDescription
-from cdcgen.core.watermark import StreamCheckpoint, TableProgress
+from cdcgen.core.watermark import BucketCheckpoint, TableProgress
 from cdcgen.core.windows import GenerationSpan, LakeWindow, TableState, Window
 from cdcgen.ports import ChangeLogReader, CheckpointStore
 
@@ -103,11 +102,11 @@ class MemoryCheckpointStore:
 
     def __init__(self, events: Events | None = None) -> None:
         self.events = events if events is not None else Events()
-        self._checkpoints: dict[tuple[TableRef, datetime, StreamId], StreamCheckpoint] = {}
+        self._checkpoints: dict[tuple[TableRef, datetime, int], BucketCheckpoint] = {}
         self._started: dict[TableRef, datetime] = {}
         self._watermarks: dict[TableRef, tuple[datetime, str]] = {}
 
-    def checkpoints(self, table: TableRef) -> list[StreamCheckpoint]:
+    def checkpoints(self, table: TableRef) -> list[BucketCheckpoint]:
         return [c for (t, _, _), c in sorted(self._checkpoints.items()) if t == table]
 
     def table_state(self, table: TableRef) -> TableState:
@@ -115,7 +114,7 @@ class MemoryCheckpointStore:
         return TableState(
             started_at=progress.started_at,
             watermark=progress.watermark,
-            checkpoints={(c.generation, c.stream): c.checkpoint for c in self.checkpoints(table)},
+            checkpoints={(c.generation, c.bucket): c.checkpoint for c in self.checkpoints(table)},
         )
 
     def progress(self, table: TableRef) -> TableProgress:
@@ -127,10 +126,10 @@ class MemoryCheckpointStore:
         known = self._started.get(table)
         self._started[table] = started_at if known is None else min(known, started_at)
 
-    def save(self, table: TableRef, checkpoints: Iterable[StreamCheckpoint]) -> int:
+    def save(self, table: TableRef, checkpoints: Iterable[BucketCheckpoint]) -> int:
         saved = 0
         for checkpoint in checkpoints:
-            key = (table, checkpoint.generation, checkpoint.stream)
+            key = (table, checkpoint.generation, checkpoint.bucket)
             known = self._checkpoints.get(key)
             if known is None or checkpoint.checkpoint > known.checkpoint:
                 self._checkpoints[key] = checkpoint
@@ -171,7 +170,7 @@ class CheckpointsFailingAfter:
     def record_start(self, table: TableRef, started_at: datetime, run_id: str = "") -> None:
         self._store.record_start(table, started_at, run_id)
 
-    def save(self, table: TableRef, checkpoints: Iterable[StreamCheckpoint]) -> int:
+    def save(self, table: TableRef, checkpoints: Iterable[BucketCheckpoint]) -> int:
         saved = self._store.save(table, checkpoints)
         self._left -= 1
         if self._left <= 0:

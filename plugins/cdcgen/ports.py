@@ -19,7 +19,7 @@ from cdcgen.core.generation import Generation
 from cdcgen.core.generation_arrays import GenerationArrays
 from cdcgen.core.ring import Ring
 from cdcgen.core.topology import TopologyDescription
-from cdcgen.core.watermark import StreamCheckpoint, TableProgress
+from cdcgen.core.watermark import BucketCheckpoint, TableProgress
 from cdcgen.core.windows import GenerationSpan, LakeWindow, TableState, Window
 
 #: ``(range_end, [stream blob, ...])``: one row of ``cdc_streams_descriptions_v2``.
@@ -103,7 +103,7 @@ class ClockReader(Protocol):
 
 
 class CheckpointStore(Protocol):
-    """Per-stream checkpoints and each table's progress, which only ever move forward."""
+    """Bucket checkpoints and each table's progress, which only ever move forward."""
 
     def table_state(self, table: TableRef) -> TableState: ...
 
@@ -111,7 +111,7 @@ class CheckpointStore(Protocol):
 
     def record_start(self, table: TableRef, started_at: datetime, run_id: str = "") -> None: ...
 
-    def save(self, table: TableRef, checkpoints: Iterable[StreamCheckpoint]) -> int: ...
+    def save(self, table: TableRef, checkpoints: Iterable[BucketCheckpoint]) -> int: ...
 
     def save_watermark(self, table: TableRef, watermark: datetime, run_id: str = "") -> None: ...
 

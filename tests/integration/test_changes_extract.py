@@ -51,7 +51,7 @@ from cdcgen.changes.settings import ChangesSettings
 from cdcgen.config import PipelineConfig
 from cdcgen.core.cdc_log import LogPartitioner, TableRef
 from cdcgen.core.generation import SourceMode
-from cdcgen.core.watermark import StreamCheckpoint
+from cdcgen.core.watermark import BucketCheckpoint
 from cdcgen.core.windows import DataExpired, Interval, Mode, WindowKind
 from cdcgen.schema import SourceSchema
 from cdcgen.spark.session import JobKind, job_session
@@ -322,12 +322,12 @@ def test_killed_runs_resume_from_checkpoints_without_loss_or_duplicates(
     # Killed on the driver after two buckets were written and checkpointed.
     with pytest.raises(InjectedFault):
         run(spark, world, config, interval, settings=per_job, driver_dies_after_saves=2)
-    done = {c.stream for c in store.checkpoints(table) if c.checkpoint == interval.end}
+    done = {(c.generation, c.bucket) for c in store.checkpoints(table)}
     assert done
 
     resumed = run(spark, world, config, interval, settings=per_job, run_id="resume")
-    read = {s for w in resumed.windows for s in w.streams}
-    assert read and not (read & done)  # acknowledged streams are not read again
+    read = {(w.generation.start, w.bucket) for w in resumed.windows}
+    assert read and not (read & done)  # acknowledged buckets are not read again
     assert_exactly_once_in_key_order(config, truth)
     assert store.progress(table).watermark == interval.end
 
@@ -377,10 +377,9 @@ def test_state_only_moves_forward_and_prunes_what_the_watermark_implies(world: W
     store.record_start(table, t0 + timedelta(seconds=5))
     store.record_start(table, t0)  # earlier start wins
     store.record_start(table, t0 + timedelta(seconds=9))
-    stream = old.streams[0]
     later, earlier = t0 + timedelta(milliseconds=2), t0 + timedelta(milliseconds=1)
-    store.save(table, [StreamCheckpoint(old.start, stream, later)])
-    store.save(table, [StreamCheckpoint(old.start, stream, earlier)])  # a late, older write
+    store.save(table, [BucketCheckpoint(old.start, 3, later)])
+    store.save(table, [BucketCheckpoint(old.start, 3, earlier)])  # a late, older write
     (saved,) = store.checkpoints(table)
     assert saved.checkpoint == later
     store.save_watermark(table, new.start)

@@ -42,7 +42,7 @@ from cdcgen.config import PipelineConfig
 from cdcgen.core.cdc_log import TableRef
 from cdcgen.core.generation import SourceMode
 from cdcgen.core.read_strategy import ReadStrategy
-from cdcgen.core.watermark import StreamCheckpoint
+from cdcgen.core.watermark import BucketCheckpoint
 from cdcgen.core.windows import Interval, Mode
 from cdcgen.schema import SourceSchema
 from cdcgen.spark.session import JobKind, job_session
@@ -140,7 +140,7 @@ class SaveDies:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._store, name)
 
-    def save(self, table: TableRef, checkpoints: Iterable[StreamCheckpoint]) -> int:
+    def save(self, table: TableRef, checkpoints: Iterable[BucketCheckpoint]) -> int:
         self._left -= 1
         if self._left <= 0:
             raise InjectedFault("injected fault: the driver died before checkpointing a job")

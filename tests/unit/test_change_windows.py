@@ -159,12 +159,17 @@ def test_generation_starting_after_interval_is_not_touched() -> None:
     assert {w.generation.label for w in plan.windows} == {gens[0].label}
 
 
+def every_bucket(gen: GenerationSpan, at: datetime) -> dict[tuple[datetime, int], datetime]:
+    """Checkpoints of every bucket of ``gen`` at ``at``."""
+    return {(gen.start, bucket): at for bucket in gen.buckets(POLICY.buckets)}
+
+
 def test_completed_checkpoints_make_a_rerun_a_no_op() -> None:
     gens = spans(T0)
     interval = Interval(T0, T0 + timedelta(hours=1))
     state = TableState(
         started_at=T0,
-        checkpoints={(gens[0].start, s): interval.end for s in gens[0].streams},
+        checkpoints=every_bucket(gens[0], interval.end),
     )
     plan = plan_windows(TABLE, gens, interval, state, clocks(LATE), POLICY, NOW)
     assert plan.windows == () and plan.pending == () and plan.garbage == ()
@@ -173,9 +178,7 @@ def test_completed_checkpoints_make_a_rerun_a_no_op() -> None:
 def test_next_interval_starts_at_the_checkpoint_and_catches_up_missed_ones() -> None:
     gens = spans(T0)
     first_end = T0 + timedelta(hours=1)
-    state = TableState(
-        started_at=T0, checkpoints={(gens[0].start, s): first_end for s in gens[0].streams}
-    )
+    state = TableState(started_at=T0, checkpoints=every_bucket(gens[0], first_end))
     # The run for [1h, 2h) failed; the run for [2h, 3h) catches up from the checkpoint.
     interval = Interval(T0 + timedelta(hours=2), T0 + timedelta(hours=3))
     plan = plan_windows(TABLE, gens, interval, state, clocks(LATE), POLICY, NOW)
@@ -185,15 +188,12 @@ def test_next_interval_starts_at_the_checkpoint_and_catches_up_missed_ones() -> 
 # --- resume ---------------------------------------------------------------------------------
 
 
-def test_partially_checkpointed_bucket_is_redone_whole_and_its_stale_files_dropped() -> None:
+def test_unacknowledged_bucket_is_redone_whole_and_its_stale_files_dropped() -> None:
     (gen,) = spans(T0)
     interval = Interval(T0, T0 + timedelta(hours=1))
-    buckets: dict[int, list[StreamId]] = {}
-    for stream in gen.streams:
-        buckets.setdefault(bucket_of(stream, POLICY.buckets), []).append(stream)
-    done_bucket, partial_bucket = [k for k, v in sorted(buckets.items()) if len(v) > 1][:2]
-    checkpoints = {(gen.start, s): interval.end for s in buckets[done_bucket]}
-    checkpoints[(gen.start, buckets[partial_bucket][0])] = interval.end  # written, then killed
+    buckets = gen.buckets(POLICY.buckets)
+    done_bucket, partial_bucket = [k for k, v in buckets.items() if len(v) > 1][:2]
+    checkpoints = {(gen.start, done_bucket): interval.end}  # the other: written, then killed
     lake = [
         LakeWindow(gen.label, T0, interval.end, done_bucket),
         LakeWindow(gen.label, T0, interval.end, partial_bucket),  # committed, not acknowledged
@@ -213,7 +213,7 @@ def test_lake_window_straddling_a_checkpoint_is_refused() -> None:
     (gen,) = spans(T0)
     interval = Interval(T0, T0 + timedelta(hours=2))
     middle = T0 + timedelta(hours=1)
-    state = TableState(started_at=T0, checkpoints={(gen.start, s): middle for s in gen.streams})
+    state = TableState(started_at=T0, checkpoints=every_bucket(gen, middle))
     bucket = bucket_of(gen.streams[0], POLICY.buckets)
     lake = [LakeWindow(gen.label, T0, interval.end, bucket)]
     with pytest.raises(LakeInconsistent, match="straddles"):
@@ -252,7 +252,7 @@ def test_expiry_respects_margin_and_no_ttl() -> None:
 def test_backfill_replaces_acknowledged_windows_exactly_and_fills_gaps() -> None:
     (gen,) = spans(T0 - timedelta(hours=5))
     end = T0 + timedelta(hours=3)
-    state = TableState(started_at=T0, checkpoints={(gen.start, s): end for s in gen.streams})
+    state = TableState(started_at=T0, checkpoints=every_bucket(gen, end))
     bucket = bucket_of(gen.streams[0], POLICY.buckets)
     hour = timedelta(hours=1)
     lake = [
@@ -275,7 +275,7 @@ def test_backfill_replaces_acknowledged_windows_exactly_and_fills_gaps() -> None
 def test_backfill_never_goes_past_the_checkpoint() -> None:
     (gen,) = spans(T0)
     cp = T0 + timedelta(minutes=30)
-    state = TableState(started_at=T0, checkpoints={(gen.start, s): cp for s in gen.streams})
+    state = TableState(started_at=T0, checkpoints=every_bucket(gen, cp))
     plan = plan_windows(
         TABLE, [gen], Interval(T0, T0 + timedelta(hours=1)), state, clocks(LATE), POLICY, NOW,
         mode=Mode.BACKFILL,
@@ -310,22 +310,30 @@ def test_tablet_stream_sets_bound_each_stream_by_its_set() -> None:
 # --- watermark ----------------------------------------------------------------------------------
 
 
-def test_watermark_is_the_slowest_stream_of_unfinished_generations() -> None:
+def test_watermark_is_the_slowest_bucket_of_unfinished_generations() -> None:
     old, new = spans(T0, T0 + timedelta(hours=1))
     half = T0 + timedelta(minutes=30)
-    checkpoints = {(old.start, s): old.end for s in old.streams}
-    checkpoints.update({(new.start, s): T0 + timedelta(hours=2) for s in new.streams})
-    checkpoints[(new.start, new.streams[3])] = T0 + timedelta(hours=1, minutes=10)
+    buckets = POLICY.buckets
+    checkpoints = every_bucket(old, old.end) | every_bucket(new, T0 + timedelta(hours=2))
+    slow = bucket_of(new.streams[3], buckets)
+    checkpoints[(new.start, slow)] = T0 + timedelta(hours=1, minutes=10)
     state = TableState(started_at=T0, checkpoints=checkpoints)
-    assert consistency_watermark([old, new], state) == T0 + timedelta(hours=1, minutes=10)
+    assert consistency_watermark([old, new], state, buckets) == T0 + timedelta(hours=1, minutes=10)
     lagging = dict(checkpoints)
-    lagging[(old.start, old.streams[0])] = half
-    assert consistency_watermark([old, new], TableState(T0, None, lagging)) == half
-    assert consistency_watermark([old, new], TableState()) is None
-    # A stream without a checkpoint holds the watermark at the table's floor.
+    lagging[(old.start, bucket_of(old.streams[0], buckets))] = half
+    assert consistency_watermark([old, new], TableState(T0, None, lagging), buckets) == half
+    assert consistency_watermark([old, new], TableState(), buckets) is None
+    # A bucket without a checkpoint holds the watermark at the table's floor.
     missing = dict(checkpoints)
-    del missing[(new.start, new.streams[0])]
-    assert consistency_watermark([old, new], TableState(T0, None, missing)) == new.start
+    del missing[(new.start, bucket_of(new.streams[0], buckets))]
+    assert consistency_watermark([old, new], TableState(T0, None, missing), buckets) == new.start
+    # Empty buckets (no stream of the generation hashes to one) hold nothing back.
+    many = 64  # more buckets than the 16 streams: most are empty
+    assert len(new.buckets(many)) < many
+    sparse = {(new.start, b): T0 + timedelta(hours=2) for b in new.buckets(many)}
+    assert consistency_watermark([new], TableState(new.start, None, sparse), many) == T0 + (
+        timedelta(hours=2)
+    )
 
 
 def test_pruned_generation_is_complete_through_the_watermark() -> None:
@@ -333,9 +341,9 @@ def test_pruned_generation_is_complete_through_the_watermark() -> None:
     state = TableState(
         started_at=T0,
         watermark=new.start,
-        checkpoints={(new.start, s): T0 + timedelta(hours=2) for s in new.streams},
+        checkpoints=every_bucket(new, T0 + timedelta(hours=2)),
     )
-    assert consistency_watermark([old, new], state) == T0 + timedelta(hours=2)
+    assert consistency_watermark([old, new], state, POLICY.buckets) == T0 + timedelta(hours=2)
     plan = plan_windows(
         TABLE, [old, new], Interval(T0 + timedelta(hours=2), T0 + timedelta(hours=3)), state,
         clocks(LATE), POLICY, T0 + timedelta(hours=4),
@@ -373,7 +381,7 @@ def test_runs_killed_anywhere_leave_each_bucket_covered_exactly_once(
     bounds = sorted({T0 + timedelta(minutes=m) for m in cuts})
     intervals = [Interval(T0, bounds[0])] + [Interval(a, b) for a, b in itertools.pairwise(bounds)]
     lake: set[LakeWindow] = set()
-    checkpoints: dict[tuple[datetime, StreamId], datetime] = {}
+    checkpoints: dict[tuple[datetime, int], datetime] = {}
     started: datetime | None = None
 
     def run(interval: Interval, kill: float) -> None:
@@ -390,11 +398,10 @@ def test_runs_killed_anywhere_leave_each_bucket_covered_exactly_once(
                 return
             lake.discard(window.lake_window)  # dynamic overwrite of its own partitions
             lake.add(window.lake_window)
-            for stream in window.streams:
-                if rng.random() < kill:
-                    return
-                key = (window.generation.start, stream)
-                checkpoints[key] = max(checkpoints.get(key, window.end), window.end)
+            if rng.random() < kill:
+                return
+            key = (window.generation.start, window.bucket)
+            checkpoints[key] = max(checkpoints.get(key, window.end), window.end)
 
     for interval in intervals:
         run(interval, kill_probability)

@@ -45,7 +45,7 @@ from cdcgen.config import PipelineConfig
 from cdcgen.core.cdc_log import TableRef
 from cdcgen.core.stream_id import StreamId
 from cdcgen.core.topology import Node, TopologyDescription, make_generation
-from cdcgen.core.watermark import StreamCheckpoint
+from cdcgen.core.watermark import BucketCheckpoint
 from cdcgen.core.windows import (
     DataExpired,
     GenerationSpan,
@@ -194,13 +194,15 @@ class LakeCheckingStore(MemoryCheckpointStore):
         super().__init__(world.events)
         self.world = world
 
-    def save(self, table: TableRef, checkpoints: Iterable[StreamCheckpoint]) -> int:
+    def save(self, table: TableRef, checkpoints: Iterable[BucketCheckpoint]) -> int:
         checkpoints = list(checkpoints)
         in_lake = set(self.world.lake.rows())
         for c in checkpoints:
             assert c.window_start is not None
-            rows = self.world.log.window(c.stream.raw, c.window_start, c.checkpoint)
-            assert set(rows) <= in_lake, f"checkpoint of {c.stream} before its rows"
+            (span,) = [s for s in SPANS if s.start == c.generation]
+            for stream in span.buckets(SETTINGS.buckets)[c.bucket]:
+                rows = self.world.log.window(stream.raw, c.window_start, c.checkpoint)
+                assert set(rows) <= in_lake, f"checkpoint of bucket {c.bucket} before {stream}"
         return super().save(table, checkpoints)
 
 
@@ -213,17 +215,27 @@ def test_checkpoints_follow_each_job_write_and_never_precede_it(world: World) ->
     for job in jobs:
         expected += [
             f"write {sorted({w.bucket for w in job})}",
-            f"save {sum(len(w.streams) for w in job)}",
+            f"save {len(job)}",  # one checkpoint per window: a generation's bucket
         ]
     assert [e for e in world.events if e.startswith(("write", "save"))] == expected
-    # Every stream acknowledged up to its window's end (the first generation's rows were
+    # Every bucket acknowledged up to its window's end (the first generation's rows were
     # pruned: the watermark implies them).
-    saved = {(c.generation, c.stream): c.checkpoint for c in world.store.checkpoints(TABLE)}
-    assert saved == {(SWITCH, s): FIRST.end for s in SPANS[1].streams}
+    saved = {(c.generation, c.bucket): c.checkpoint for c in world.store.checkpoints(TABLE)}
+    assert saved == {(SWITCH, b): FIRST.end for b in SPANS[1].buckets(SETTINGS.buckets)}
 
 
 def _streams_of_buckets(buckets: set[int]) -> set[StreamId]:
     return {s for span in SPANS for s in span.streams if bucket_of(s, SETTINGS.buckets) in buckets}
+
+
+def _acknowledged_streams(store: MemoryCheckpointStore) -> set[StreamId]:
+    """The streams the stored checkpoints cover (each covers one generation's bucket)."""
+    spans = {span.start: span for span in SPANS}
+    return {
+        stream
+        for c in store.checkpoints(TABLE)
+        for stream in spans[c.generation].buckets(SETTINGS.buckets).get(c.bucket, ())
+    }
 
 
 def _written_buckets(events: Events, writes: int) -> set[int]:
@@ -238,7 +250,7 @@ def test_a_task_killed_inside_a_job_commits_nothing_of_it_and_the_run_resumes(
         world.extract(FIRST)
     assert world.lake.writes == 3 and len(world.events.named("save")) == 2
     acknowledged = _streams_of_buckets(_written_buckets(world.events, 2))
-    assert {c.stream for c in world.store.checkpoints(TABLE)} == acknowledged
+    assert _acknowledged_streams(world.store) == acknowledged
     resumed = world.extract(FIRST)
     assert not {s for w in resumed.windows for s in w.streams} & acknowledged
     world.assert_lake_holds_exactly(FIRST)
@@ -249,7 +261,7 @@ def test_a_driver_killed_between_jobs_keeps_its_checkpoints_and_resumes_exactly(
 ) -> None:
     with pytest.raises(InjectedFault):
         world.extract(FIRST, store=CheckpointsFailingAfter(world.store, saves=2))
-    done = {c.stream for c in world.store.checkpoints(TABLE)}
+    done = _acknowledged_streams(world.store)
     assert done == _streams_of_buckets(_written_buckets(world.events, 2))
     assert world.store.progress(TABLE).watermark is None  # never reached
     resumed = world.extract(FIRST)

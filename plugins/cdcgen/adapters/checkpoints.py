@@ -1,17 +1,20 @@
-"""Per-stream checkpoints and each table's consistency watermark, in the target keyspace.
+"""Bucket checkpoints and each table's consistency watermark, in the target keyspace.
 
 Two tables, created on first use::
 
-    cdc_stream_checkpoints ((keyspace_name, table_name), generation, stream_id)
+    cdc_bucket_checkpoints ((keyspace_name, table_name), generation, bucket)
         checkpoint, window_start, run_id, updated_at
     cdc_table_progress ((keyspace_name, table_name))
         started_at, watermark, watermark_updated_at, run_id
 
-A stream's checkpoint is the time up to which its rows are durably in the lake; it is
-written only after the Spark job that wrote them committed. The watermark is
-YugabyteDB's "data consistency timestamp" for the table: every stream is in the lake up
-to it (:func:`cdcgen.core.watermark.consistency_watermark`). Users, the report and the
-next run read both through :class:`CqlCheckpointStore`, the CQL implementation of the
+A bucket's checkpoint is the time up to which the rows of every stream of that lake
+bucket (in that generation) are durably in the lake; it is written only after the Spark
+job that wrote them committed. Buckets are numbered as the lake records them (fixed per
+table on its first write), so a row per generation and bucket is all the state a table
+has, whatever its stream count. The watermark is YugabyteDB's "data consistency
+timestamp" for the table: every stream is in the lake up to it
+(:func:`cdcgen.core.watermark.consistency_watermark`). Users, the report and the next run
+read both through :class:`CqlCheckpointStore`, the CQL implementation of the
 :class:`~cdcgen.ports.CheckpointStore` port.
 
 Writes are idempotent and only move forward, even when two writers race (a backfill
@@ -35,27 +38,23 @@ from typing import TYPE_CHECKING, Any
 
 from cdcgen.core.cdc_log import TableRef
 from cdcgen.core.identifiers import check_identifier
-from cdcgen.core.stream_id import StreamId
 from cdcgen.core.time import naive_as_utc, to_micros
-from cdcgen.core.watermark import StreamCheckpoint, TableProgress
+from cdcgen.core.watermark import BucketCheckpoint, TableProgress
 from cdcgen.core.windows import GenerationSpan, TableState
 
 if TYPE_CHECKING:
     from cdcgen.adapters.cql import CqlClient
 
-CHECKPOINTS_TABLE = "cdc_stream_checkpoints"
+CHECKPOINTS_TABLE = "cdc_bucket_checkpoints"
 PROGRESS_TABLE = "cdc_table_progress"
 _MIRROR = 1 << 62
 DDL_TIMEOUT = 120.0
-#: Checkpoint rows per unlogged batch: about 4 KB, under Cassandra's 5 KB batch warning
-#: (ScyllaDB warns from 128 KB).
-SAVE_BATCH = 32
 
 _DDL = {
     CHECKPOINTS_TABLE: (
-        "keyspace_name text, table_name text, generation timestamp, stream_id blob, "
+        "keyspace_name text, table_name text, generation timestamp, bucket int, "
         "checkpoint timestamp, window_start timestamp, run_id text, updated_at timestamp, "
-        "PRIMARY KEY ((keyspace_name, table_name), generation, stream_id)"
+        "PRIMARY KEY ((keyspace_name, table_name), generation, bucket)"
     ),
     PROGRESS_TABLE: (
         "keyspace_name text, table_name text, started_at timestamp, watermark timestamp, "
@@ -116,16 +115,16 @@ class CqlCheckpointStore:
 
     # --- reads -------------------------------------------------------------------------
 
-    def checkpoints(self, table: TableRef) -> list[StreamCheckpoint]:
+    def checkpoints(self, table: TableRef) -> list[BucketCheckpoint]:
         statement = self._statement(
-            "SELECT generation, stream_id, checkpoint, window_start, run_id, updated_at "
+            "SELECT generation, bucket, checkpoint, window_start, run_id, updated_at "
             f"FROM {self._name(CHECKPOINTS_TABLE)} WHERE keyspace_name = ? AND table_name = ?"
         )
         rows = self._client.session.execute(statement, (table.keyspace, table.table))
         return [
-            StreamCheckpoint(
+            BucketCheckpoint(
                 generation=naive_as_utc(row.generation),
-                stream=StreamId(bytes(row.stream_id)),
+                bucket=row.bucket,
                 checkpoint=naive_as_utc(row.checkpoint),
                 window_start=_utc(row.window_start),
                 run_id=row.run_id or "",
@@ -177,7 +176,7 @@ class CqlCheckpointStore:
         return TableState(
             started_at=progress.started_at,
             watermark=progress.watermark,
-            checkpoints={(c.generation, c.stream): c.checkpoint for c in self.checkpoints(table)},
+            checkpoints={(c.generation, c.bucket): c.checkpoint for c in self.checkpoints(table)},
         )
 
     # --- writes ------------------------------------------------------------------------
@@ -194,24 +193,20 @@ class CqlCheckpointStore:
     def save(
         self,
         table: TableRef,
-        checkpoints: Iterable[StreamCheckpoint],
+        checkpoints: Iterable[BucketCheckpoint],
         *,
         concurrency: int = 16,
     ) -> int:
         """Upsert checkpoints (never moving one back); returns how many were written.
 
-        Every checkpoint of a table lives in one partition, so they go as unlogged
-        batches of :data:`SAVE_BATCH` rows (one mutation of one partition each, applied
-        atomically by its replicas), a few batches in flight: a run of 150,000 streams
-        saves in seconds, where one statement per stream took minutes. Each row keeps
-        its own ``USING TIMESTAMP``, so a batch never moves a checkpoint back either."""
-        from cassandra.concurrent import execute_concurrent
-        from cassandra.query import BatchStatement, BatchType
+        A run saves one row per generation and bucket it wrote, a few in flight; each
+        keeps its own ``USING TIMESTAMP``, so a late, older write never moves one back."""
+        from cassandra.concurrent import execute_concurrent_with_args
 
         statement = self._statement(
             f"UPDATE {self._name(CHECKPOINTS_TABLE)} USING TIMESTAMP ? "
             "SET checkpoint = ?, window_start = ?, run_id = ?, updated_at = ? "
-            "WHERE keyspace_name = ? AND table_name = ? AND generation = ? AND stream_id = ?"
+            "WHERE keyspace_name = ? AND table_name = ? AND generation = ? AND bucket = ?"
         )
         now = datetime.now(UTC)
         params = [
@@ -224,19 +219,17 @@ class CqlCheckpointStore:
                 table.keyspace,
                 table.table,
                 c.generation,
-                c.stream.raw,
+                c.bucket,
             )
             for c in checkpoints
         ]
-        batches, consistency = [], self._client.metadata_consistency
-        for first in range(0, len(params), SAVE_BATCH):
-            batch = BatchStatement(BatchType.UNLOGGED, consistency_level=consistency)
-            batch.add_all([statement] * len(chunk := params[first : first + SAVE_BATCH]), chunk)
-            batch.is_idempotent = True
-            batches.append((batch, ()))
-        if batches:
-            execute_concurrent(
-                self._client.session, batches, concurrency=concurrency, raise_on_first_error=True
+        if params:
+            execute_concurrent_with_args(
+                self._client.session,
+                statement,
+                params,
+                concurrency=concurrency,
+                raise_on_first_error=True,
             )
         return len(params)
 

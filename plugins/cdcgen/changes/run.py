@@ -12,7 +12,7 @@ one table and one interval:
    starts the first time;
 3. remove the lake windows a killed run left unacknowledged (the plan's garbage)
    before anything is written again;
-4. write the windows job by job (groups of buckets), and checkpoint a job's streams only
+4. write the windows job by job (groups of buckets), and checkpoint a job's buckets only
    after its write returned: a kill before that leaves files the next run treats as
    unacknowledged and replaces, so a resume neither loses nor duplicates a change;
 5. recompute and store the consistency watermark, and prune the checkpoint rows it
@@ -42,7 +42,7 @@ from cdcgen.changes.settings import ChangesSettings
 from cdcgen.config import PipelineConfig
 from cdcgen.core.cdc_log import TableRef
 from cdcgen.core.planner import plan_windows
-from cdcgen.core.watermark import StreamCheckpoint, consistency_watermark
+from cdcgen.core.watermark import BucketCheckpoint, consistency_watermark
 from cdcgen.core.windows import DataExpired, Interval, Mode, Window, WindowPolicy
 from cdcgen.ports import ChangesLake, CheckpointStore, ClockReader, GenerationSource
 from cdcgen.progress import Progress
@@ -144,7 +144,8 @@ def extract_changes(
     _write_jobs(ports, settings, result)
     phases.mark("jobs")
     if mode is Mode.INCREMENTAL:
-        watermark = consistency_watermark(generations, store.table_state(table))
+        state = store.table_state(table)
+        watermark = consistency_watermark(generations, state, policy.buckets)
         if watermark is not None:
             store.save_watermark(table, watermark, request.run_id)
             store.prune(table, generations)
@@ -178,9 +179,8 @@ def _write_jobs(ports: ChangesPorts, settings: ChangesSettings, result: Extracti
             ports.checkpoints.save(
                 table,
                 (
-                    StreamCheckpoint(w.generation.start, s, w.end, w.start, result.run_id)
+                    BucketCheckpoint(w.generation.start, w.bucket, w.end, w.start, result.run_id)
                     for w in windows
-                    for s in w.streams
                 ),
             )
 

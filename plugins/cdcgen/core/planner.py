@@ -1,7 +1,7 @@
 """Which window of which streams to read next: the planning rules (pure, no I/O).
 
-See :mod:`cdcgen.core.windows` for what a window is and why buckets start at their
-smallest checkpoint; this module applies those rules to one table, its generations, its
+See :mod:`cdcgen.core.windows` for what a window is and why a bucket starts at its
+checkpoint; this module applies those rules to one table, its generations, its
 state and the node clocks.
 """
 
@@ -27,7 +27,6 @@ from cdcgen.core.windows import (
     WindowKind,
     WindowPlan,
     WindowPolicy,
-    bucket_of,
 )
 
 
@@ -75,13 +74,6 @@ def check_not_expired(
     )
 
 
-def _buckets(generation: GenerationSpan, buckets: int) -> dict[int, tuple[StreamId, ...]]:
-    grouped: dict[int, list[StreamId]] = {}
-    for stream in dict.fromkeys(generation.streams):  # unique, order kept
-        grouped.setdefault(bucket_of(stream, buckets), []).append(stream)
-    return {k: tuple(v) for k, v in sorted(grouped.items())}
-
-
 def _lake_index(
     existing: Iterable[LakeWindow],
 ) -> dict[tuple[str, int], list[LakeWindow]]:
@@ -107,7 +99,7 @@ def plan_windows(
     """The windows to extract now, the ones to wait for, and the lake files to drop first.
 
     ``existing`` lists the windows already in the lake (:meth:`cdcgen.ports.ChangesLake.windows`).
-    Incremental mode reads each bucket from its smallest checkpoint to
+    Incremental mode reads each bucket from its checkpoint to
     ``min(T_next, interval end)``; backfill mode re-extracts, exactly, the acknowledged
     windows overlapping the interval and fills the interval's acknowledged gaps.
     """
@@ -123,11 +115,8 @@ def plan_windows(
         if generation.start >= interval.end:
             continue  # operates after this interval
         end = interval.end if generation.end is None else min(generation.end, interval.end)
-        buckets = _buckets(generation, policy.buckets)
-        starts = {
-            bucket: min(state.checkpoint(generation, s, floor) for s in streams)
-            for bucket, streams in buckets.items()
-        }
+        buckets = generation.buckets(policy.buckets)
+        starts = {bucket: state.checkpoint(generation, bucket, floor) for bucket in buckets}
         if mode is Mode.INCREMENTAL and all(start >= end for start in starts.values()):
             continue
         why_open = ClockCheck(policy.closes_at(end), tuple(clocks)).why_not()

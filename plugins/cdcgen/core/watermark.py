@@ -2,8 +2,13 @@
 
 YugabyteDB's "data consistency timestamp" (xCluster): consumers of the lake may treat
 everything before it as complete, whatever stream they look at. It is computed from
-per-stream checkpoints (:class:`StreamCheckpoint`: up to when a stream is durably in the
-lake) and recorded with the table's :class:`TableProgress`.
+bucket checkpoints (:class:`BucketCheckpoint`: up to when every stream of a lake bucket
+is durably in the lake) and recorded with the table's :class:`TableProgress`.
+
+A checkpoint covers a bucket, not a stream, because a bucket is already the unit every
+window reads, writes and replaces (:mod:`cdcgen.core.windows`): all its streams move
+together, so one row per generation and bucket says what one row per stream said, and a
+cold start over 73,728 streams saves 16 rows instead of 147,456.
 """
 
 from __future__ import annotations
@@ -13,14 +18,16 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from cdcgen.core.cdc_log import TableRef
-from cdcgen.core.stream_id import StreamId
 from cdcgen.core.windows import GenerationSpan, TableState
 
 
 @dataclass(frozen=True)
-class StreamCheckpoint:
+class BucketCheckpoint:
+    """Every stream of ``generation`` in lake bucket ``bucket`` is in the lake up to
+    ``checkpoint`` (buckets are numbered as the lake records them, fixed per table)."""
+
     generation: datetime
-    stream: StreamId
+    bucket: int
     checkpoint: datetime
     window_start: datetime | None = None
     run_id: str = ""
@@ -45,14 +52,14 @@ class TableProgress:
 
 
 def consistency_watermark(
-    generations: Sequence[GenerationSpan], state: TableState
+    generations: Sequence[GenerationSpan], state: TableState, buckets: int
 ) -> datetime | None:
     """The time up to which every stream of the table is in the lake.
 
     YugabyteDB's "data consistency timestamp": the smallest effective checkpoint over the
-    streams of every generation not yet complete. A complete generation (all its streams
-    checkpointed to its end) no longer holds the watermark back. ``None`` before the
-    first run.
+    buckets (of ``buckets`` in the lake) that hold streams of a generation not yet
+    complete. A complete generation (all its buckets checkpointed to its end) no longer
+    holds the watermark back. ``None`` before the first run.
     """
     floor = state.floor
     if floor is None:
@@ -64,10 +71,10 @@ def consistency_watermark(
             latest_end = max(latest_end, generation.end)
             if generation.end <= floor:
                 continue
-        streams = generation.streams
-        if not streams:
+        occupied = generation.buckets(buckets)
+        if not occupied:
             continue
-        reached = min(state.checkpoint(generation, s, floor) for s in streams)
+        reached = min(state.checkpoint(generation, b, floor) for b in occupied)
         if generation.end is not None and reached >= generation.end:
             continue
         result = reached if result is None else min(result, reached)

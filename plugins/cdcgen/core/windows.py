@@ -4,7 +4,7 @@ Pure planning, no I/O. For one CDC table, each generation ``g`` (a vnode generat
 one stream set of a tablets table) operates in ``[T_g, T_next)``. For a run covering the
 interval ``[a, b)`` a stream of ``g`` is read over
 
-    [max(T_g, checkpoint), min(T_next, b))
+    [max(T_g, checkpoint of its bucket), min(T_next, b))
 
 and only once every node's clock is at or past that end + leeway + confidence window: a
 coordinator accepts writes up to ``leeway`` in its own future, and the confidence window
@@ -13,12 +13,12 @@ ScyllaDB also accepts writes whose client-chosen timestamp lies further in the p
 every windowed consumer misses those, this one included.)
 
 Streams are hashed into a fixed number of *buckets* per generation. A bucket is the unit
-the lake replaces: every stream of a bucket is read over the same window, which starts at
-the *smallest* checkpoint of its streams. Checkpoints are written only after a window's
-files are committed, so files of a bucket starting at or after that smallest checkpoint
-were never acknowledged ("garbage" of a killed run) and are deleted before the window is
-written again. That rule is what makes a resume exact: nothing acknowledged is read twice
-into the lake, nothing unacknowledged is kept.
+the lake replaces and the unit a checkpoint covers: every stream of a bucket is read over
+the same window, which starts at the bucket's checkpoint. Checkpoints are written only
+after a window's files are committed, so files of a bucket starting at or after its
+checkpoint were never acknowledged ("garbage" of a killed run) and are deleted before
+the window is written again. That rule is what makes a resume exact: nothing
+acknowledged is read twice into the lake, nothing unacknowledged is kept.
 
 Tablets tables plug in unchanged: each stream set is a generation whose ``[T_set, T_next)``
 bounds every stream in it, so a stream is never read before it opened or after it closed.
@@ -115,6 +115,14 @@ class GenerationSpan:
         if isinstance(self.mapping, TabletStreamSet):
             return self.mapping.streams
         return tuple(self.mapping.streams())
+
+    def buckets(self, count: int) -> dict[int, tuple[StreamId, ...]]:
+        """The generation's streams by lake bucket (:func:`bucket_of`), empty buckets
+        left out, streams unique and in order, buckets ascending."""
+        grouped: dict[int, list[StreamId]] = {}
+        for stream in dict.fromkeys(self.streams):
+            grouped.setdefault(bucket_of(stream, count), []).append(stream)
+        return {bucket: tuple(grouped[bucket]) for bucket in sorted(grouped)}
 
     @property
     def is_tablets(self) -> bool:
@@ -216,24 +224,25 @@ class PendingWindow:
 class TableState:
     """What the checkpoint store knows about a table.
 
-    ``checkpoints`` maps ``(generation start, stream)`` to the time up to which that
-    stream is in the lake. ``started_at`` is where extraction began (the first run's
-    interval start, or a re-bootstrap point); ``watermark`` is the consistency watermark.
-    A stream with no checkpoint is complete up to ``floor``: by definition of both.
+    ``checkpoints`` maps ``(generation start, bucket)`` to the time up to which every
+    stream of that lake bucket is in the lake. ``started_at`` is where extraction began
+    (the first run's interval start, or a re-bootstrap point); ``watermark`` is the
+    consistency watermark. A bucket with no checkpoint is complete up to ``floor``: by
+    definition of both.
     """
 
     started_at: datetime | None = None
     watermark: datetime | None = None
-    checkpoints: Mapping[tuple[datetime, StreamId], datetime] = field(default_factory=dict)
+    checkpoints: Mapping[tuple[datetime, int], datetime] = field(default_factory=dict)
 
     @property
     def floor(self) -> datetime | None:
         known = [t for t in (self.started_at, self.watermark) if t is not None]
         return max(known) if known else None
 
-    def checkpoint(self, generation: GenerationSpan, stream: StreamId, floor: datetime) -> datetime:
+    def checkpoint(self, generation: GenerationSpan, bucket: int, floor: datetime) -> datetime:
         """The effective checkpoint: never before the generation or the table's floor."""
-        stored = self.checkpoints.get((generation.start, stream))
+        stored = self.checkpoints.get((generation.start, bucket))
         candidates = [generation.start, floor]
         if stored is not None:
             candidates.append(stored)
