@@ -7,6 +7,7 @@ independent. Imports for all sections are at the top (ruff's isort wants them th
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -112,6 +113,16 @@ def _cassandra_sandboxes() -> Iterator[_CassandraSandboxes]:
 def cassandra_single(_cassandra_sandboxes: _CassandraSandboxes) -> CassandraHandle:
     """One Cassandra node on 127.0.0.1:9042 (started, or reused if already running)."""
     return CassandraHandle(_cassandra_sandboxes.ensure(1), _cassandra_sandboxes)
+
+
+@pytest.fixture(scope="module")
+def contact_points(request: pytest.FixtureRequest) -> tuple[str, ...]:
+    """The sandbox node (``cassandra_single``), or ``$CDCGEN_TEST_CASSANDRA`` when set
+    (started only when needed, so a module against another cluster starts nothing)."""
+    override = os.environ.get("CDCGEN_TEST_CASSANDRA")
+    if override:
+        return tuple(override.split(","))
+    return tuple(request.getfixturevalue("cassandra_single").contact_points)
 
 
 @pytest.fixture(scope="session")

@@ -19,7 +19,6 @@ Spark runs locally on two cores with one shared session for the module.
 
 from __future__ import annotations
 
-import os
 import time
 from collections import Counter, defaultdict
 from collections.abc import Iterator
@@ -99,15 +98,6 @@ class World:
             generation_leeway=LEEWAY,
             confidence_window=CONFIDENCE,
         )
-
-
-@pytest.fixture(scope="module")
-def contact_points(request: pytest.FixtureRequest) -> tuple[str, ...]:
-    """The sandbox node (``cassandra_single``), or ``$CDCGEN_TEST_CASSANDRA`` when set."""
-    override = os.environ.get("CDCGEN_TEST_CASSANDRA")
-    if override:
-        return tuple(override.split(","))
-    return tuple(request.getfixturevalue("cassandra_single").contact_points)
 
 
 @pytest.fixture(scope="module")

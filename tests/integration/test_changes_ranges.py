@@ -19,7 +19,6 @@ Spark runs locally on two cores, one shared session for the module.
 
 from __future__ import annotations
 
-import os
 import time
 from collections import Counter
 from collections.abc import Iterable, Iterator
@@ -88,14 +87,6 @@ class World:
             generation_leeway=LEEWAY,
             confidence_window=CONFIDENCE,
         )
-
-
-@pytest.fixture(scope="module")
-def contact_points(request: pytest.FixtureRequest) -> tuple[str, ...]:
-    override = os.environ.get("CDCGEN_TEST_CASSANDRA")
-    if override:
-        return tuple(override.split(","))
-    return tuple(request.getfixturevalue("cassandra_single").contact_points)
 
 
 @pytest.fixture(scope="module")
