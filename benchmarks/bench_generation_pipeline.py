@@ -65,6 +65,8 @@ from cdcgen_dev.sandbox import sandbox_config
 
 os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
 PREFIX = "bench_gen_"
+#: The DAG run the stages run as: validate and publish record the same run, as in the DAG.
+DAG_ID, RUN_ID = "cdc_generations", "bench"
 
 
 def ring_nodes(count: int, shards: int, vnodes: int, rng: random.Random) -> list[SimNode]:
@@ -162,7 +164,7 @@ def main() -> None:
         with stage("validate"):
             from cdcgen.pipeline.validate import validate
 
-            outcome = validate(config, generation)
+            outcome = validate(config, generation, dag_id=DAG_ID, run_id=RUN_ID)
         with stage("publish"):
             from cdcgen.extract.lake import LocalGenerationLake, generation_dir
             from cdcgen.pipeline.publish import publish_in_order
@@ -183,6 +185,8 @@ def main() -> None:
                 generation_dir(config.lake_path, generation),
                 outcome,
                 published=True,
+                dag_id=DAG_ID,
+                run_id=RUN_ID,
             )
         spark.stop()
     (publication,) = published.published

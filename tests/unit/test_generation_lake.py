@@ -170,3 +170,35 @@ def test_suites_for_tablets_leave_out_vnode_rules_and_add_tablet_rules() -> None
     assert not any("shard" in s for suite in load_suites(layout="tablets") for s in suite.skipped)
     with pytest.raises(SuiteError, match="unknown stream layout"):
         load_suites(layout="vnode")
+
+
+def test_publish_records_the_ring_validate_drew_in_the_same_run(tmp_path: Path) -> None:
+    """Publish reuses the validated record's ring and counts (it publishes exactly what
+    was validated); a manual run (no run id) draws them from the lake again."""
+    import shutil
+
+    from cdcgen.config import PipelineConfig
+    from cdcgen.core.generation import Generation
+    from cdcgen.pipeline.outcomes import ValidationOutcome
+    from cdcgen.pipeline.reporting import record_generation
+    from cdcgen.reports.record_json import loads
+
+    config = PipelineConfig(lake_path=tmp_path / "lake", report_dir=tmp_path / "reports")
+    artifact = write_generation(config.lake_path, _columns(), WHEN, "gen-a", nodes=NODES)
+    generation = Generation(WHEN, "gen-a")
+    outcome = ValidationOutcome(generation, passed=True, summary="ok")
+    record_generation(config, generation, artifact.directory, outcome, published=False, run_id="r1")
+    shutil.rmtree(artifact.directory)  # publish must not need the description again
+
+    def published(run_id: str) -> tuple[int, int | None]:
+        directory = artifact.directory
+        record_generation(config, generation, directory, outcome, published=True, run_id=run_id)
+        (path,) = (config.report_dir / "runs").glob(f"*-{run_id or 'manual'}.json")
+        record = loads(path.read_text(encoding="utf-8"))
+        assert record.published  # type: ignore[union-attr]
+        counts = record.counts  # type: ignore[union-attr]
+        return len(record.ring), None if counts is None else counts.streams  # type: ignore[union-attr]
+
+    ranges = sum(len(node.tokens) for node in NODES)
+    assert published("r1") == (ranges, artifact.stream_count)
+    assert published("") == (0, None)  # a manual run reads the (now missing) lake

@@ -168,12 +168,17 @@ def record_key(record: RunRecord) -> str:
     same run (publication) updates the record the validation wrote; a changes run
     by its creation time and run id.
     """
-    name = slug(record.run_id or "manual")
     if isinstance(record, GenerationReport):
-        gen_stamp = record.generation_time.astimezone(UTC).strftime("%Y%m%dT%H%M%S%fZ")
-        return f"generation-{gen_stamp}-{slug(record.generation_id)}-{name}"
+        return generation_record_key(record.generation_time, record.generation_id, record.run_id)
+    name = slug(record.run_id or "manual")
     stamp = record.created_at.astimezone(UTC).strftime("%Y%m%dT%H%M%S%fZ")
     return f"changes-{stamp}-{name}"
+
+
+def generation_record_key(generation_time: datetime, generation_id: str, run_id: str) -> str:
+    """The file stem of a generation's record in one DAG run (see :func:`record_key`)."""
+    gen_stamp = generation_time.astimezone(UTC).strftime("%Y%m%dT%H%M%S%fZ")
+    return f"generation-{gen_stamp}-{slug(generation_id)}-{slug(run_id or 'manual')}"
 
 
 def generation_page_name(record: GenerationReport) -> str:

@@ -68,6 +68,16 @@ def save_record(report_dir: Path, record: RunRecord) -> Path:
     return path
 
 
+def load_record(report_dir: Path, key: str) -> RunRecord | None:
+    """The record saved as ``runs/<key>.json``, or None if there is none or it is
+    unreadable (the caller then builds it afresh)."""
+    path = Path(report_dir) / RUNS_DIR / f"{key}.json"
+    try:
+        return loads(path.read_text(encoding="utf-8"))
+    except (OSError, RecordError):
+        return None
+
+
 def load_records(report_dir: Path) -> tuple[list[RunRecord], list[str]]:
     """Every readable record, and one message per file that is not (shown on the index)."""
     records: list[RunRecord] = []
