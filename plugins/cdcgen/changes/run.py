@@ -144,8 +144,8 @@ def extract_changes(
     _write_jobs(ports, settings, result)
     phases.mark("jobs")
     if mode is Mode.INCREMENTAL:
-        state = store.table_state(table)
-        watermark = consistency_watermark(generations, state, policy.buckets)
+        checkpointed = store.table_state(table)  # this run's saves included
+        watermark = consistency_watermark(generations, checkpointed, policy.buckets)
         if watermark is not None:
             store.save_watermark(table, watermark, request.run_id)
             store.prune(table, generations)

@@ -161,6 +161,11 @@ def slug(text: str) -> str:
     return cleaned[:120] or "unnamed"
 
 
+def _stamp(moment: datetime) -> str:
+    """``20261122T101500123456Z``: the UTC time in record keys and page names."""
+    return moment.astimezone(UTC).strftime("%Y%m%dT%H%M%S%fZ")
+
+
 def record_key(record: RunRecord) -> str:
     """The record's file stem.
 
@@ -171,17 +176,15 @@ def record_key(record: RunRecord) -> str:
     if isinstance(record, GenerationReport):
         return generation_record_key(record.generation_time, record.generation_id, record.run_id)
     name = slug(record.run_id or "manual")
-    stamp = record.created_at.astimezone(UTC).strftime("%Y%m%dT%H%M%S%fZ")
-    return f"changes-{stamp}-{name}"
+    return f"changes-{_stamp(record.created_at)}-{name}"
 
 
 def generation_record_key(generation_time: datetime, generation_id: str, run_id: str) -> str:
     """The file stem of a generation's record in one DAG run (see :func:`record_key`)."""
-    gen_stamp = generation_time.astimezone(UTC).strftime("%Y%m%dT%H%M%S%fZ")
-    return f"generation-{gen_stamp}-{slug(generation_id)}-{slug(run_id or 'manual')}"
+    stamp = _stamp(generation_time)
+    return f"generation-{stamp}-{slug(generation_id)}-{slug(run_id or 'manual')}"
 
 
 def generation_page_name(record: GenerationReport) -> str:
     """File name of the generation's summary page under ``generations/``."""
-    gen_stamp = record.generation_time.astimezone(UTC).strftime("%Y%m%dT%H%M%S%fZ")
-    return f"{gen_stamp}-{slug(record.generation_id)}.html"
+    return f"{_stamp(record.generation_time)}-{slug(record.generation_id)}.html"

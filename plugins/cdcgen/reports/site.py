@@ -61,9 +61,13 @@ def write_atomic(path: Path, text: str) -> None:
         raise
 
 
+def _record_path(report_dir: Path, key: str) -> Path:
+    return Path(report_dir) / RUNS_DIR / f"{key}.json"
+
+
 def save_record(report_dir: Path, record: RunRecord) -> Path:
     """Write ``record`` as ``runs/<key>.json``; returns its path."""
-    path = Path(report_dir) / RUNS_DIR / f"{record_key(record)}.json"
+    path = _record_path(report_dir, record_key(record))
     write_atomic(path, dumps(record))
     return path
 
@@ -71,7 +75,7 @@ def save_record(report_dir: Path, record: RunRecord) -> Path:
 def load_record(report_dir: Path, key: str) -> RunRecord | None:
     """The record saved as ``runs/<key>.json``, or None if there is none or it is
     unreadable (the caller then builds it afresh)."""
-    path = Path(report_dir) / RUNS_DIR / f"{key}.json"
+    path = _record_path(report_dir, key)
     try:
         return loads(path.read_text(encoding="utf-8"))
     except (OSError, RecordError):
