@@ -354,7 +354,10 @@ def test_cli_validate_names_failed_checks_and_exits_non_zero(
 
 
 def test_cli_validate_of_a_small_description_starts_no_jvm(tmp_path: Path) -> None:
-    """The command runs in a process whose Java cannot start: Spark would fail it."""
+    """The command runs in a process whose Java cannot start: Spark would fail it.
+
+    Its paths are relative to the working folder, as a user types them.
+    """
     import json
     import os
     import subprocess
@@ -364,18 +367,25 @@ def test_cli_validate_of_a_small_description_starts_no_jvm(tmp_path: Path) -> No
     (tmp_path / "gen.json").write_text(json.dumps(data))
     (tmp_path / "topo.json").write_text(json.dumps(nodes_to_json(NODES)))
     command = "import sys; from cdcgen.cli import main; sys.exit(main())"
-    args = ["generation", "validate", str(tmp_path / "gen.json"), "--topology"]
-    args += [str(tmp_path / "topo.json"), "--report", str(tmp_path / "report")]
+    args = ["generation", "validate", "gen.json", "--topology", "topo.json", "--report", "report"]
     env = {**os.environ, "JAVA_HOME": str(tmp_path / "no-java"), "CDCGEN_VALIDATION_ENGINE": ""}
     run = subprocess.run(
-        [sys.executable, "-c", command, *args], env=env, capture_output=True, text=True
+        [sys.executable, "-c", command, *args],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
     )
     assert run.returncode == 0, run.stderr
     assert "passed, 16 of 16 checks passed" in run.stdout
     assert (tmp_path / "report" / "index.html").is_file()
     env["CDCGEN_VALIDATION_ENGINE"] = "spark"  # the same command, made to need Spark, fails
     spark_run = subprocess.run(
-        [sys.executable, "-c", command, *args], env=env, capture_output=True, text=True
+        [sys.executable, "-c", command, *args],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
     )
     assert spark_run.returncode != 0
 

@@ -111,6 +111,7 @@ def run_suites(
     # Importing the expectation modules registers their types with GX (by name).
     from cdcgen.validation import change_expectations, generation_expectations  # noqa: F401
 
+    report_dir = report_dir.resolve()  # GX's site store refuses a relative folder
     if (report_dir / "index.html").exists():
         shutil.rmtree(report_dir)  # a re-validation replaces the generation's old Data Docs
     report_dir.mkdir(parents=True, exist_ok=True)
