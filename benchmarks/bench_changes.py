@@ -49,7 +49,7 @@ from cdcgen.adapters.log_tables import describe_log_table
 from cdcgen.adapters.read_sessions import SessionKey, shared_session
 from cdcgen.changes.columns import LakeBatchBuilder, Placement, column_specs, lake_schema
 from cdcgen.changes.job import read_options, table_adapters
-from cdcgen.changes.layout import PARTITION_COLUMNS
+from cdcgen.changes.layout import PARTITION_COLUMNS, lake_buckets, table_root
 from cdcgen.changes.result import ExtractionResult
 from cdcgen.changes.run import ChangesRequest, extract_changes
 from cdcgen.changes.settings import ChangesSettings
@@ -325,7 +325,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             if not args.backlog:  # steady state: the old generation is done
                 store.record_start(table, old.start, "bench")
                 assert old.end is not None
-                done = old.buckets(settings.buckets)
+                buckets = lake_buckets(
+                    table_root(lake, table), settings.buckets, log_table.partitioner
+                )
+                done = old.buckets(buckets)
                 store.save(table, (BucketCheckpoint(old.start, b, old.end) for b in done))
 
             def raw_side(n: int, cfg: PipelineConfig = run_config, out: Path = lake) -> float:

@@ -32,6 +32,7 @@ from cdcgen.core.cdc_log import TableRef
 from cdcgen.core.clocks import NodeClock
 from cdcgen.core.generation import Generation
 from cdcgen.core.generation_arrays import GenerationArrays
+from cdcgen.core.lake_buckets import LakeBuckets
 from cdcgen.core.topology import TopologyDescription
 from cdcgen.core.watermark import BucketCheckpoint, TableProgress
 from cdcgen.core.windows import GenerationSpan, LakeWindow, TableState, Window
@@ -235,10 +236,10 @@ class MemoryChangesLake:
     def location(self) -> str:
         return "memory://lake"
 
-    def buckets(self, wanted: int) -> int:
+    def buckets(self, wanted: int) -> LakeBuckets:
         if self.recorded_buckets is None:
             self.recorded_buckets = wanted
-        return self.recorded_buckets
+        return LakeBuckets(self.recorded_buckets)
 
     def windows(self) -> list[LakeWindow]:
         return sorted(self.partitions)

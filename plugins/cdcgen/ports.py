@@ -17,6 +17,7 @@ from cdcgen.core.cdc_log import TableRef
 from cdcgen.core.clocks import NodeClock
 from cdcgen.core.generation import Generation
 from cdcgen.core.generation_arrays import GenerationArrays
+from cdcgen.core.lake_buckets import LakeBuckets
 from cdcgen.core.ring import Ring
 from cdcgen.core.topology import TopologyDescription
 from cdcgen.core.watermark import BucketCheckpoint, TableProgress
@@ -167,8 +168,9 @@ class ChangesLake(Protocol):
         """Where a person or a reader finds the table's dataset (a path or a URI)."""
         ...
 
-    def buckets(self, wanted: int) -> int:
-        """The table's bucket count: the one recorded, or ``wanted`` recorded now."""
+    def buckets(self, wanted: int) -> LakeBuckets:
+        """The table's buckets: the recorded count and rule, or ``wanted`` buckets by
+        ring slice recorded now."""
         ...
 
     def windows(self) -> list[LakeWindow]:

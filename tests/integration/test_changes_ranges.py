@@ -20,7 +20,7 @@ Spark runs locally on two cores, one shared session for the module.
 from __future__ import annotations
 
 import time
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
@@ -168,6 +168,14 @@ def lake(config: PipelineConfig) -> Counter[tuple[Any, ...]]:
     return rows
 
 
+def buckets_per_task(config: PipelineConfig) -> list[int]:
+    """How many buckets each Spark task wrote files to (``part-<task>-<job>.c000...``)."""
+    written: defaultdict[str, set[str]] = defaultdict(set)
+    for path in table_root(config.lake_path, TABLE).rglob("*.parquet"):
+        written[path.name.split(".")[0]].add(path.parent.name)
+    return [len(buckets) for buckets in written.values()]
+
+
 def test_ranges_write_the_same_rows_as_stream_reads(
     spark: Any, world: World, tmp_path: Path
 ) -> None:
@@ -184,6 +192,8 @@ def test_ranges_write_the_same_rows_as_stream_reads(
     assert len({key[:3] for key in expected}) > 4  # several windows and buckets
     assert max(expected.values()) == 1
     assert lake(by_ranges) == expected
+    # Buckets are slices of the ring: a task scanning inside one writes one bucket.
+    assert set(buckets_per_task(by_ranges)) == {1}
     # A backfill over the acknowledged windows replaces them with the same rows.
     backfill = run(
         spark, world, by_ranges, RANGES, Interval(world.start, world.end), mode=Mode.BACKFILL

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import random
 import uuid
 from datetime import UTC, datetime
@@ -28,7 +29,15 @@ from cdcgen.changes.layout import (
     list_windows,
     remove_window,
 )
-from cdcgen.core.cdc_log import Operation, micros_of_timeuuid, operation_name, timeuuid_from_micros
+from cdcgen.core.cdc_log import (
+    LogPartitioner,
+    Operation,
+    micros_of_timeuuid,
+    operation_name,
+    timeuuid_from_micros,
+)
+from cdcgen.core.lake_buckets import BucketRule
+from cdcgen.core.stream_id import StreamId
 from cdcgen.core.windows import LakeWindow, window_label
 
 T0 = datetime(2026, 11, 22, 23, 59, 59, 999_000, tzinfo=UTC)
@@ -123,13 +132,41 @@ def test_builder_dedupes_decodes_and_places_rows() -> None:
 # --- lake layout ------------------------------------------------------------------------------
 
 
-def test_layout_records_bucket_count_once(tmp_path: Path) -> None:
+def test_layout_records_bucket_count_and_rule_once(tmp_path: Path) -> None:
     root = tmp_path / "shop.orders"
-    assert lake_buckets(root, 8) == 8
-    assert lake_buckets(root, 16) == 8  # recorded wins: buckets must not reshuffle
+    first = lake_buckets(root, 8, LogPartitioner.CDC)
+    assert (first.count, first.rule) == (8, BucketRule.RING)
+    again = lake_buckets(root, 16, LogPartitioner.CDC)  # recorded wins: no reshuffle
+    assert (again.count, again.rule) == (8, BucketRule.RING)
     (root / LAYOUT_FILE).write_text("{nope")
-    with pytest.raises(LayoutError):
-        lake_buckets(root, 8)
+    with pytest.raises(LayoutError, match="unreadable"):
+        lake_buckets(root, 8, LogPartitioner.CDC)
+    (root / LAYOUT_FILE).write_text(json.dumps({"version": 2, "buckets": 8, "bucket_rule": "md5"}))
+    with pytest.raises(LayoutError, match="unreadable"):
+        lake_buckets(root, 8, LogPartitioner.CDC)
+    (root / LAYOUT_FILE).write_text(json.dumps({"version": 3, "buckets": 8}))
+    with pytest.raises(LayoutError, match="newer"):
+        lake_buckets(root, 8, LogPartitioner.CDC)
+
+
+def test_a_first_layout_lake_keeps_its_crc32_buckets(tmp_path: Path) -> None:
+    root = tmp_path / "shop.orders"
+    root.mkdir()
+    (root / LAYOUT_FILE).write_text(json.dumps({"version": 1, "buckets": 4}))
+    buckets = lake_buckets(root, 8, LogPartitioner.CDC)
+    assert (buckets.count, buckets.rule) == (4, BucketRule.CRC32)
+    assert buckets.ring_slices is None
+
+
+def test_ring_buckets_slice_the_log_partitioners_tokens(tmp_path: Path) -> None:
+    """The sandbox's Murmur3 log is scanned in Murmur3 order: its buckets slice that."""
+    from cassandra.murmur3 import murmur3
+
+    stream = StreamId(bytes.fromhex("7fffffffffffffff0123456789abcd01"))
+    scylla = lake_buckets(tmp_path / "a", 8, LogPartitioner.CDC)
+    sandbox = lake_buckets(tmp_path / "b", 8, LogPartitioner.MURMUR3)
+    assert scylla.of(stream) == 7  # the stream's own token is near the ring's end
+    assert sandbox.of(stream) == sandbox.of_token(murmur3(stream.raw))
 
 
 def test_windows_are_listed_across_dates_and_removed_everywhere(tmp_path: Path) -> None:

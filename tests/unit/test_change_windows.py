@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from cdcgen.core.cdc_log import TableRef
 from cdcgen.core.clocks import ClockCheck, NodeClock, window_closes_at
+from cdcgen.core.lake_buckets import LakeBuckets
 from cdcgen.core.planner import check_not_expired, plan_windows
 from cdcgen.core.stream_id import StreamId
 from cdcgen.core.tablets import TabletStreamSet
@@ -28,7 +29,6 @@ from cdcgen.core.windows import (
     TableState,
     WindowKind,
     WindowPolicy,
-    bucket_of,
     generation_spans,
     parse_window_label,
     tablet_spans,
@@ -41,7 +41,7 @@ POLICY = WindowPolicy(
     leeway=timedelta(seconds=5),
     confidence_window=timedelta(seconds=30),
     ttl=timedelta(hours=24),
-    buckets=4,
+    buckets=LakeBuckets(4),
 )
 
 
@@ -94,14 +94,6 @@ def test_table_ref_allow_lists_names() -> None:
         TableRef("shop", "orders; DROP TABLE x")
 
 
-@given(st.binary(min_size=16, max_size=16), st.integers(1, 64))
-def test_bucket_of_is_stable_and_in_range(raw: bytes, buckets: int) -> None:
-    raw = raw[:15] + bytes([raw[15] & 0xF0 | 1])
-    stream = StreamId(raw)
-    assert 0 <= bucket_of(stream, buckets) < buckets
-    assert bucket_of(stream, buckets) == bucket_of(StreamId(bytes(raw)), buckets)
-
-
 # --- closing ------------------------------------------------------------------------------
 
 
@@ -148,7 +140,7 @@ def test_first_run_reads_every_stream_once_per_generation_clipped_to_interval() 
         streams = [s for w in by_generation[gen.label] for s in w.streams]
         assert sorted(streams) == sorted(gen.streams)
         for window in by_generation[gen.label]:
-            assert all(bucket_of(s, POLICY.buckets) == window.bucket for s in window.streams)
+            assert all(POLICY.buckets.of(s) == window.bucket for s in window.streams)
 
 
 def test_generation_starting_after_interval_is_not_touched() -> None:
@@ -214,7 +206,7 @@ def test_lake_window_straddling_a_checkpoint_is_refused() -> None:
     interval = Interval(T0, T0 + timedelta(hours=2))
     middle = T0 + timedelta(hours=1)
     state = TableState(started_at=T0, checkpoints=every_bucket(gen, middle))
-    bucket = bucket_of(gen.streams[0], POLICY.buckets)
+    bucket = POLICY.buckets.of(gen.streams[0])
     lake = [LakeWindow(gen.label, T0, interval.end, bucket)]
     with pytest.raises(LakeInconsistent, match="straddles"):
         plan_windows(TABLE, [gen], interval, state, clocks(LATE), POLICY, NOW, lake)
@@ -253,7 +245,7 @@ def test_backfill_replaces_acknowledged_windows_exactly_and_fills_gaps() -> None
     (gen,) = spans(T0 - timedelta(hours=5))
     end = T0 + timedelta(hours=3)
     state = TableState(started_at=T0, checkpoints=every_bucket(gen, end))
-    bucket = bucket_of(gen.streams[0], POLICY.buckets)
+    bucket = POLICY.buckets.of(gen.streams[0])
     hour = timedelta(hours=1)
     lake = [
         LakeWindow(gen.label, T0, T0 + hour, bucket),
@@ -315,21 +307,21 @@ def test_watermark_is_the_slowest_bucket_of_unfinished_generations() -> None:
     half = T0 + timedelta(minutes=30)
     buckets = POLICY.buckets
     checkpoints = every_bucket(old, old.end) | every_bucket(new, T0 + timedelta(hours=2))
-    slow = bucket_of(new.streams[3], buckets)
+    slow = buckets.of(new.streams[3])
     checkpoints[(new.start, slow)] = T0 + timedelta(hours=1, minutes=10)
     state = TableState(started_at=T0, checkpoints=checkpoints)
     assert consistency_watermark([old, new], state, buckets) == T0 + timedelta(hours=1, minutes=10)
     lagging = dict(checkpoints)
-    lagging[(old.start, bucket_of(old.streams[0], buckets))] = half
+    lagging[(old.start, buckets.of(old.streams[0]))] = half
     assert consistency_watermark([old, new], TableState(T0, None, lagging), buckets) == half
     assert consistency_watermark([old, new], TableState(), buckets) is None
     # A bucket without a checkpoint holds the watermark at the table's floor.
     missing = dict(checkpoints)
-    del missing[(new.start, bucket_of(new.streams[0], buckets))]
+    del missing[(new.start, buckets.of(new.streams[0]))]
     assert consistency_watermark([old, new], TableState(T0, None, missing), buckets) == new.start
     # Empty buckets (no stream of the generation hashes to one) hold nothing back.
-    many = 64  # more buckets than the 16 streams: most are empty
-    assert len(new.buckets(many)) < many
+    many = LakeBuckets(64)  # more buckets than the 16 streams: most are empty
+    assert len(new.buckets(many)) < many.count
     sparse = {(new.start, b): T0 + timedelta(hours=2) for b in new.buckets(many)}
     assert consistency_watermark([new], TableState(new.start, None, sparse), many) == T0 + (
         timedelta(hours=2)
@@ -377,7 +369,9 @@ def test_runs_killed_anywhere_leave_each_bucket_covered_exactly_once(
     """
     rng = random.Random(seed)
     gens = spans(T0, T0 + timedelta(minutes=50), T0 + timedelta(minutes=130))
-    policy = WindowPolicy(ttl=None, buckets=3, leeway=timedelta(0), confidence_window=timedelta(0))
+    policy = WindowPolicy(
+        ttl=None, buckets=LakeBuckets(3), leeway=timedelta(0), confidence_window=timedelta(0)
+    )
     bounds = sorted({T0 + timedelta(minutes=m) for m in cuts})
     intervals = [Interval(T0, bounds[0])] + [Interval(a, b) for a, b in itertools.pairwise(bounds)]
     lake: set[LakeWindow] = set()
@@ -413,7 +407,7 @@ def test_runs_killed_anywhere_leave_each_bucket_covered_exactly_once(
         if gen.start >= last.end:
             continue
         end = last.end if gen.end is None else min(gen.end, last.end)
-        for bucket in {bucket_of(s, policy.buckets) for s in gen.streams}:
+        for bucket in {policy.buckets.of(s) for s in gen.streams}:
             covered = sorted(
                 (w.start, w.end) for w in lake if w.generation == gen.label and w.bucket == bucket
             )

@@ -43,6 +43,7 @@ from cdcgen.changes.run import (
 from cdcgen.changes.settings import ChangesSettings
 from cdcgen.config import PipelineConfig
 from cdcgen.core.cdc_log import TableRef
+from cdcgen.core.lake_buckets import LakeBuckets
 from cdcgen.core.stream_id import StreamId
 from cdcgen.core.topology import Node, TopologyDescription, make_generation
 from cdcgen.core.watermark import BucketCheckpoint
@@ -52,7 +53,6 @@ from cdcgen.core.windows import (
     Interval,
     Mode,
     WindowKind,
-    bucket_of,
     generation_spans,
 )
 from cdcgen.ports import CheckpointStore
@@ -63,6 +63,7 @@ SWITCH = T0 + timedelta(minutes=30)  # the second generation starts here
 TABLE = TableRef("shop", "orders")
 LEEWAY, CONFIDENCE = timedelta(seconds=1), timedelta(seconds=2)
 SETTINGS = ChangesSettings(buckets=4, buckets_per_job=1)
+LAKE_BUCKETS = LakeBuckets(SETTINGS.buckets)  # what the fake lake records
 LATE = T0 + timedelta(days=1)  # every clock far past every window
 
 
@@ -200,7 +201,7 @@ class LakeCheckingStore(MemoryCheckpointStore):
         for c in checkpoints:
             assert c.window_start is not None
             (span,) = [s for s in SPANS if s.start == c.generation]
-            for stream in span.buckets(SETTINGS.buckets)[c.bucket]:
+            for stream in span.buckets(LAKE_BUCKETS)[c.bucket]:
                 rows = self.world.log.window(stream.raw, c.window_start, c.checkpoint)
                 assert set(rows) <= in_lake, f"checkpoint of bucket {c.bucket} before {stream}"
         return super().save(table, checkpoints)
@@ -221,11 +222,11 @@ def test_checkpoints_follow_each_job_write_and_never_precede_it(world: World) ->
     # Every bucket acknowledged up to its window's end (the first generation's rows were
     # pruned: the watermark implies them).
     saved = {(c.generation, c.bucket): c.checkpoint for c in world.store.checkpoints(TABLE)}
-    assert saved == {(SWITCH, b): FIRST.end for b in SPANS[1].buckets(SETTINGS.buckets)}
+    assert saved == {(SWITCH, b): FIRST.end for b in SPANS[1].buckets(LAKE_BUCKETS)}
 
 
 def _streams_of_buckets(buckets: set[int]) -> set[StreamId]:
-    return {s for span in SPANS for s in span.streams if bucket_of(s, SETTINGS.buckets) in buckets}
+    return {s for span in SPANS for s in span.streams if LAKE_BUCKETS.of(s) in buckets}
 
 
 def _acknowledged_streams(store: MemoryCheckpointStore) -> set[StreamId]:
@@ -234,7 +235,7 @@ def _acknowledged_streams(store: MemoryCheckpointStore) -> set[StreamId]:
     return {
         stream
         for c in store.checkpoints(TABLE)
-        for stream in spans[c.generation].buckets(SETTINGS.buckets).get(c.bucket, ())
+        for stream in spans[c.generation].buckets(LAKE_BUCKETS).get(c.bucket, ())
     }
 
 

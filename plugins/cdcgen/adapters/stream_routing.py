@@ -54,13 +54,18 @@ def murmur3_token(key: bytes) -> int:
     return MAX_TOKEN if token == MIN_TOKEN else token
 
 
+def token_function(partitioner: LogPartitioner) -> Callable[[bytes], int]:
+    """``cdc$stream_id`` bytes -> the ring token of that CDC log partition."""
+    if partitioner is LogPartitioner.CDC:
+        return cdc_partitioner_token
+    if partitioner is LogPartitioner.MURMUR3:
+        return murmur3_token
+    raise RoutingError(f"resolve the log partitioner first (got {partitioner.value!r})")
+
+
 def log_token(stream: bytes, partitioner: LogPartitioner) -> int:
     """The ring token of a CDC log partition (``cdc$stream_id`` bytes)."""
-    if partitioner is LogPartitioner.CDC:
-        return cdc_partitioner_token(stream)
-    if partitioner is LogPartitioner.MURMUR3:
-        return murmur3_token(stream)
-    raise RoutingError(f"resolve the log partitioner first (got {partitioner.value!r})")
+    return token_function(partitioner)(stream)
 
 
 def replicas_for_token(metadata: Metadata, keyspace: str, token: int) -> list[Host]:

@@ -31,6 +31,7 @@ from cdcgen.changes.range_task import read_ranges
 from cdcgen.changes.read_task import ReadJob, read_changes
 from cdcgen.changes.stream_reads import StreamFanout, StreamRead, stream_reads
 from cdcgen.changes.window_index import OverlappingReads, WindowIndex
+from cdcgen.core.lake_buckets import LakeBuckets
 from cdcgen.core.read_strategy import ReadStrategy, choose_read, job_shape
 from cdcgen.core.windows import LakeWindow, Window
 from cdcgen.spark.fanout import Task, TaskFunction, arrow_struct, counter_accumulator, fan_out
@@ -62,7 +63,7 @@ class ParquetChangesLake:
         self._job = job
         self._fanout = fanout
         self._ranges = ranges  # None: per-stream reads only
-        self._buckets = 0
+        self._buckets: LakeBuckets | None = None
 
     @property
     def root(self) -> Path:
@@ -72,8 +73,8 @@ class ParquetChangesLake:
     def location(self) -> str:
         return str(self._root)
 
-    def buckets(self, wanted: int) -> int:
-        self._buckets = lake_buckets(self._root, wanted)
+    def buckets(self, wanted: int) -> LakeBuckets:
+        self._buckets = lake_buckets(self._root, wanted, self._job.log_table.partitioner)
         return self._buckets
 
     def windows(self) -> list[LakeWindow]:
@@ -95,7 +96,8 @@ class ParquetChangesLake:
         counters = counter_accumulator(spark)
         broadcasts: list[Broadcast[Any]] = []
         if index is not None and self._ranges is not None:
-            ranges = self._ranges.tasks(spark, index)
+            slices = None if self._buckets is None else self._buckets.ring_slices
+            ranges = self._ranges.tasks(spark, index, slices)
             shared = spark.sparkContext.broadcast(index)
             broadcasts.append(shared)
             task: TaskFunction = partial(read_ranges, self._job, counters, shared)
@@ -139,7 +141,11 @@ class ParquetChangesLake:
             index: WindowIndex | None = WindowIndex.of(reads)
         except OverlappingReads:
             index = None
-        buckets = self._buckets or 1 + max((w.bucket for w in windows), default=0)
+        buckets = (
+            self._buckets.count
+            if self._buckets is not None
+            else 1 + max((w.bucket for w in windows), default=0)
+        )
         shape = job_shape(
             ((w.generation.label, w.bucket) for w in windows),
             len(reads),
@@ -153,7 +159,7 @@ class ParquetChangesLake:
         self, windows: Sequence[Window], reads: int, tasks: Sequence[Task[Any]], what: str
     ) -> None:
         log.info(
-            "%s: %d windows, %d stream reads as %s: %d tasks over %d replicas",
+            "%s: %d windows, %d stream reads as %s: %d tasks in %d groups (replicas or buckets)",
             self._job.log_table.table,
             len(windows),
             reads,

@@ -9,9 +9,11 @@ and ``bucket`` make each extraction's output its own partitions, so that Spark's
 partition overwrite replaces exactly one window of one bucket and nothing else. Labels
 are millisecond UTC times (``20261122T101500.000Z``), which need no escaping.
 
-The bucket count is recorded in ``_cdcgen_layout.json`` on first write (Spark ignores
-``_``-prefixed files) because changing it would reshuffle streams between buckets and
-break the resume rule of :mod:`cdcgen.core.windows`.
+The bucket count and rule (:mod:`cdcgen.core.lake_buckets`) are recorded in
+``_cdcgen_layout.json`` on first write (Spark ignores ``_``-prefixed files) because
+changing either would reshuffle streams between buckets and break the resume rule of
+:mod:`cdcgen.core.windows`. A lake first written with layout version 1 keeps its CRC-32
+buckets.
 """
 
 from __future__ import annotations
@@ -20,13 +22,15 @@ import json
 import shutil
 from pathlib import Path
 
-from cdcgen.core.cdc_log import TableRef
+from cdcgen.adapters.stream_routing import token_function
+from cdcgen.core.cdc_log import LogPartitioner, TableRef
+from cdcgen.core.lake_buckets import BucketRule, LakeBuckets
 from cdcgen.core.windows import LakeWindow, parse_window_label
 
 #: The folder of the lake holding every table's changes (generations live beside it).
 CHANGES_DIR = "changes"
 LAYOUT_FILE = "_cdcgen_layout.json"
-LAYOUT_VERSION = 1
+LAYOUT_VERSION = 2  # 2: records the bucket rule (1: CRC-32 buckets)
 PARTITION_COLUMNS = ("date", "generation", "window", "bucket")
 
 
@@ -39,23 +43,35 @@ def table_root(lake: Path, table: TableRef) -> Path:
     return Path(lake) / CHANGES_DIR / table.qualified
 
 
-def lake_buckets(root: Path, wanted: int) -> int:
-    """The table's bucket count: the recorded one, or ``wanted`` recorded now."""
+def lake_buckets(root: Path, wanted: int, partitioner: LogPartitioner) -> LakeBuckets:
+    """The table's buckets: the recorded count and rule, or ``wanted`` buckets by ring
+    slice recorded now; slices of the log ``partitioner``'s tokens. A layout of version
+    1 (no rule recorded) hashes stream IDs."""
+    count, rule = _recorded_buckets(root, wanted)
+    return LakeBuckets(count, rule, token_function(partitioner))
+
+
+def _recorded_buckets(root: Path, wanted: int) -> tuple[int, BucketRule]:
     path = root / LAYOUT_FILE
     if path.is_file():
         try:
             recorded = json.loads(path.read_text())
+            version = int(recorded["version"])
             buckets = int(recorded["buckets"])
-        except (ValueError, KeyError, TypeError) as exc:
+            rule = BucketRule(recorded.get("bucket_rule", BucketRule.CRC32.value))
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise LayoutError(f"{path} is unreadable: {exc}") from exc
+        if version > LAYOUT_VERSION:
+            raise LayoutError(f"{path} has layout version {version}, newer than this one")
         if buckets < 1:
             raise LayoutError(f"{path} records {buckets} buckets")
-        return buckets
+        return buckets, rule
     root.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps({"version": LAYOUT_VERSION, "buckets": wanted}) + "\n")
+    layout = {"version": LAYOUT_VERSION, "buckets": wanted, "bucket_rule": BucketRule.RING}
+    tmp.write_text(json.dumps(layout) + "\n")
     tmp.replace(path)
-    return wanted
+    return wanted, BucketRule.RING
 
 
 def _value(directory: Path, column: str) -> str:

@@ -4,14 +4,17 @@ Where the per-stream strategy (:mod:`.stream_reads`) sends one query per stream 
 window, this one scans the ring in token ranges restricted to the job's time span (the
 earliest window start to the latest window end) and lets each Spark task place the rows
 it reads (:class:`~.window_index.WindowIndex`). The ranges come from the cluster's token
-map, cut at the ring's tokens, so each has one primary replica: tasks group ranges by
-replica exactly like stream reads (:func:`cdcgen.spark.fanout.plan_tasks`). Built once
-on the Spark driver by :mod:`cdcgen.changes.job`; the rule that picks a strategy per job
-is :func:`cdcgen.core.read_strategy.choose_read`.
+map, cut at the ring's tokens, so each has one primary replica. When the lake's buckets
+are slices of the ring (:mod:`cdcgen.core.lake_buckets`) each task scans an equal share
+of one slice, so it writes one bucket; otherwise tasks group ranges by replica exactly
+like stream reads (:func:`cdcgen.spark.fanout.plan_tasks`). Built once on the Spark
+driver by :mod:`cdcgen.changes.job`; the rule that picks a strategy per job is
+:func:`cdcgen.core.read_strategy.choose_read`.
 """
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -58,11 +61,32 @@ class RangeFanout:
     ranges_from: int = 1024
     min_tasks: int = 0
 
-    def tasks(self, spark: SparkSession, index: WindowIndex) -> list[Task[RangeRead]]:
-        """The ring's ranges over ``index``'s time span, grouped into tasks by replica."""
+    def tasks(
+        self,
+        spark: SparkSession,
+        index: WindowIndex,
+        buckets: Sequence[TokenRange] | None = None,
+    ) -> list[Task[RangeRead]]:
+        """The ring's ranges over ``index``'s time span, grouped into tasks.
+
+        With ``buckets`` (the lake's buckets as slices of the ring,
+        :attr:`~cdcgen.core.lake_buckets.LakeBuckets.ring_slices`) each task scans an
+        equal share of one slice, so it writes one bucket's files (one per window).
+        Without, tasks group ranges by primary replica."""
         tasks = min_tasks(spark, self.min_tasks) * TASKS_PER_SLOT
         low_ms, high_ms = index.low_us // 1000, index.high_us // 1000
-        reads = [
-            RangeRead(r.low, r.high, low_ms, high_ms, replica) for r, replica in self.ring(tasks)
-        ]
-        return plan_tasks(reads, lambda read: read.replica, max(1, len(reads)), tasks)
+        if buckets is None:
+            reads = [
+                RangeRead(r.low, r.high, low_ms, high_ms, replica)
+                for r, replica in self.ring(tasks)
+            ]
+            return plan_tasks(reads, lambda read: read.replica, max(1, len(reads)), tasks)
+        per_bucket = -(-tasks // len(buckets))
+        shares = [share for bucket in buckets for share in bucket.split(per_bucket)]
+        ends = [share.high for share in shares[:-1]]
+        grouped: list[list[RangeRead]] = [[] for _ in shares]
+        for whole, replica in self.ring(1):
+            for part in whole.cut(ends):
+                read = RangeRead(part.low, part.high, low_ms, high_ms, replica)
+                grouped[bisect_left(ends, part.high)].append(read)
+        return [(f"ring share {n}", reads) for n, reads in enumerate(grouped) if reads]

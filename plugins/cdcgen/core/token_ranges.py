@@ -36,6 +36,12 @@ class TokenRange:
         edges = [self.low + width * i // parts for i in range(parts + 1)]
         return [TokenRange(edges[i], edges[i + 1]) for i in range(parts)]
 
+    def cut(self, tokens: Iterable[int]) -> list[TokenRange]:
+        """This range cut at each of ``tokens`` inside it (a cut token ends a piece)."""
+        inside = sorted({t for t in tokens if self.low < t < self.high})
+        edges = [self.low, *inside, self.high]
+        return [TokenRange(edges[i], edges[i + 1]) for i in range(len(edges) - 1)]
+
 
 def ring_ranges(ring: Iterable[int], at_least: int = 1) -> list[TokenRange]:
     """The ring ``(MIN_TOKEN, MAX_TOKEN]`` cut at the ring's tokens, in order, each range

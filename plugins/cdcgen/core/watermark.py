@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from cdcgen.core.cdc_log import TableRef
+from cdcgen.core.lake_buckets import LakeBuckets
 from cdcgen.core.windows import GenerationSpan, TableState
 
 
@@ -52,12 +53,12 @@ class TableProgress:
 
 
 def consistency_watermark(
-    generations: Sequence[GenerationSpan], state: TableState, buckets: int
+    generations: Sequence[GenerationSpan], state: TableState, buckets: LakeBuckets
 ) -> datetime | None:
     """The time up to which every stream of the table is in the lake.
 
     YugabyteDB's "data consistency timestamp": the smallest effective checkpoint over the
-    buckets (of ``buckets`` in the lake) that hold streams of a generation not yet
+    buckets (the lake's ``buckets``) that hold streams of a generation not yet
     complete. A complete generation (all its buckets checkpointed to its end) no longer
     holds the watermark back. ``None`` before the first run.
     """

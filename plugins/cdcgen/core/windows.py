@@ -12,13 +12,13 @@ coordinator accepts writes up to ``leeway`` in its own future, and the confidenc
 ScyllaDB also accepts writes whose client-chosen timestamp lies further in the past;
 every windowed consumer misses those, this one included.)
 
-Streams are hashed into a fixed number of *buckets* per generation. A bucket is the unit
-the lake replaces and the unit a checkpoint covers: every stream of a bucket is read over
-the same window, which starts at the bucket's checkpoint. Checkpoints are written only
-after a window's files are committed, so files of a bucket starting at or after its
-checkpoint were never acknowledged ("garbage" of a killed run) and are deleted before
-the window is written again. That rule is what makes a resume exact: nothing
-acknowledged is read twice into the lake, nothing unacknowledged is kept.
+Streams fall into a fixed number of *buckets* per generation (:mod:`.lake_buckets`). A
+bucket is the unit the lake replaces and the unit a checkpoint covers: every stream of a
+bucket is read over the same window, which starts at the bucket's checkpoint.
+Checkpoints are written only after a window's files are committed, so files of a bucket
+starting at or after its checkpoint were never acknowledged ("garbage" of a killed run)
+and are deleted before the window is written again. That rule is what makes a resume
+exact: nothing acknowledged is read twice into the lake, nothing unacknowledged is kept.
 
 Tablets tables plug in unchanged: each stream set is a generation whose ``[T_set, T_next)``
 bounds every stream in it, so a stream is never read before it opened or after it closed.
@@ -29,7 +29,6 @@ raises :class:`DataExpired`, which says how to re-bootstrap.
 
 from __future__ import annotations
 
-import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -37,6 +36,7 @@ from enum import StrEnum
 from functools import cached_property
 
 from cdcgen.core.clocks import window_closes_at
+from cdcgen.core.lake_buckets import LakeBuckets
 from cdcgen.core.stream_id import StreamId
 from cdcgen.core.tablets import TabletStreamSet
 from cdcgen.core.time import as_utc, floor_ms, parse_time_label, time_label
@@ -116,12 +116,12 @@ class GenerationSpan:
             return self.mapping.streams
         return tuple(self.mapping.streams())
 
-    def buckets(self, count: int) -> dict[int, tuple[StreamId, ...]]:
-        """The generation's streams by lake bucket (:func:`bucket_of`), empty buckets
-        left out, streams unique and in order, buckets ascending."""
+    def buckets(self, buckets: LakeBuckets) -> dict[int, tuple[StreamId, ...]]:
+        """The generation's streams by lake bucket, empty buckets left out, streams
+        unique and in order, buckets ascending."""
         grouped: dict[int, list[StreamId]] = {}
         for stream in dict.fromkeys(self.streams):
-            grouped.setdefault(bucket_of(stream, count), []).append(stream)
+            grouped.setdefault(buckets.of(stream), []).append(stream)
         return {bucket: tuple(grouped[bucket]) for bucket in sorted(grouped)}
 
     @property
@@ -151,11 +151,6 @@ def generation_spans(
 def tablet_spans(sets: Sequence[TabletStreamSet]) -> list[GenerationSpan]:
     """A tablets table's stream sets as generations (each set is ``[T_set, T_next_set)``)."""
     return generation_spans((s.timestamp, s, "") for s in sets)
-
-
-def bucket_of(stream: StreamId, buckets: int) -> int:
-    """The lake bucket of a stream: CRC-32 of its 16 bytes, stable across runs and hosts."""
-    return zlib.crc32(stream.raw) % buckets
 
 
 @dataclass(frozen=True, order=True)
@@ -257,11 +252,9 @@ class WindowPolicy:
     confidence_window: timedelta = timedelta(seconds=30)
     ttl: timedelta | None = timedelta(seconds=86_400)
     expiry_margin: timedelta = timedelta(seconds=60)
-    buckets: int = 8
+    buckets: LakeBuckets = field(default_factory=LakeBuckets)
 
     def __post_init__(self) -> None:
-        if self.buckets < 1:
-            raise ValueError("buckets must be at least 1")
         if self.ttl is not None and self.ttl <= timedelta(0):
             object.__setattr__(self, "ttl", None)  # CDC TTL 0 means rows never expire
 
