@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from cdcgen.core.generation_arrays import GenerationArrays
 from cdcgen.core.topology import Node, make_generation
-from cdcgen.reports.adapters import expectations_from_gx, ring_from_description
+from cdcgen.reports.adapters import expectations_from_gx, ring_from_arrays, ring_from_description
 from cdcgen.reports.changes_page import render_changes_page
 from cdcgen.reports.checks_page import ROWS_SHOWN, checks_page_path, write_checks_page
 from cdcgen.reports.generation_page import render_generation_page
@@ -29,7 +30,7 @@ from cdcgen.reports.records import (
     TableLag,
     generation_page_name,
 )
-from cdcgen.reports.ring_picture import range_fraction, token_angle
+from cdcgen.reports.ring_picture import MAX_STREAM_DOTS, range_fraction, token_angle
 from cdcgen.reports.sample import sample_changes, sample_generation
 from cdcgen.reports.site import build_site, load_records, record_run, save_record
 from cdcgen.validation.results import CheckOutcome
@@ -149,6 +150,24 @@ def test_ring_from_description_covers_the_ring_exactly_once() -> None:
     ]
     assert sum(range_fraction(e.range_start, e.range_end) for e in ring) == pytest.approx(1)
     assert all(len(e.stream_tokens) == e.shard_count for e in ring)
+
+
+def test_records_of_generations_too_large_for_stream_dots_leave_their_tokens_out() -> None:
+    rng = random.Random(2)
+    tokens = tuple(sorted({rng.randint(-(2**62), 2**62) for _ in range(100)}))
+    small = make_generation([Node("a", 8, 12, tokens)], rng)  # 800 streams: dots drawn
+    large = make_generation([Node("a", 64, 12, tokens)], rng)  # 6,400 streams: none
+    assert MAX_STREAM_DOTS < 6_400
+    for description, dots in ((small, True), (large, False)):
+        for ring in (
+            ring_from_description(description),
+            ring_from_arrays(GenerationArrays.from_description(description)),
+        ):
+            assert all(bool(e.stream_tokens) is dots for e in ring)
+            assert sum(e.shard_count for e in ring) == sum(1 for _ in description.streams())
+    record = sample_generation(T0, seed=3, failing=0, vnodes=8)
+    page = render_generation_page(replace(record, ring=ring_from_description(large)), [record])
+    assert 'class="stream"' not in page and 'class="range"' in page
 
 
 # --- pages ------------------------------------------------------------------------------

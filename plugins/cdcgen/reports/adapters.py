@@ -16,6 +16,7 @@ import numpy as np
 from cdcgen.core.generation_arrays import GenerationArrays
 from cdcgen.core.topology import TopologyDescription
 from cdcgen.reports.records import ExpectationOutcome, RingEntry
+from cdcgen.reports.ring_picture import MAX_STREAM_DOTS
 
 NodeOf = Mapping[int, str] | Callable[[int], str | None]
 
@@ -29,13 +30,14 @@ def ring_from_description(
     or a function; ranges whose owner is unknown get the node name "".
     """
     node_of = _node_of(owners)
+    dots = _draws_stream_dots(sum(len(entry.streams) for entry in description.entries))
     return tuple(
         RingEntry(
             range_start=description.range_start(index),
             range_end=entry.range_end,
             node=node_of(entry.range_end),
             shard_count=len(entry.streams),
-            stream_tokens=tuple(stream.token for stream in entry.streams),
+            stream_tokens=tuple(stream.token for stream in entry.streams) if dots else (),
         )
         for index, entry in enumerate(description.entries)
     )
@@ -48,8 +50,8 @@ def ring_from_arrays(
     node_of = _node_of(owners)
     ends = arrays.range_ends.tolist()
     starts = np.roll(arrays.range_ends, 1).tolist()
-    tokens = arrays.stream_tokens().tolist()
     offsets = arrays.offsets.tolist()
+    tokens = arrays.stream_tokens().tolist() if _draws_stream_dots(offsets[-1]) else []
     return tuple(
         RingEntry(
             range_start=starts[i],
@@ -60,6 +62,13 @@ def ring_from_arrays(
         )
         for i, end in enumerate(ends)
     )
+
+
+def _draws_stream_dots(streams: int) -> bool:
+    """Whether the ring picture draws these streams' dots, so the record needs their
+    tokens: a 1.6M-stream generation's would make its record 30 MB, read again by every
+    rebuild of the site, for a picture that shows none of them."""
+    return streams <= MAX_STREAM_DOTS
 
 
 def _node_of(owners: NodeOf | None) -> Callable[[int], str]:
