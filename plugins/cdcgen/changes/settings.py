@@ -41,8 +41,8 @@ class ChangesSettings(EnvSettings):
     # least this many tasks (0: twice Spark's default parallelism).
     streams_per_task: int = env("CDCGEN_CHANGES_STREAMS_PER_TASK", 256, ge=1)
     min_tasks: int = env("CDCGEN_CHANGES_MIN_TASKS", 0, ge=0)
-    # Lake: streams are hashed into this many buckets per generation; a bucket is the
-    # unit a re-run or a resume replaces. Recorded in the lake on first write.
+    # Lake: streams fall into this many buckets (slices of the ring) per generation; a
+    # bucket is the unit a re-run or a resume replaces. Recorded in the lake on first write.
     buckets: int = env("CDCGEN_CHANGES_BUCKETS", 8, ge=1)
     # Buckets per Spark job (0 = all in one job). Smaller means a kill loses less work.
     buckets_per_job: int = env("CDCGEN_CHANGES_BUCKETS_PER_JOB", 0, ge=0)
