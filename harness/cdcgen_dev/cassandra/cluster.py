@@ -169,7 +169,11 @@ class Sandbox:
         with self._lock():
             if node_pid(node) is None:
                 self._launch([node])
-            running = [n for n in self.topology.existing_nodes() if node_pid(n) is not None]
+            # The node just launched is waited for by name: until its child has exec'd
+            # the JVM, its /proc command line is still Python's, and node_pid says None.
+            running = [
+                n for n in self.topology.existing_nodes() if n == node or node_pid(n) is not None
+            ]
             self._wait_ready(running, deadline)
 
     def nodetool(self, index: int, *args: str, timeout: float = 60.0) -> str:
