@@ -169,8 +169,9 @@ class Sandbox:
         with self._lock():
             if node_pid(node) is None:
                 self._launch([node])
-            # The node just launched is waited for by name: until its child has exec'd
-            # the JVM, its /proc command line is still Python's, and node_pid says None.
+            # The node just launched is waited for whatever its pid check says this
+            # early: CI once saw that check miss it, and its peers then waited for a
+            # ring without it until the deadline. If it did die, the wait names it.
             running = [
                 n for n in self.topology.existing_nodes() if n == node or node_pid(n) is not None
             ]

@@ -159,7 +159,7 @@ class ParquetChangesLake:
         self, windows: Sequence[Window], reads: int, tasks: Sequence[Task[Any]], what: str
     ) -> None:
         log.info(
-            "%s: %d windows, %d stream reads as %s: %d tasks in %d groups (replicas or buckets)",
+            "%s: %d windows, %d stream reads as %s: %d tasks in %d replica or ring-share groups",
             self._job.log_table.table,
             len(windows),
             reads,
