@@ -32,8 +32,11 @@ COPY --chown=airflow:0 expectations/ /opt/cdcgen/expectations/
 # Editable: the import path is /opt/cdcgen/plugins, i.e. the bind-mounted sources.
 # psycopg2-binary and asyncpg are the metadata database's sync and async drivers
 # (the base image has them; pinned here so the constraints cannot drop them).
+# Then Delta Lake's jars into PySpark's jars/ (cdcgen.spark.delta), for Spark
+# drivers and the master and worker alike.
 RUN pip install --no-cache-dir -c /opt/cdcgen/constraints.txt \
       -e "/opt/cdcgen[stack]" "psycopg2-binary==2.9.13" "asyncpg==0.32.0" \
- && pip check
+ && pip check \
+ && python -m cdcgen.spark.delta
 
 WORKDIR /opt/cdcgen

@@ -45,15 +45,17 @@ fi
 stamp_inputs() { cat constraints.txt pyproject.toml harness/pyproject.toml; "$PYTHON" --version 2>&1; }
 want=$(stamp_inputs | sha256sum | cut -d' ' -f1)
 stamp=.venv/.cdcgen-stamp
-if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && [ -x .venv/bin/cdcgen ]; then
-  exit 0
+if ! { [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && [ -x .venv/bin/cdcgen ]; }; then
+  if [ ! -x .venv/bin/python ]; then
+    log "creating .venv"
+    "$PYTHON" -m venv .venv
+  fi
+  log "installing the pinned stack into .venv (about a minute or two)"
+  .venv/bin/pip install -q --upgrade-strategy only-if-needed -c constraints.txt -e '.[stack,dev]' -e ./harness
+  .venv/bin/pip check >&2
+  echo "$want" > "$stamp"
+  log "ready"
 fi
-if [ ! -x .venv/bin/python ]; then
-  log "creating .venv"
-  "$PYTHON" -m venv .venv
-fi
-log "installing the pinned stack into .venv (about a minute or two)"
-.venv/bin/pip install -q --upgrade-strategy only-if-needed -c constraints.txt -e '.[stack,dev]' -e ./harness
-.venv/bin/pip check >&2
-echo "$want" > "$stamp"
-log "ready"
+# Delta Lake's two jars in PySpark's jars/ (checked every time: a reinstalled
+# pyspark comes without them); a no-op when both are there with the pinned hash.
+.venv/bin/python -m cdcgen.spark.delta

@@ -8,7 +8,7 @@ checked fast and exhaustively (as scylla-cdc-java checks its master against a mo
   gets this from value-derived write timestamps);
 * :class:`MemoryChangesLake` over a :class:`MemoryChangeLog`: a write replaces exactly
   the ``(generation, window, bucket)`` partitions that received rows and nothing else
-  (Spark's dynamic partition overwrite), a window without rows leaves no partition;
+  (one commit replacing them, like ``replaceWhere``), a window without rows leaves no partition;
 * :class:`FixedGenerations`, :class:`FixedClocks`: the spans and node clocks a test sets.
 
 Every fake appends what it did to a shared :class:`Events` list, so tests can assert the
@@ -36,7 +36,7 @@ from cdcgen.core.lake_buckets import LakeBuckets
 from cdcgen.core.topology import TopologyDescription
 from cdcgen.core.watermark import BucketCheckpoint, TableProgress
 from cdcgen.core.windows import GenerationSpan, LakeWindow, TableState, Window
-from cdcgen.ports import ChangeLogReader, CheckpointStore
+from cdcgen.ports import ChangeLogReader, CheckpointStore, LakeCommit
 
 #: A change as the fakes keep it: (stream, write time, batch_seq_no).
 Change = tuple[bytes, datetime, int]
@@ -229,6 +229,7 @@ class MemoryChangesLake:
         self.partitions: dict[LakeWindow, list[Change]] = {}
         self.recorded_buckets: int | None = None
         self.writes = 0
+        self.version = -1  # a Delta table's first commit is version 0
         self._fail_on_write = fail_on_write
         self._die_after_write = die_after_write
 
@@ -244,11 +245,13 @@ class MemoryChangesLake:
     def windows(self) -> list[LakeWindow]:
         return sorted(self.partitions)
 
-    def remove(self, window: LakeWindow) -> int:
-        self.events.append(f"remove {window.generation} {window.label} {window.bucket}")
-        return 1 if self.partitions.pop(window, None) is not None else 0
+    def remove(self, windows: Sequence[LakeWindow]) -> LakeCommit:
+        for window in windows:
+            self.events.append(f"remove {window.generation} {window.label} {window.bucket}")
+            self.partitions.pop(window, None)
+        return self._commit(Counter())
 
-    def write(self, windows: Sequence[Window]) -> Counter[str]:
+    def write(self, windows: Sequence[Window], replacing: Sequence[LakeWindow] = ()) -> LakeCommit:
         self.writes += 1
         if self.writes == self._fail_on_write:
             raise InjectedFault("injected fault: a read task died")
@@ -261,11 +264,20 @@ class MemoryChangesLake:
                 if rows:
                     staged.setdefault(window.lake_window, []).extend(rows)
                     counters[f"rows:{window.generation.label}"] += len(rows)
-        self.partitions.update(staged)  # dynamic overwrite: only partitions with rows
+        for window in replacing:  # the commit replaces these, rows or not
+            self.events.append(f"remove {window.generation} {window.label} {window.bucket}")
+        for window in [*replacing, *(w.lake_window for w in windows)]:
+            self.partitions.pop(window, None)
+        self.partitions.update(staged)  # a window without rows leaves no partition
         self.events.append(f"write {sorted({w.bucket for w in windows})}")
+        commit = self._commit(counters)
         if self.writes == self._die_after_write:
             raise InjectedFault("injected fault: the driver died before checkpointing")
-        return counters
+        return commit
+
+    def _commit(self, counters: Counter[str]) -> LakeCommit:
+        self.version += 1
+        return LakeCommit(self.version, counters)
 
     def rows(self) -> list[Change]:
         return sorted(c for rows in self.partitions.values() for c in rows)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -160,8 +161,18 @@ class ChangeLogReader(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class LakeCommit:
+    """One commit of a table's changes: the table version that holds it, and what the
+    write counted (``rows:<generation>``, ``queries``, ``retries``)."""
+
+    version: int
+    counters: Counter[str]
+
+
 class ChangesLake(Protocol):
-    """Where a table's extracted changes live, window by window."""
+    """Where a table's extracted changes live, window by window; every write is one
+    commit, seen whole or not at all."""
 
     @property
     def location(self) -> str:
@@ -177,11 +188,11 @@ class ChangesLake(Protocol):
         """Every (generation, window, bucket) the lake holds rows of."""
         ...
 
-    def remove(self, window: LakeWindow) -> int:
-        """Deletes one window's rows; returns how many partitions went."""
+    def remove(self, windows: Sequence[LakeWindow]) -> LakeCommit:
+        """Deletes the rows of ``windows`` in one commit."""
         ...
 
-    def write(self, windows: Sequence[Window]) -> Counter[str]:
-        """Reads ``windows`` stream by stream and replaces exactly their partitions;
-        returns counters (``rows:<generation>``, ``queries``, ``retries``)."""
+    def write(self, windows: Sequence[Window], replacing: Sequence[LakeWindow] = ()) -> LakeCommit:
+        """Reads ``windows`` and commits their rows in place of whatever the table held
+        for them and for ``replacing`` (windows to drop in the same commit)."""
         ...

@@ -19,7 +19,6 @@ is compared with a full scan of each log table (which only a test may do):
 from __future__ import annotations
 
 import contextlib
-import os
 import threading
 import time
 from collections import Counter, defaultdict
@@ -33,6 +32,7 @@ import psutil
 import pyarrow.parquet as pq
 import pytest
 from dag_scenarios import CLUSTER_ENV, Scenario, assert_ok, assert_ran_on, on_cluster
+from lake_files import committed_files
 
 from cdcgen.airflow.connections import DEFAULT_SPARK_MASTER
 from cdcgen.core.generation import SourceMode
@@ -131,24 +131,6 @@ def source_rows(scn: Scenario, table: str) -> dict[Key, tuple[int, int]]:
             timeout=60,
         )
         return {(bytes(r[0]).hex(), str(r[1]), r[2]): (r[3], i) for i, r in enumerate(rows)}
-
-
-def committed_files(root: Path) -> list[Path]:
-    """The lake's Parquet files as a reader sees them: staging (``.``/``_`` paths) excluded.
-
-    Staging folders are pruned before they are entered: Spark deletes them while a
-    job commits, and a watcher scanning a running job must not trip over one that
-    vanished under it (``os.walk`` skips a folder that is gone).
-    """
-    found: list[Path] = []
-    for folder, subfolders, files in os.walk(root):
-        subfolders[:] = [name for name in subfolders if not name.startswith((".", "_"))]
-        found.extend(
-            Path(folder) / name
-            for name in files
-            if name.endswith(".parquet") and not name.startswith((".", "_"))
-        )
-    return sorted(found)
 
 
 def lake_rows(scn: Scenario, table: str) -> list[dict[str, Any]]:

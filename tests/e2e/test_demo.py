@@ -39,6 +39,9 @@ SUMMARY_KEYS = {
     "sensor_deferrals",
     "row_checks",
     "changes_matching_source",
+    "lake_format",
+    "lake_versions",
+    "lake_version",
     "watermark",
     "workload_writes",
     "target_keyspace",
@@ -88,6 +91,9 @@ def test_demo_runs_end_to_end(mode: SourceMode, cassandra_any: Any) -> None:
     assert summary["generations_matching_source"] == summary["generations_expected"]
     assert summary["validation"] == "passed" and summary["colocation"] == "passed"
     assert summary["changes_rows"] > 0 and summary["changes_matching_source"] is True
+    # The changes table is Delta: the run's commits, the last one the table's version.
+    assert summary["lake_format"] == "delta"
+    assert summary["lake_versions"] and summary["lake_versions"][-1] == summary["lake_version"]
     # The checks against the ring ran (tablets stream sets have none), and the newest
     # generation's page shows the ring's node owners.
     tablets = mode is SourceMode.TABLETS

@@ -27,6 +27,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from changes_fakes import (
@@ -35,6 +36,7 @@ from changes_fakes import (
     ReadersFailingAfter,
     ship_to_spark_workers,
 )
+from lake_files import committed_files
 
 from cdcgen.adapters.cdc_tables import CdcCatalog
 from cdcgen.adapters.checkpoints import CqlCheckpointStore
@@ -42,6 +44,7 @@ from cdcgen.adapters.cql import CqlClient, connect
 from cdcgen.adapters.generation_sources import source_for
 from cdcgen.adapters.log_tables import describe_log_table
 from cdcgen.changes.job import TableAdapters, reader_factory, table_adapters
+from cdcgen.changes.lake import DeltaChangesLake
 from cdcgen.changes.layout import table_root
 from cdcgen.changes.report import changes_report, record_changes_run
 from cdcgen.changes.result import ExtractionResult
@@ -207,7 +210,7 @@ def lake_rows(config: PipelineConfig, table: str = "orders") -> list[dict[str, A
     """Every lake row, file by file in file order (the order a reader sees)."""
     root = table_root(config.lake_path, TableRef(KEYSPACE, table))
     rows = []
-    for path in sorted(root.rglob("*.parquet")):
+    for path in committed_files(root):
         columns = ["cdc$stream_id", "cdc$time", "cdc$batch_seq_no", "pk", "write_time"]
         for row in pq.read_table(path, columns=columns).to_pylist():
             row["file"] = str(path)
@@ -288,10 +291,34 @@ def test_every_row_lands_once_in_key_order_and_reruns_are_idempotent(
     assert_exactly_once_in_key_order(config, truth)
     assert store.progress(TableRef(KEYSPACE, "orders")).watermark == second.interval.end
 
+    # Every job is one commit; the table keeps each run's version for time travel.
+    versions = [*first.lake_versions, *second.lake_versions, *backfill.lake_versions]
+    assert versions == sorted(set(versions)) and len(versions) == sum(
+        r.jobs for r in (first, second, backfill)
+    )
+    before = built.lake.dataset(first.lake_version).count()
+    assert before == first.rows_written  # as of the first run: its rows only
+    # A reader without Spark (delta-rs) reads exactly the rows Spark reads.
+    assert_delta_rs_reads_what_spark_reads(built.lake)
+
     # A window older than the CDC TTL fails loudly, with what to do.
     with pytest.raises(DataExpired, match="Re-bootstrap"):
         run(spark, world, config, Interval(world.end, world.end + timedelta(seconds=1)),
             now=world.end + timedelta(days=2))  # fmt: skip
+
+
+def assert_delta_rs_reads_what_spark_reads(lake: DeltaChangesLake) -> None:
+    from deltalake import DeltaTable
+
+    def rows(table: pa.Table) -> list[tuple[Any, ...]]:
+        columns = sorted(table.column_names)
+        return sorted(zip(*(table.column(c).to_pylist() for c in columns), strict=True), key=repr)
+
+    by_spark = lake.dataset().toArrow()
+    by_delta_rs = pa.table(DeltaTable(str(lake.root)).to_pyarrow_table())
+    assert sorted(by_spark.column_names) == sorted(by_delta_rs.column_names)
+    assert by_spark.num_rows > 0
+    assert rows(by_delta_rs) == rows(by_spark)
 
 
 def test_killed_runs_resume_from_checkpoints_without_loss_or_duplicates(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import random
 import uuid
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pyarrow as pa
@@ -24,10 +24,12 @@ from cdcgen.changes.columns import (
 )
 from cdcgen.changes.layout import (
     LAYOUT_FILE,
+    PARTITION_COLUMNS,
     LayoutError,
+    is_parquet_lake,
     lake_buckets,
     list_windows,
-    remove_window,
+    window_predicate,
 )
 from cdcgen.core.cdc_log import (
     LogPartitioner,
@@ -169,19 +171,63 @@ def test_ring_buckets_slice_the_log_partitioners_tokens(tmp_path: Path) -> None:
     assert sandbox.of(stream) == sandbox.of_token(murmur3(stream.raw))
 
 
-def test_windows_are_listed_across_dates_and_removed_everywhere(tmp_path: Path) -> None:
+def _delta_lake(root: Path, partitions: list[tuple[str, str, str, int]]) -> None:
+    """A changes table with one row per ``(date, generation, window, bucket)``, written
+    by delta-rs as Spark would lay it out."""
+    from deltalake import write_deltalake
+
+    columns = list(zip(*partitions, strict=True))
+    rows = pa.table(
+        {
+            "stream_id": pa.array([b"s"] * len(partitions), pa.binary()),
+            "date": pa.array(columns[0], pa.string()),
+            "generation": pa.array(columns[1], pa.string()),
+            "window": pa.array(columns[2], pa.string()),
+            "bucket": pa.array(columns[3], pa.int32()),
+        }
+    )
+    write_deltalake(str(root), rows, partition_by=list(PARTITION_COLUMNS), mode="append")
+
+
+def test_windows_are_listed_from_the_tables_log_across_dates(tmp_path: Path) -> None:
     root = tmp_path / "shop.orders"
     start, end = T0.replace(hour=23, minute=0, second=0, microsecond=0), T0.replace(microsecond=0)
     label = window_label(start, end)
-    for date in ("2026-11-22", "2026-11-23"):
-        directory = root / f"date={date}" / "generation=G1" / f"window={label}" / "bucket=2"
-        directory.mkdir(parents=True)
-        (directory / "part-0.parquet").write_bytes(b"x")
-    empty = root / "date=2026-11-22" / "generation=G1" / f"window={label}" / "bucket=3"
-    empty.mkdir(parents=True)
-    windows = list_windows(root)
-    assert windows == [LakeWindow("G1", start, end, 2)]
-    assert remove_window(root, windows[0]) == 2
-    assert list_windows(root) == []
-    assert not (root / "date=2026-11-23").exists()
-    assert empty.exists()  # another bucket's directory is not touched
+    assert list_windows(root) == []  # no table yet
+    _delta_lake(root, [("2026-11-22", "G1", label, 2), ("2026-11-23", "G1", label, 2)])
+    stray = root / "date=2026-11-22" / "generation=G1" / f"window={label}" / "bucket=3"
+    stray.mkdir(parents=True)  # a killed job's files, in no commit: not a window
+    (stray / "part-0.parquet").write_bytes(b"x")
+    assert list_windows(root) == [LakeWindow("G1", start, end, 2)]
+
+
+def test_a_parquet_lake_of_an_earlier_version_must_be_converted(tmp_path: Path) -> None:
+    root = tmp_path / "shop.orders"
+    label = window_label(T0.replace(microsecond=0), T0.replace(microsecond=0))
+    directory = root / "date=2026-11-22" / "generation=G1" / f"window={label}" / "bucket=2"
+    directory.mkdir(parents=True)
+    (directory / "part-0.parquet").write_bytes(b"x")
+    assert is_parquet_lake(root)
+    with pytest.raises(LayoutError, match="cdcgen lake migrate"):
+        list_windows(root)
+
+
+def test_window_predicate_selects_exactly_the_windows_buckets() -> None:
+    start = T0.replace(microsecond=0)
+    end = start + timedelta(minutes=5)
+    other = end + timedelta(minutes=5)
+    predicate = window_predicate(
+        [
+            LakeWindow("G1", start, end, 3),
+            LakeWindow("G1", start, end, 1),
+            LakeWindow("G1", end, other, 1),
+        ]
+    )
+    assert predicate == (
+        f"(generation = 'G1' AND window = '{window_label(start, end)}' AND bucket IN (1, 3))"
+        f" OR (generation = 'G1' AND window = '{window_label(end, other)}' AND bucket IN (1))"
+    )
+    with pytest.raises(LayoutError, match="not a generation or window label"):
+        window_predicate([LakeWindow("G1' OR '1'='1", start, end, 0)])
+    with pytest.raises(LayoutError, match="no windows"):
+        window_predicate([])

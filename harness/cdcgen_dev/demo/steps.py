@@ -166,9 +166,10 @@ def still_v1(config: PipelineConfig) -> bool:
 
 
 def count_changes(config: PipelineConfig, table: str) -> dict[str, int]:
-    """The lake's rows of ``table`` against the source log table's (a full scan,
-    which only a check like this one may do: the pipeline reads stream by stream)."""
-    import pyarrow.dataset as ds
+    """The lake's rows of ``table`` (read with delta-rs, as a user without Spark would)
+    against the source log table's (a full scan, which only a check like this one may
+    do: the pipeline reads stream by stream); ``version`` is the table's."""
+    from deltalake import DeltaTable
 
     from cdcgen.adapters.cql import client_for
     from cdcgen.core.cdc_log import STREAM_ID, TableRef, quote_column
@@ -180,10 +181,13 @@ def count_changes(config: PipelineConfig, table: str) -> dict[str, int]:
         )
         source = sum(1 for _ in rows)
     root = Path(config.lake_path) / "changes" / table
-    lake = ds.dataset(root, format="parquet").count_rows() if root.exists() else 0
+    if not DeltaTable.is_deltatable(str(root)):
+        raise DemoFailed(f"{root} is not a Delta table")
+    delta = DeltaTable(str(root))
+    lake = delta.to_pyarrow_dataset().count_rows()
     if lake != source:
         raise DemoFailed(f"the lake holds {lake} changes of {table}, the source {source}")
-    return {"source": source, "lake": lake}
+    return {"source": source, "lake": lake, "version": int(delta.version())}
 
 
 def report_index(config: PipelineConfig, summary: Mapping[str, Any]) -> str | None:

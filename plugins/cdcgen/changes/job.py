@@ -24,7 +24,7 @@ from cdcgen.adapters.read_retries import Backoff
 from cdcgen.adapters.read_sessions import SessionKey
 from cdcgen.adapters.stream_routing import range_replicas, stream_replicas
 from cdcgen.changes.columns import column_specs, lake_schema
-from cdcgen.changes.lake import ParquetChangesLake
+from cdcgen.changes.lake import DeltaChangesLake
 from cdcgen.changes.layout import table_root
 from cdcgen.changes.range_reads import RangeFanout
 from cdcgen.changes.read_task import ReadJob
@@ -75,7 +75,7 @@ class TableAdapters:
     generations: GenerationSource
     clocks: ClockReader
     checkpoints: CqlCheckpointStore
-    lake: ParquetChangesLake
+    lake: DeltaChangesLake
     row_checks: SparkRowChecks
 
     def ports(self, *, validate: bool = True) -> ChangesPorts:
@@ -114,7 +114,7 @@ def table_adapters(
     job = ReadJob(readers, log_table, schema, settings.batch_rows)
     ring = partial(range_replicas, client, table.keyspace)
     ranges = RangeFanout(ring, settings.read_strategy, settings.ranges_from, settings.min_tasks)
-    lake = ParquetChangesLake(spark, table_root(config.lake_path, table), job, fanout, ranges)
+    lake = DeltaChangesLake(spark, table_root(config.lake_path, table), job, fanout, ranges)
     row_checks = SparkRowChecks(
         spark,
         lake,

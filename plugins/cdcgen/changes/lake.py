@@ -1,19 +1,22 @@
-"""The changes lake of one table: Hive-partitioned Parquet written by Spark.
+"""The changes lake of one table: a Delta table written by Spark, one commit per job.
 
-The :class:`~cdcgen.ports.ChangesLake` port over the file layout of :mod:`.layout` and
-one Spark job per :meth:`ParquetChangesLake.write`: the windows' stream reads fanned out
-over Spark tasks by replica (:class:`~.stream_reads.StreamFanout`), each task reading
-its streams (:func:`~.read_task.read_changes`), or, for a job of many streams, the
-ring's token ranges scanned and each row placed (:mod:`.range_reads`,
-:func:`~.range_task.read_ranges`), the rows written with dynamic partition
-overwrite, so a job replaces exactly its own ``generation/window/bucket`` partitions
-and nothing else. The rows reach the files in the order they were read (enough
-concurrent writers that Spark never re-sorts them), which is each key's order.
+The :class:`~cdcgen.ports.ChangesLake` port over the table of :mod:`.layout` and one
+Spark job per :meth:`DeltaChangesLake.write`: the windows' stream reads fanned out over
+Spark tasks by replica (:class:`~.stream_reads.StreamFanout`), each task reading its
+streams (:func:`~.read_task.read_changes`), or, for a job of many streams, the ring's
+token ranges scanned and each row placed (:mod:`.range_reads`,
+:func:`~.range_task.read_ranges`). The rows are committed with ``replaceWhere`` over
+exactly the job's ``generation/window/bucket`` partitions: one commit replaces what the
+table held for them (a backfill's earlier rows, a killed run's unacknowledged windows)
+and touches nothing else, and a job that dies before its commit leaves no visible
+trace. The rows reach the files in the order they were read (enough concurrent writers
+that Spark never re-sorts them), which is each key's order.
 """
 
 from __future__ import annotations
 
 import logging
+import uuid
 from collections import Counter
 from collections.abc import Sequence
 from functools import partial
@@ -22,9 +25,10 @@ from typing import TYPE_CHECKING, Any
 
 from cdcgen.changes.layout import (
     PARTITION_COLUMNS,
+    commit_version,
     lake_buckets,
     list_windows,
-    remove_window,
+    window_predicate,
 )
 from cdcgen.changes.range_reads import RangeFanout
 from cdcgen.changes.range_task import read_ranges
@@ -34,6 +38,7 @@ from cdcgen.changes.window_index import OverlappingReads, WindowIndex
 from cdcgen.core.lake_buckets import LakeBuckets
 from cdcgen.core.read_strategy import ReadStrategy, choose_read, job_shape
 from cdcgen.core.windows import LakeWindow, Window
+from cdcgen.ports import LakeCommit
 from cdcgen.spark.fanout import Task, TaskFunction, arrow_struct, counter_accumulator, fan_out
 
 if TYPE_CHECKING:
@@ -47,7 +52,7 @@ log = logging.getLogger(__name__)
 CONCURRENT_WRITERS = 256
 
 
-class ParquetChangesLake:
+class DeltaChangesLake:
     """One table's dataset under ``root`` (``<lake>/changes/<keyspace>.<table>``)."""
 
     def __init__(
@@ -80,17 +85,29 @@ class ParquetChangesLake:
     def windows(self) -> list[LakeWindow]:
         return list_windows(self._root)
 
-    def remove(self, window: LakeWindow) -> int:
-        return remove_window(self._root, window)
+    def remove(self, windows: Sequence[LakeWindow]) -> LakeCommit:
+        marker = _commit_marker()
+        key = "spark.databricks.delta.commitInfo.userMetadata"
+        self._spark.conf.set(key, marker)
+        try:
+            self._spark.sql(
+                f"DELETE FROM delta.`{self._root.resolve()}` WHERE {window_predicate(windows)}"
+            )
+        finally:
+            self._spark.conf.unset(key)
+        return LakeCommit(commit_version(self._root, marker), Counter())
 
-    def write(self, windows: Sequence[Window]) -> Counter[str]:
-        """One Spark job: read every stream of ``windows``, overwrite exactly their
-        partitions; returns ``rows:<generation>``, ``queries`` and ``retries``.
+    def write(self, windows: Sequence[Window], replacing: Sequence[LakeWindow] = ()) -> LakeCommit:
+        """One Spark job: read every stream of ``windows`` and commit the rows in place
+        of those partitions and of ``replacing``'s; counts ``rows:<generation>``,
+        ``queries`` and ``retries``.
 
         The job reads stream by stream or scans token ranges, as
         :func:`~cdcgen.core.read_strategy.choose_read` decides for its shape; both
         write the same rows to the same partitions."""
         spark = self._spark
+        predicate = window_predicate([*(w.lake_window for w in windows), *replacing])
+        marker = _commit_marker()
         reads = stream_reads(windows)
         index = self.range_index(windows, reads)
         counters = counter_accumulator(spark)
@@ -114,16 +131,18 @@ class ParquetChangesLake:
         broadcasts.append(broadcast)
         try:
             (
-                rows.write.mode("overwrite")
-                .option("partitionOverwriteMode", "dynamic")
+                rows.write.format("delta")
+                .mode("overwrite")
+                .option("replaceWhere", predicate)
+                .option("userMetadata", marker)
                 .partitionBy(*PARTITION_COLUMNS)
-                .parquet(str(self._root))
+                .save(str(self._root.resolve()))
             )
         finally:
             for shared_value in broadcasts:
                 shared_value.unpersist()
-        result: Counter[str] = counters.value
-        return result
+        counted: Counter[str] = counters.value
+        return LakeCommit(commit_version(self._root, marker), counted)
 
     @property
     def ranges(self) -> RangeFanout | None:
@@ -168,17 +187,14 @@ class ParquetChangesLake:
             len({replica for replica, _ in tasks}),
         )
 
-    def dataset(self) -> DataFrame:
-        """The table's rows as Spark reads them, partition values typed as written
-        (window and generation labels stay text)."""
-        from pyspark.sql import functions as F
+    def dataset(self, version: int | None = None) -> DataFrame:
+        """The table's rows as Spark reads them (at ``version``, default the latest)."""
+        reader = self._spark.read.format("delta")
+        if version is not None:
+            reader = reader.option("versionAsOf", version)
+        return reader.load(str(self._root.resolve()))
 
-        spark = self._spark
-        key = "spark.sql.sources.partitionColumnTypeInference.enabled"
-        before = spark.conf.get(key)
-        spark.conf.set(key, "false")
-        try:
-            frame = spark.read.option("basePath", str(self._root)).parquet(str(self._root))
-        finally:
-            spark.conf.set(key, before or "true")
-        return frame.withColumn("bucket", F.col("bucket").cast("int"))
+
+def _commit_marker() -> str:
+    """The ``userMetadata`` that names one commit, to find its version afterwards."""
+    return f"cdcgen-{uuid.uuid4().hex}"

@@ -1,37 +1,54 @@
 """Where a table's changes live in the lake, and what is already there.
 
-One Parquet dataset per table, Hive-partitioned, under the lake's ``changes`` folder::
+One Delta table per CDC table, partitioned, under the lake's ``changes`` folder::
 
+    <lake>/changes/<keyspace>.<table>/_delta_log/...     the table's commits
     <lake>/changes/<keyspace>.<table>/date=2026-11-22/generation=<T_g>/window=<s>_<e>/bucket=<k>/
 
 ``date`` (UTC day of the write) and ``generation`` are what users filter on; ``window``
-and ``bucket`` make each extraction's output its own partitions, so that Spark's dynamic
-partition overwrite replaces exactly one window of one bucket and nothing else. Labels
-are millisecond UTC times (``20261122T101500.000Z``), which need no escaping.
+and ``bucket`` make each extraction's output its own partitions, so that a job's commit
+replaces exactly its windows of its buckets (:func:`window_predicate`) and nothing
+else. Labels are millisecond UTC times (``20261122T101500.000Z``), which need no escaping.
+
+What the lake holds is what the table's log says, read with delta-rs (no JVM): files a
+killed job left behind belong to no commit and are invisible.
 
 The bucket count and rule (:mod:`cdcgen.core.lake_buckets`) are recorded in
-``_cdcgen_layout.json`` on first write (Spark ignores ``_``-prefixed files) because
-changing either would reshuffle streams between buckets and break the resume rule of
-:mod:`cdcgen.core.windows`. A lake first written with layout version 1 keeps its CRC-32
-buckets.
+``_cdcgen_layout.json`` on first write (Delta and Spark ignore ``_``-prefixed files)
+because changing either would reshuffle streams between buckets and break the resume
+rule of :mod:`cdcgen.core.windows`. A lake first written with layout version 1 keeps
+its CRC-32 buckets.
+
+Lakes written before tables were Delta are folders of Parquet files with the same
+partitions; :func:`convert_to_delta` turns one into a Delta table in place.
 """
 
 from __future__ import annotations
 
 import json
-import shutil
+import re
+from collections import defaultdict
+from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from cdcgen.adapters.stream_routing import token_function
 from cdcgen.core.cdc_log import LogPartitioner, TableRef
 from cdcgen.core.lake_buckets import BucketRule, LakeBuckets
 from cdcgen.core.windows import LakeWindow, parse_window_label
 
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
 #: The folder of the lake holding every table's changes (generations live beside it).
 CHANGES_DIR = "changes"
 LAYOUT_FILE = "_cdcgen_layout.json"
 LAYOUT_VERSION = 2  # 2: records the bucket rule (1: CRC-32 buckets)
 PARTITION_COLUMNS = ("date", "generation", "window", "bucket")
+#: The partition columns as ``CONVERT TO DELTA`` declares them for a Parquet lake.
+PARTITION_SCHEMA = "date STRING, generation STRING, window STRING, bucket INT"
+DELTA_LOG = "_delta_log"
+_LABEL = re.compile(r"[0-9A-Za-z._:-]+")
 
 
 class LayoutError(Exception):
@@ -74,46 +91,81 @@ def _recorded_buckets(root: Path, wanted: int) -> tuple[int, BucketRule]:
     return wanted, BucketRule.RING
 
 
-def _value(directory: Path, column: str) -> str:
-    name = directory.name
-    prefix = column + "="
-    if not name.startswith(prefix):
-        raise LayoutError(f"{directory}: expected a {column}=... partition directory")
-    return name[len(prefix) :]
+def is_delta(root: Path) -> bool:
+    """Whether ``root`` is a Delta table: a log with a commit (a first write that died
+    before committing leaves an empty ``_delta_log``, which is no table)."""
+    if not (Path(root) / DELTA_LOG).is_dir():
+        return False
+    from deltalake import DeltaTable
+
+    return bool(DeltaTable.is_deltatable(str(root)))
+
+
+def is_parquet_lake(root: Path) -> bool:
+    """Whether ``root`` holds changes in the Parquet layout of earlier versions."""
+    root = Path(root)
+    return not (root / DELTA_LOG).is_dir() and any(
+        root.glob("date=*/generation=*/window=*/bucket=*")
+    )
 
 
 def list_windows(root: Path) -> list[LakeWindow]:
-    """Every (generation, window, bucket) with at least one data file, de-duplicated over dates."""
-    found: set[LakeWindow] = set()
-    if not root.is_dir():
+    """Every (generation, window, bucket) of the table's current version, de-duplicated
+    over dates; none for a table not written yet."""
+    root = Path(root)
+    if is_parquet_lake(root):
+        raise LayoutError(
+            f"{root} holds changes as plain Parquet from an earlier version of cdcgen: "
+            "convert it once with `cdcgen lake migrate` (nothing is lost)"
+        )
+    if not is_delta(root):
         return []
-    for bucket_dir in root.glob("date=*/generation=*/window=*/bucket=*"):
-        if not any(p.suffix == ".parquet" for p in bucket_dir.iterdir()):
-            continue
-        window_dir = bucket_dir.parent
-        generation_dir = window_dir.parent
+    from deltalake import DeltaTable
+
+    found: set[LakeWindow] = set()
+    for values in DeltaTable(str(root)).partitions():
         try:
-            start, end = parse_window_label(_value(window_dir, "window"))
-            bucket = int(_value(bucket_dir, "bucket"))
-        except ValueError as exc:
-            raise LayoutError(f"{bucket_dir}: {exc}") from exc
-        found.add(LakeWindow(_value(generation_dir, "generation"), start, end, bucket))
+            start, end = parse_window_label(str(values["window"]))
+            found.add(LakeWindow(str(values["generation"]), start, end, int(values["bucket"])))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise LayoutError(f"{root}: partition {values} is not a window: {exc}") from exc
     return sorted(found)
 
 
-def window_dirs(root: Path, window: LakeWindow) -> list[Path]:
-    """The bucket directories of one lake window, one per date it has rows on."""
-    pattern = f"date=*/generation={window.generation}/window={window.label}/bucket={window.bucket}"
-    return sorted(root.glob(pattern))
+def window_predicate(windows: Iterable[LakeWindow]) -> str:
+    """A SQL predicate true on exactly the rows of ``windows`` (every date), one term
+    per generation and window: what a job's commit replaces or a removal deletes."""
+    buckets: dict[tuple[str, str], set[int]] = defaultdict(set)
+    for window in windows:
+        for label in (window.generation, window.label):
+            if not _LABEL.fullmatch(label):
+                raise LayoutError(f"{label!r} is not a generation or window label")
+        buckets[(window.generation, window.label)].add(int(window.bucket))
+    if not buckets:
+        raise LayoutError("no windows to select")
+    return " OR ".join(
+        f"(generation = '{generation}' AND window = '{label}' AND "
+        f"bucket IN ({', '.join(str(b) for b in sorted(numbers))}))"
+        for (generation, label), numbers in sorted(buckets.items())
+    )
 
 
-def remove_window(root: Path, window: LakeWindow) -> int:
-    """Delete one window's files (every date); returns the directories removed."""
-    removed = 0
-    for directory in window_dirs(root, window):
-        shutil.rmtree(directory)
-        removed += 1
-        for parent in (directory.parent, directory.parent.parent, directory.parent.parent.parent):
-            if parent != root and parent.is_dir() and not any(parent.iterdir()):
-                parent.rmdir()
-    return removed
+def convert_to_delta(spark: SparkSession, root: Path) -> bool:
+    """Turn a Parquet lake (:func:`is_parquet_lake`) into a Delta table in place, keeping
+    every file: one commit that lists them. False if ``root`` is not a Parquet lake."""
+    root = Path(root)
+    if not is_parquet_lake(root):
+        return False
+    spark.sql(f"CONVERT TO DELTA parquet.`{root.resolve()}` PARTITIONED BY ({PARTITION_SCHEMA})")
+    return True
+
+
+def commit_version(root: Path, marker: str, search: int = 20) -> int:
+    """The version of the commit whose ``userMetadata`` is ``marker``: exact even when
+    another writer committed since, as long as it is among the last ``search``."""
+    from deltalake import DeltaTable
+
+    for commit in DeltaTable(str(root)).history(search):
+        if commit.get("userMetadata") == marker:
+            return int(commit["version"])
+    raise LayoutError(f"{root}: no commit {marker} among the last {search}")

@@ -34,6 +34,8 @@ class ExtractionResult:
     streams_read: int = 0
     rows_per_generation: Counter[str] = field(default_factory=Counter)
     garbage_removed: int = 0
+    #: The lake table versions this run committed, in order (time travel reads them).
+    lake_versions: list[int] = field(default_factory=list)
     watermark: datetime | None = None
     seconds: float = 0.0
     phases: dict[str, float] = field(default_factory=dict)
@@ -52,6 +54,15 @@ class ExtractionResult:
                 self.rows_written += count
         self.jobs += 1
         self.streams_read += streams
+
+    def add_commit(self, version: int) -> None:
+        """Record one commit of the lake by this run."""
+        self.lake_versions.append(version)
+
+    @property
+    def lake_version(self) -> int | None:
+        """The table version after this run's last commit (None: it committed nothing)."""
+        return self.lake_versions[-1] if self.lake_versions else None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -85,6 +96,8 @@ class ExtractionResult:
             "streams_read": self.streams_read,
             "rows_per_generation": dict(self.rows_per_generation),
             "garbage_removed": self.garbage_removed,
+            "lake_format": "delta",
+            "lake_versions": list(self.lake_versions),
             "watermark": None if self.watermark is None else self.watermark.isoformat(),
             "seconds": round(self.seconds, 3),
             "phases": {k: round(v, 3) for k, v in self.phases.items()},

@@ -1,6 +1,6 @@
 """The row checks of a run, on Spark: the :class:`~.run.RowChecks` the orchestrator calls.
 
-Reads back everything the run wrote (:meth:`~.lake.ParquetChangesLake.dataset`), shapes
+Reads back everything the run wrote (:meth:`~.lake.DeltaChangesLake.dataset`), shapes
 it for the row expectations and, when asked, counts the same windows on the source
 (:mod:`.row_frames`), then runs the change suites
 (:func:`cdcgen.validation.change_rows.validate_change_frames`), which render Data Docs
@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from cdcgen.changes.lake import ParquetChangesLake
+from cdcgen.changes.lake import DeltaChangesLake
 from cdcgen.changes.range_counts import range_counts_frame
 from cdcgen.changes.result import ExtractionResult
 from cdcgen.changes.row_frames import (
@@ -37,7 +37,7 @@ class SparkRowChecks:
     def __init__(
         self,
         spark: SparkSession,
-        lake: ParquetChangesLake,
+        lake: DeltaChangesLake,
         partition_key: tuple[str, ...],
         *,
         leeway_us: int,
@@ -66,7 +66,7 @@ class SparkRowChecks:
             )
         spark = self._spark
         rows = change_rows_frame(
-            self._lake.dataset(),
+            self._lake.dataset(result.lake_version),  # exactly what this run committed
             windows_frame(spark, windows, self._leeway_us),
             GenerationMapper(result.generations),
             self._partition_key,

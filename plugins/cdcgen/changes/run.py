@@ -10,14 +10,15 @@ one table and one interval:
 2. plan (:func:`cdcgen.core.planner.plan_windows`): closed windows only, the others
    reported as pending; on an incremental run, record where the table's extraction
    starts the first time;
-3. remove the lake windows a killed run left unacknowledged (the plan's garbage)
-   before anything is written again;
-4. write the windows job by job (groups of buckets), and checkpoint a job's buckets only
-   after its write returned: a kill before that leaves files the next run treats as
-   unacknowledged and replaces, so a resume neither loses nor duplicates a change;
-5. recompute and store the consistency watermark, and prune the checkpoint rows it
+3. write the windows job by job (groups of buckets), each job one commit of the lake,
+   the first one also dropping the windows a killed run left unacknowledged (the plan's
+   garbage); checkpoint a job's buckets only after its commit returned: a kill before
+   the commit leaves nothing visible, a kill after it leaves windows the next run
+   treats as unacknowledged and replaces, so a resume neither loses nor duplicates a
+   change, and no checkpoint is ever ahead of the lake;
+4. recompute and store the consistency watermark, and prune the checkpoint rows it
    implies;
-6. check the rows written (:class:`RowChecks`) and record the run on the report site.
+5. check the rows written (:class:`RowChecks`) and record the run on the report site.
 
 A backfill re-extracts acknowledged windows exactly and never moves checkpoints or
 the watermark. Errors keep their classes: :class:`~cdcgen.core.windows.DataExpired` and
@@ -139,8 +140,6 @@ def extract_changes(
     phases.mark("plan")
     if plan.first_run and mode is Mode.INCREMENTAL:
         store.record_start(table, plan.floor, request.run_id)
-    for garbage in plan.garbage:
-        result.garbage_removed += lake.remove(garbage)
     _write_jobs(ports, settings, result)
     phases.mark("jobs")
     if mode is Mode.INCREMENTAL:
@@ -157,9 +156,14 @@ def extract_changes(
 
 
 def _write_jobs(ports: ChangesPorts, settings: ChangesSettings, result: ExtractionResult) -> None:
-    """Write the plan's windows job by job; checkpoint each job right after its write."""
+    """Write the plan's windows job by job, one commit each (the first also drops the
+    plan's garbage); checkpoint each job right after its commit."""
     table = result.table
+    garbage = result.plan.garbage
     if not result.windows:
+        if garbage:
+            result.add_commit(ports.lake.remove(garbage).version)
+            result.garbage_removed = len(garbage)
         return
     progress = Progress(
         total=result.plan.stream_reads,
@@ -170,8 +174,12 @@ def _write_jobs(ports: ChangesPorts, settings: ChangesSettings, result: Extracti
     )
     for number, windows in enumerate(job_groups(result.windows, settings.buckets_per_job), 1):
         streams = sum(len(w.streams) for w in windows)
-        counters = ports.lake.write(windows)
+        commit = ports.lake.write(windows, replacing=garbage if number == 1 else ())
+        counters = commit.counters
         result.add_job(streams, counters)
+        result.add_commit(commit.version)
+        if number == 1:
+            result.garbage_removed = len(garbage)
         log.info("%s job %d done: %s", table, number, dict(counters))
         rows = sum(c for k, c in counters.items() if k.startswith("rows:"))
         progress.advance(streams, rows=rows)

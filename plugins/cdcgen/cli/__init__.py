@@ -22,6 +22,7 @@ GROUPS: tuple[str, ...] = (
     "cdcgen.cli.stream_id",
     "cdcgen.cli.generation",
     "cdcgen.cli.generations",
+    "cdcgen.cli.lake",
 )
 
 

@@ -187,7 +187,8 @@ def changes_run_summary(
     ``changes_rows``: rows written to the lake; ``colocation``: ``passed`` only if
     every table that extracted rows ran the check and passed it; ``checks`` the same
     over all row checks; ``problems`` says why a run must fail (table not extracted,
-    checks failed, data expired), and is empty on success.
+    checks failed, data expired), and is empty on success; ``lake_versions`` the
+    Delta table versions each table's run committed (read them back with time travel).
     """
     tables: dict[str, Any] = {}
     problems: list[str] = []
@@ -209,6 +210,7 @@ def changes_run_summary(
             "windows": len(result.get("windows", ())),
             "pending": len(result.get("pending", ())),
             "watermark": result.get("watermark"),
+            "lake_versions": list(result.get("lake_versions", ())),
             "colocation": colocation_verdict(result),
             "checks": (result.get("checks") or {}).get("passed"),
             "failed_checks": (result.get("checks") or {}).get("failed", []),
@@ -224,6 +226,8 @@ def changes_run_summary(
         "colocation": _verdict(verdicts, failed="failed" in verdicts),
         "checks": _verdict(checked, failed=False in checked),
         "watermarks": {name: t.get("watermark") for name, t in tables.items()},
+        "lake_format": "delta",
+        "lake_versions": {name: t.get("lake_versions", []) for name, t in tables.items()},
         "problems": problems,
         "status": "failed" if problems else "ok",
     }

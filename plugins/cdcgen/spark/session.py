@@ -6,12 +6,12 @@ large generation's streams). Each gets its configuration here, once: :func:`subm
 hands it to ``SparkSubmitOperator`` (``conf=``), :func:`job_session` builds a local
 session with it when the job runs in-process (tests, the command line, a task without Spark).
 
-All kinds share the small machine's defaults: two local cores, few shuffle partitions,
-no UI, UTC, Arrow. The changes extraction adds what its writes rely on: dynamic
-partition overwrite (a job replaces exactly its own windows), microsecond Parquet
-timestamps, Python workers reused across tasks (each keeps its driver session), and
-partition values kept as text when the lake is read back (window and generation labels
-look like numbers).
+All kinds share the small machine's defaults (two local cores, few shuffle partitions,
+no UI, UTC, Arrow) and Delta Lake (:mod:`cdcgen.spark.delta`; static, so every session
+has it whichever kind started it). The changes extraction adds what its writes rely
+on: microsecond Parquet timestamps, Python workers reused across tasks (each keeps its
+driver session), and partition values kept as text (window and generation labels look
+like numbers).
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
+from cdcgen.spark.delta import SESSION_CONF as DELTA_CONF
 from cdcgen.spark.shipping import ship_package
 
 if TYPE_CHECKING:
@@ -49,7 +50,6 @@ _KIND_CONF: Mapping[JobKind, Mapping[str, str]] = {
     JobKind.GENERATION_EXTRACT: {},
     JobKind.CHANGES_EXTRACT: {
         "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
-        "spark.sql.sources.partitionOverwriteMode": "dynamic",
         "spark.python.worker.reuse": "true",
         "spark.sql.sources.partitionColumnTypeInference.enabled": "false",
     },
@@ -65,7 +65,7 @@ _APP_NAMES: Mapping[JobKind, str] = {
 
 def job_conf(kind: JobKind) -> dict[str, str]:
     """The Spark configuration of ``kind``."""
-    return {**SMALL_MACHINE, **_KIND_CONF[kind]}
+    return {**SMALL_MACHINE, **DELTA_CONF, **_KIND_CONF[kind]}
 
 
 def submit_conf(kind: JobKind) -> dict[str, str]:
@@ -85,7 +85,7 @@ def job_session(kind: JobKind, app_name: str | None = None) -> SparkSession:
 
 
 def spark_session(app_name: str = "cdcgen", conf: Mapping[str, str] | None = None) -> SparkSession:
-    """The active session, or a new one with :data:`SMALL_MACHINE` and ``conf`` over it.
+    """The active session, or a new one with :data:`SMALL_MACHINE`, Delta and ``conf`` over it.
 
     Under spark-submit the master comes from the submit command (``--master``); run as a
     plain Python process it is ``$CDCGEN_SPARK_MASTER`` or ``local[2]``. On a cluster
@@ -100,7 +100,7 @@ def spark_session(app_name: str = "cdcgen", conf: Mapping[str, str] | None = Non
     builder = SparkSession.builder.appName(app_name)
     if "PYSPARK_GATEWAY_PORT" not in os.environ:  # not launched by spark-submit
         builder = builder.master(os.environ.get("CDCGEN_SPARK_MASTER", "local[2]"))
-    for key, value in {**SMALL_MACHINE, **(conf or {})}.items():
+    for key, value in {**SMALL_MACHINE, **DELTA_CONF, **(conf or {})}.items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")

@@ -1,0 +1,86 @@
+"""`cdcgen lake migrate`: a Parquet changes lake of earlier versions becomes Delta, whole."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+from lake_files import committed_files
+
+from cdcgen.changes.layout import (
+    CHANGES_DIR,
+    PARTITION_COLUMNS,
+    LayoutError,
+    is_delta,
+    list_windows,
+)
+from cdcgen.cli import main
+from cdcgen.core.windows import LakeWindow, window_label
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+pytest_plugins = ("conftest_spark",)
+
+START = datetime(2026, 11, 22, 10, 0, tzinfo=UTC)
+
+
+def parquet_lake(spark: SparkSession, root: Path) -> list[tuple[object, ...]]:
+    """A table's changes as the Parquet layout of earlier versions wrote them."""
+    step = timedelta(minutes=5)
+    windows = [(START, START + step), (START + step, START + 2 * step)]
+    rows = [
+        (bytes([n]), n, "2026-11-22", "20261122T095500.000Z", window_label(*windows[n % 2]), n % 3)
+        for n in range(60)
+    ]
+    frame = spark.createDataFrame(
+        rows, "stream_id binary, pk int, date string, generation string, window string, bucket int"
+    )
+    frame.write.mode("overwrite").partitionBy(*PARTITION_COLUMNS).parquet(str(root))
+    return sorted((bytes(r[0]), r[1]) for r in rows)
+
+
+def test_a_parquet_lake_is_converted_in_place_with_every_row(
+    spark: SparkSession, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = tmp_path / CHANGES_DIR / "shop.orders"
+    expected = parquet_lake(spark, root)
+    with pytest.raises(LayoutError, match="cdcgen lake migrate"):
+        list_windows(root)  # the pipeline refuses to write into it
+
+    assert main(["lake", "migrate", "--lake", str(tmp_path)]) == 0
+    (line,) = capsys.readouterr().out.splitlines()
+    assert json.loads(line) == {
+        "table": "shop.orders",
+        "converted": True,
+        "version": 0,
+        "rows": len(expected),
+    }
+    assert is_delta(root)
+    read = spark.read.format("delta").load(str(root)).select("stream_id", "pk").collect()
+    assert sorted((bytes(r[0]), r[1]) for r in read) == expected
+    data_files = sorted(root.glob("date=*/*/*/*/*.parquet"))
+    assert committed_files(root) == data_files  # every file kept where it was
+    assert {w.bucket for w in list_windows(root)} == {0, 1, 2}
+    assert LakeWindow("20261122T095500.000Z", START, START + timedelta(minutes=5), 0) in set(
+        list_windows(root)
+    )
+
+    # Again: nothing to do, the table is listed as it is.
+    assert main(["lake", "migrate", "--lake", str(tmp_path)]) == 0
+    assert json.loads(capsys.readouterr().out) == {
+        "table": "shop.orders",
+        "converted": False,
+        "version": 0,
+        "rows": len(expected),
+    }
+
+
+def test_migrating_a_lake_without_changes_names_the_folder(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["lake", "migrate", "--lake", str(tmp_path / "nowhere")]) == 2
+    assert "nowhere/changes does not exist" in capsys.readouterr().err
