@@ -7,8 +7,10 @@
    readers (and `cdc_generations`) use the V2 tables. Skipped for other modes.
 2. **expire_superseded**: set `expired` on published generations that are
    superseded and older than every CDC table's TTL (ScyllaDB never writes it).
+3. **vacuum_lake**: delete the lake's files that Delta commits replaced more than
+   7 days ago (longer than any run), so time travel reaches back a week.
 
-Both are idempotent. Logic lives in `cdcgen.pipeline.maintenance`.
+All are idempotent. Logic lives in `cdcgen.pipeline.maintenance`.
 """
 
 from __future__ import annotations
@@ -41,7 +43,11 @@ def cdc_generations_maintenance() -> None:
     def expire_superseded(params=None):
         return steps.expire_superseded(params)
 
-    rewrite_v1() >> expire_superseded()
+    @task(doc_md="Files replaced by Delta commits over 7 days ago deleted from the lake.")
+    def vacuum_lake(params=None):
+        return steps.vacuum_lake(params)
+
+    rewrite_v1() >> expire_superseded() >> vacuum_lake()
 
 
 cdc_generations_maintenance()

@@ -105,7 +105,7 @@ class MemoryCheckpointStore:
         self.events = events if events is not None else Events()
         self._checkpoints: dict[tuple[TableRef, datetime, int], BucketCheckpoint] = {}
         self._started: dict[TableRef, datetime] = {}
-        self._watermarks: dict[TableRef, tuple[datetime, str]] = {}
+        self._watermarks: dict[TableRef, tuple[datetime, str, int | None]] = {}
 
     def checkpoints(self, table: TableRef) -> list[BucketCheckpoint]:
         return [c for (t, _, _), c in sorted(self._checkpoints.items()) if t == table]
@@ -119,8 +119,8 @@ class MemoryCheckpointStore:
         )
 
     def progress(self, table: TableRef) -> TableProgress:
-        watermark, run_id = self._watermarks.get(table, (None, ""))
-        return TableProgress(table, self._started.get(table), watermark, watermark, run_id)
+        watermark, run_id, version = self._watermarks.get(table, (None, "", None))
+        return TableProgress(table, self._started.get(table), watermark, watermark, run_id, version)
 
     def record_start(self, table: TableRef, started_at: datetime, run_id: str = "") -> None:
         self.events.append(f"start {started_at.isoformat()}")
@@ -138,11 +138,17 @@ class MemoryCheckpointStore:
         self.events.append(f"save {saved}")
         return saved
 
-    def save_watermark(self, table: TableRef, watermark: datetime, run_id: str = "") -> None:
+    def save_watermark(
+        self,
+        table: TableRef,
+        watermark: datetime,
+        run_id: str = "",
+        lake_version: int | None = None,
+    ) -> None:
         self.events.append(f"watermark {watermark.isoformat()}")
         known = self._watermarks.get(table)
         if known is None or watermark > known[0]:
-            self._watermarks[table] = (watermark, run_id)
+            self._watermarks[table] = (watermark, run_id, lake_version)
 
     def prune(self, table: TableRef, generations: Sequence[GenerationSpan]) -> int:
         watermark = self.progress(table).watermark
@@ -178,8 +184,14 @@ class CheckpointsFailingAfter:
             raise InjectedFault("injected fault: the driver died after a checkpointed job")
         return saved
 
-    def save_watermark(self, table: TableRef, watermark: datetime, run_id: str = "") -> None:
-        self._store.save_watermark(table, watermark, run_id)
+    def save_watermark(
+        self,
+        table: TableRef,
+        watermark: datetime,
+        run_id: str = "",
+        lake_version: int | None = None,
+    ) -> None:
+        self._store.save_watermark(table, watermark, run_id, lake_version)
 
     def prune(self, table: TableRef, generations: Sequence[GenerationSpan]) -> int:
         return self._store.prune(table, generations)
@@ -229,7 +241,7 @@ class MemoryChangesLake:
         self.partitions: dict[LakeWindow, list[Change]] = {}
         self.recorded_buckets: int | None = None
         self.writes = 0
-        self.version = -1  # a Delta table's first commit is version 0
+        self.version_number = -1  # a Delta table's first commit is version 0
         self._fail_on_write = fail_on_write
         self._die_after_write = die_after_write
 
@@ -244,6 +256,9 @@ class MemoryChangesLake:
 
     def windows(self) -> list[LakeWindow]:
         return sorted(self.partitions)
+
+    def version(self) -> int | None:
+        return None if self.version_number < 0 else self.version_number
 
     def remove(self, windows: Sequence[LakeWindow]) -> LakeCommit:
         for window in windows:
@@ -276,8 +291,8 @@ class MemoryChangesLake:
         return commit
 
     def _commit(self, counters: Counter[str]) -> LakeCommit:
-        self.version += 1
-        return LakeCommit(self.version, counters)
+        self.version_number += 1
+        return LakeCommit(self.version_number, counters)
 
     def rows(self) -> list[Change]:
         return sorted(c for rows in self.partitions.values() for c in rows)

@@ -115,7 +115,13 @@ class CheckpointStore(Protocol):
 
     def save(self, table: TableRef, checkpoints: Iterable[BucketCheckpoint]) -> int: ...
 
-    def save_watermark(self, table: TableRef, watermark: datetime, run_id: str = "") -> None: ...
+    def save_watermark(
+        self,
+        table: TableRef,
+        watermark: datetime,
+        run_id: str = "",
+        lake_version: int | None = None,
+    ) -> None: ...
 
     def prune(self, table: TableRef, generations: Sequence[GenerationSpan]) -> int: ...
 
@@ -186,6 +192,10 @@ class ChangesLake(Protocol):
 
     def windows(self) -> list[LakeWindow]:
         """Every (generation, window, bucket) the lake holds rows of."""
+        ...
+
+    def version(self) -> int | None:
+        """The table's current version (None before its first commit)."""
         ...
 
     def remove(self, windows: Sequence[LakeWindow]) -> LakeCommit:

@@ -45,7 +45,7 @@ from cdcgen.adapters.generation_sources import source_for
 from cdcgen.adapters.log_tables import describe_log_table
 from cdcgen.changes.job import TableAdapters, reader_factory, table_adapters
 from cdcgen.changes.lake import DeltaChangesLake
-from cdcgen.changes.layout import table_root
+from cdcgen.changes.layout import read_delta, table_root
 from cdcgen.changes.report import changes_report, record_changes_run
 from cdcgen.changes.result import ExtractionResult
 from cdcgen.changes.run import ChangesRequest, extract_changes
@@ -262,6 +262,11 @@ def test_every_row_lands_once_in_key_order_and_reruns_are_idempotent(
     progress = store.progress(TableRef(KEYSPACE, "orders"))
     assert progress.watermark == second.interval.end == second.watermark
     assert progress.started_at == first.interval.start
+    # ... with the lake version that holds it; each checkpoint names its own commit.
+    assert progress.lake_version == second.lake_version
+    committed = {*first.lake_versions, *second.lake_versions}
+    saved = store.checkpoints(TableRef(KEYSPACE, "orders"))
+    assert saved and {c.lake_version for c in saved} <= committed
 
     # Row checks on the second run (both generations): all pass, Data Docs written.
     built = adapters(spark, world, config)
@@ -308,14 +313,12 @@ def test_every_row_lands_once_in_key_order_and_reruns_are_idempotent(
 
 
 def assert_delta_rs_reads_what_spark_reads(lake: DeltaChangesLake) -> None:
-    from deltalake import DeltaTable
-
     def rows(table: pa.Table) -> list[tuple[Any, ...]]:
         columns = sorted(table.column_names)
         return sorted(zip(*(table.column(c).to_pylist() for c in columns), strict=True), key=repr)
 
     by_spark = lake.dataset().toArrow()
-    by_delta_rs = pa.table(DeltaTable(str(lake.root)).to_pyarrow_table())
+    by_delta_rs = read_delta(lake.root)
     assert sorted(by_spark.column_names) == sorted(by_delta_rs.column_names)
     assert by_spark.num_rows > 0
     assert rows(by_delta_rs) == rows(by_spark)
@@ -342,11 +345,32 @@ def test_killed_runs_resume_from_checkpoints_without_loss_or_duplicates(
     done = {(c.generation, c.bucket) for c in store.checkpoints(table)}
     assert done
 
+    # No checkpoint is ahead of the lake: each names a commit the table has, and that
+    # version already holds its bucket's rows.
+    lake = adapters(spark, world, config).lake
+    for checkpoint in store.checkpoints(table):
+        assert checkpoint.lake_version is not None
+        assert checkpoint.lake_version <= (lake.version() or 0)
+        held = lake.dataset(checkpoint.lake_version).where(f"bucket = {checkpoint.bucket}")
+        assert held.count() > 0
+
     resumed = run(spark, world, config, interval, settings=per_job, run_id="resume")
     read = {(w.generation.start, w.bucket) for w in resumed.windows}
     assert read and not (read & done)  # acknowledged buckets are not read again
     assert_exactly_once_in_key_order(config, truth)
     assert store.progress(table).watermark == interval.end
+
+    # A backfill killed before its commit: the table stays at its version, whole, and
+    # the checkpoints do not move; the re-run commits the same content.
+    version, saved = lake.version(), store.checkpoints(table)
+    with pytest.raises(Exception, match="injected fault"):
+        run(spark, world, config, interval, mode=Mode.BACKFILL, task_dies_after_streams=1)
+    assert lake.version() == version
+    assert_exactly_once_in_key_order(config, truth)
+    backfill = run(spark, world, config, interval, mode=Mode.BACKFILL, run_id="backfill")
+    assert backfill.rows_written == len(truth) and backfill.lake_versions
+    assert_exactly_once_in_key_order(config, truth)
+    assert store.checkpoints(table) == saved
 
 
 def test_misrouted_rows_fail_colocation_and_are_named(

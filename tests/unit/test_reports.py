@@ -234,6 +234,15 @@ def test_changes_page_shows_lag_watermark_and_rows_per_generation() -> None:
     assert f"{total:,}" in html
 
 
+def test_changes_runs_show_the_lake_versions_they_committed() -> None:
+    record = sample_changes(T0, [T0 - timedelta(hours=1)])
+    wrote = replace(record, tables=(replace(record.tables[0], lake_versions=(4, 5)),))
+    assert loads(dumps(wrote)) == wrote
+    html = render_changes_page([wrote])
+    assert "lake versions" in parse(html).text and "4, 5" in parse(html).text
+    assert "4, 5" not in render_changes_page([record])
+
+
 def test_changes_page_without_runs_says_so() -> None:
     html = render_changes_page([])
     assert "No changes run has been recorded yet." in html

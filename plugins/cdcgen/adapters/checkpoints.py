@@ -3,18 +3,20 @@
 Two tables, created on first use::
 
     cdc_bucket_checkpoints ((keyspace_name, table_name), generation, bucket)
-        checkpoint, window_start, run_id, updated_at
+        checkpoint, window_start, run_id, updated_at, lake_version
     cdc_table_progress ((keyspace_name, table_name))
-        started_at, watermark, watermark_updated_at, run_id
+        started_at, watermark, watermark_updated_at, run_id, lake_version
 
 A bucket's checkpoint is the time up to which the rows of every stream of that lake
 bucket (in that generation) are durably in the lake; it is written only after the Spark
-job that wrote them committed. Buckets are numbered as the lake records them (fixed per
-table on its first write), so a row per generation and bucket is all the state a table
-has, whatever its stream count. The watermark is YugabyteDB's "data consistency
-timestamp" for the table: every stream is in the lake up to it
-(:func:`cdcgen.core.watermark.consistency_watermark`). Users, the report and the next run
-read both through :class:`CqlCheckpointStore`, the CQL implementation of the
+job that wrote them committed, with the version of the lake table that commit made
+(``lake_version``); the watermark records a version that holds everything up to it,
+so a reader can time-travel to exactly what a checkpoint certifies. Buckets are
+numbered as the lake records them (fixed per table on its first write), so a row per
+generation and bucket is all the state a table has, whatever its stream count. The
+watermark is YugabyteDB's "data consistency timestamp" for the table: every stream is
+in the lake up to it (:func:`cdcgen.core.watermark.consistency_watermark`). Users, the
+report and the next run read both through :class:`CqlCheckpointStore`, the CQL implementation of the
 :class:`~cdcgen.ports.CheckpointStore` port.
 
 Writes are idempotent and only move forward, even when two writers race (a backfill
@@ -54,11 +56,11 @@ _DDL = {
     CHECKPOINTS_TABLE: (
         "keyspace_name text, table_name text, generation timestamp, bucket int, "
         "checkpoint timestamp, window_start timestamp, run_id text, updated_at timestamp, "
-        "PRIMARY KEY ((keyspace_name, table_name), generation, bucket)"
+        "lake_version bigint, PRIMARY KEY ((keyspace_name, table_name), generation, bucket)"
     ),
     PROGRESS_TABLE: (
         "keyspace_name text, table_name text, started_at timestamp, watermark timestamp, "
-        "watermark_updated_at timestamp, run_id text, "
+        "watermark_updated_at timestamp, run_id text, lake_version bigint, "
         "PRIMARY KEY ((keyspace_name, table_name))"
     ),
 }
@@ -89,6 +91,7 @@ class CqlCheckpointStore:
 
         keyspace = self._client.cluster.metadata.keyspaces.get(self._keyspace)
         if keyspace is not None and all(t in keyspace.tables for t in _DDL):
+            self._add_missing_columns(keyspace.tables)
             return
         if replication is None:
             factor = min(3, max(1, self._client.node_count))
@@ -104,6 +107,17 @@ class CqlCheckpointStore:
         for cql in statements:
             self._client.session.execute(SimpleStatement(cql), timeout=DDL_TIMEOUT)
 
+    def _add_missing_columns(self, tables: Mapping[str, Any]) -> None:
+        """Tables created by an earlier version lack ``lake_version``: add it."""
+        from cassandra.query import SimpleStatement
+
+        for table in _DDL:
+            if "lake_version" not in tables[table].columns:
+                self._client.session.execute(
+                    SimpleStatement(f"ALTER TABLE {self._name(table)} ADD lake_version bigint"),
+                    timeout=DDL_TIMEOUT,
+                )
+
     def _statement(self, cql: str) -> Any:
         statement = self._prepared.get(cql)
         if statement is None:
@@ -117,8 +131,9 @@ class CqlCheckpointStore:
 
     def checkpoints(self, table: TableRef) -> list[BucketCheckpoint]:
         statement = self._statement(
-            "SELECT generation, bucket, checkpoint, window_start, run_id, updated_at "
-            f"FROM {self._name(CHECKPOINTS_TABLE)} WHERE keyspace_name = ? AND table_name = ?"
+            "SELECT generation, bucket, checkpoint, window_start, run_id, updated_at, "
+            f"lake_version FROM {self._name(CHECKPOINTS_TABLE)} "
+            "WHERE keyspace_name = ? AND table_name = ?"
         )
         rows = self._client.session.execute(statement, (table.keyspace, table.table))
         return [
@@ -129,6 +144,7 @@ class CqlCheckpointStore:
                 window_start=_utc(row.window_start),
                 run_id=row.run_id or "",
                 updated_at=_utc(row.updated_at),
+                lake_version=row.lake_version,
             )
             for row in rows
             if row.checkpoint is not None
@@ -136,7 +152,7 @@ class CqlCheckpointStore:
 
     def progress(self, table: TableRef) -> TableProgress:
         statement = self._statement(
-            "SELECT started_at, watermark, watermark_updated_at, run_id "
+            "SELECT started_at, watermark, watermark_updated_at, run_id, lake_version "
             f"FROM {self._name(PROGRESS_TABLE)} WHERE keyspace_name = ? AND table_name = ?"
         )
         row = self._client.session.execute(statement, (table.keyspace, table.table)).one()
@@ -148,13 +164,14 @@ class CqlCheckpointStore:
             _utc(row.watermark),
             _utc(row.watermark_updated_at),
             row.run_id or "",
+            row.lake_version,
         )
 
     def all_progress(self) -> list[TableProgress]:
         """Every table's progress (the report's and users' overview)."""
         statement = self._statement(
             "SELECT keyspace_name, table_name, started_at, watermark, watermark_updated_at, "
-            f"run_id FROM {self._name(PROGRESS_TABLE)}"
+            f"run_id, lake_version FROM {self._name(PROGRESS_TABLE)}"
         )
         return sorted(
             (
@@ -164,6 +181,7 @@ class CqlCheckpointStore:
                     _utc(row.watermark),
                     _utc(row.watermark_updated_at),
                     row.run_id or "",
+                    row.lake_version,
                 )
                 for row in self._client.session.execute(statement)
             ),
@@ -205,7 +223,7 @@ class CqlCheckpointStore:
 
         statement = self._statement(
             f"UPDATE {self._name(CHECKPOINTS_TABLE)} USING TIMESTAMP ? "
-            "SET checkpoint = ?, window_start = ?, run_id = ?, updated_at = ? "
+            "SET checkpoint = ?, window_start = ?, run_id = ?, updated_at = ?, lake_version = ? "
             "WHERE keyspace_name = ? AND table_name = ? AND generation = ? AND bucket = ?"
         )
         now = datetime.now(UTC)
@@ -216,6 +234,7 @@ class CqlCheckpointStore:
                 c.window_start,
                 c.run_id,
                 now,
+                c.lake_version,
                 table.keyspace,
                 table.table,
                 c.generation,
@@ -233,11 +252,18 @@ class CqlCheckpointStore:
             )
         return len(params)
 
-    def save_watermark(self, table: TableRef, watermark: datetime, run_id: str = "") -> None:
-        """Store a newer watermark; an older one is ignored (the write timestamp decides)."""
+    def save_watermark(
+        self,
+        table: TableRef,
+        watermark: datetime,
+        run_id: str = "",
+        lake_version: int | None = None,
+    ) -> None:
+        """Store a newer watermark with the lake version that holds it; an older one is
+        ignored (the write timestamp decides, for both cells alike)."""
         statement = self._statement(
             f"UPDATE {self._name(PROGRESS_TABLE)} USING TIMESTAMP ? "
-            "SET watermark = ?, watermark_updated_at = ?, run_id = ? "
+            "SET watermark = ?, watermark_updated_at = ?, run_id = ?, lake_version = ? "
             "WHERE keyspace_name = ? AND table_name = ?"
         )
         self._client.session.execute(
@@ -247,6 +273,7 @@ class CqlCheckpointStore:
                 watermark,
                 datetime.now(UTC),
                 run_id,
+                lake_version,
                 table.keyspace,
                 table.table,
             ),
@@ -289,4 +316,5 @@ def progress_as_json(progress: TableProgress, now: datetime | None = None) -> di
         "watermark": None if progress.watermark is None else progress.watermark.isoformat(),
         "lag_seconds": progress.lag(now),
         "run_id": progress.run_id,
+        "lake_version": progress.lake_version,
     }

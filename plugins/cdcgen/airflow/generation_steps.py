@@ -228,3 +228,10 @@ def expire_superseded(params: Mapping[str, Any]) -> dict[str, Any]:
     from cdcgen.pipeline import maintenance
 
     return maintenance.expire_superseded(run_config(params))
+
+
+@fail_fast
+def vacuum_lake(params: Mapping[str, Any]) -> dict[str, Any]:
+    from cdcgen.pipeline import maintenance
+
+    return maintenance.vacuum_lake(run_config(params))

@@ -28,6 +28,7 @@ from cdcgen.changes.layout import (
     commit_version,
     lake_buckets,
     list_windows,
+    table_version,
     window_predicate,
 )
 from cdcgen.changes.range_reads import RangeFanout
@@ -84,6 +85,9 @@ class DeltaChangesLake:
 
     def windows(self) -> list[LakeWindow]:
         return list_windows(self._root)
+
+    def version(self) -> int | None:
+        return table_version(self._root)
 
     def remove(self, windows: Sequence[LakeWindow]) -> LakeCommit:
         marker = _commit_marker()

@@ -78,6 +78,7 @@ def changes_report(
                 watermark=result.watermark,
                 lag_seconds=lag,
                 rows=result.rows_written,
+                lake_versions=tuple(result.lake_versions),
             ),
         ),
         rows_per_generation=tuple(

@@ -145,8 +145,8 @@ def extract_changes(
     if mode is Mode.INCREMENTAL:
         checkpointed = store.table_state(table)  # this run's saves included
         watermark = consistency_watermark(generations, checkpointed, policy.buckets)
-        if watermark is not None:
-            store.save_watermark(table, watermark, request.run_id)
+        if watermark is not None:  # what the checkpoints certify is in the current version
+            store.save_watermark(table, watermark, request.run_id, lake.version())
             store.prune(table, generations)
     result.watermark = store.progress(table).watermark
     phases.mark("watermark")
@@ -187,7 +187,14 @@ def _write_jobs(ports: ChangesPorts, settings: ChangesSettings, result: Extracti
             ports.checkpoints.save(
                 table,
                 (
-                    BucketCheckpoint(w.generation.start, w.bucket, w.end, w.start, result.run_id)
+                    BucketCheckpoint(
+                        w.generation.start,
+                        w.bucket,
+                        w.end,
+                        w.start,
+                        result.run_id,
+                        lake_version=commit.version,
+                    )
                     for w in windows
                 ),
             )

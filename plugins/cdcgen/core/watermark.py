@@ -33,6 +33,8 @@ class BucketCheckpoint:
     window_start: datetime | None = None
     run_id: str = ""
     updated_at: datetime | None = None
+    #: The lake table's version whose commit holds these rows (None: not recorded).
+    lake_version: int | None = None
 
 
 @dataclass(frozen=True)
@@ -44,6 +46,8 @@ class TableProgress:
     watermark: datetime | None
     watermark_updated_at: datetime | None
     run_id: str
+    #: A lake table version that holds every row up to the watermark (time travel).
+    lake_version: int | None = None
 
     def lag(self, now: datetime) -> float | None:
         """Seconds between ``now`` and the watermark (``None`` before the first run)."""

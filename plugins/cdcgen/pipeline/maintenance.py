@@ -1,22 +1,30 @@
-"""Maintenance of the published tables: the V1 -> V2 rewrite and expiring superseded generations.
+"""Maintenance: the V1 -> V2 rewrite, expiring superseded generations, vacuuming the lake.
 
 Both need every CDC table's TTL and creation time (:class:`~cdcgen.adapters.cdc_tables.CdcCatalog`):
 a generation may be skipped (rewrite) or marked ``expired`` only once no CDC table can
 still hold rows written to it. :mod:`cdcgen.adapters.v1_rewrite` and
 :mod:`cdcgen.adapters.expiry` implement the two procedures; this module turns their
-outcome into JSON for XCom and logs.
+outcome into JSON for XCom and logs. The lake's Delta tables keep the files a commit
+replaced, so that readers of an earlier version (time travel, a run still reading)
+find them; :func:`vacuum_lake` deletes those older than :data:`LAKE_RETENTION`.
 """
 
 from __future__ import annotations
 
 import logging
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 from cdcgen.config import PipelineConfig
 from cdcgen.core.generation import SourceMode
 
 log = logging.getLogger(__name__)
+
+LAKE_RETENTION = timedelta(days=7)
+"""How long a file that a commit replaced stays in the lake: Delta's own default, far
+longer than the longest run (``cdc_changes`` times out after 4 hours), so no run and
+no reader that started before a commit loses a file it still reads."""
 
 
 def rewrite_v1(config: PipelineConfig) -> dict[str, Any]:
@@ -63,4 +71,32 @@ def expire_superseded(config: PipelineConfig) -> dict[str, Any]:
         "expired": {e.timestamp.isoformat(): e.expired.isoformat() for e in marked},
     }
     log.info("expired %d superseded generation(s): %s", len(marked), result["expired"])
+    return result
+
+
+def vacuum_lake(config: PipelineConfig, retention: timedelta = LAKE_RETENTION) -> dict[str, Any]:
+    """Delete the files no version younger than ``retention`` needs, table by table.
+
+    Time travel reaches back ``retention``, no further. A table that is not Delta (a
+    lake not migrated yet) is left alone and named.
+    """
+    from deltalake import DeltaTable
+
+    from cdcgen.changes.layout import CHANGES_DIR, is_delta
+
+    changes = Path(config.lake_path) / CHANGES_DIR
+    tables = sorted(p for p in changes.iterdir() if p.is_dir()) if changes.is_dir() else []
+    removed: dict[str, int] = {}
+    skipped: list[str] = []
+    hours = int(retention.total_seconds() // 3600)
+    for root in tables:
+        if not is_delta(root):
+            skipped.append(root.name)
+            continue
+        deleted = DeltaTable(str(root)).vacuum(
+            retention_hours=hours, dry_run=False, enforce_retention_duration=False
+        )
+        removed[root.name] = len(deleted)
+    result = {"retention_hours": hours, "removed_files": removed, "not_delta": skipped}
+    log.info("vacuumed the lake %s: %s", changes, result)
     return result

@@ -44,6 +44,16 @@ def lag_over_runs(records: Sequence[ChangesReport]) -> dict[str, list[tuple[date
     return dict(series)
 
 
+def lake_versions(record: ChangesReport) -> str:
+    """The Delta table versions a run committed, per table (``—``: none)."""
+    written = [(t.qualified_name, t.lake_versions) for t in record.tables if t.lake_versions]
+    if not written:
+        return "—"
+    if len(written) == 1:
+        return ", ".join(str(v) for v in written[0][1])
+    return "; ".join(f"{name}: {', '.join(str(v) for v in v_)}" for name, v_ in written)
+
+
 def render_changes_page(records: Sequence[ChangesReport], root: str = "") -> str:
     latest = latest_per_table(records)
     total_rows = sum(r.total_rows for r in records)
@@ -110,13 +120,11 @@ def render_changes_page(records: Sequence[ChangesReport], root: str = "") -> str
             esc(r.run_id or "—"),
             esc(f"{fmt_time(r.window_start)} → {fmt_time(r.window_end)}"),
             fmt_int(r.total_rows),
+            esc(lake_versions(r)),
             f"{sum(1 for e in r.expectations if e.passed)}/{len(r.expectations)}",
         )
         for r in sorted(records, key=lambda r: r.created_at, reverse=True)
     ]
-    body.append(
-        table(("recorded at", "status", "run", "window", "rows", "expectations"), run_rows, (4,))
-        if run_rows
-        else '<p class="muted">None.</p>'
-    )
+    headers = ("recorded at", "status", "run", "window", "rows", "lake versions", "expectations")
+    body.append(table(headers, run_rows, (4,)) if run_rows else '<p class="muted">None.</p>')
     return page("Changes", "".join(body), root=root)

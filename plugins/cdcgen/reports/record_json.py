@@ -113,6 +113,7 @@ def to_json(record: RunRecord) -> dict[str, Any]:
                 "watermark": _time(t.watermark),
                 "lag_seconds": t.lag_seconds,
                 "rows": t.rows,
+                "lake_versions": list(t.lake_versions),
             }
             for t in record.tables
         ],
@@ -187,6 +188,7 @@ def from_json(data: Mapping[str, Any]) -> RunRecord:
                         if t.get("lag_seconds") is None
                         else float(t["lag_seconds"]),
                         rows=int(t.get("rows") or 0),
+                        lake_versions=tuple(int(v) for v in t.get("lake_versions") or ()),
                     )
                     for t in data.get("tables") or ()
                 ),

@@ -102,6 +102,8 @@ class TableLag:
     watermark: datetime | None
     lag_seconds: float | None
     rows: int = 0
+    #: The lake table versions the run committed (read them back with time travel).
+    lake_versions: tuple[int, ...] = ()
 
     @property
     def qualified_name(self) -> str:

@@ -1,0 +1,50 @@
+"""Vacuuming the lake: files replaced by a commit go once past the retention, not before."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+from urllib.parse import urlparse
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from deltalake import DeltaTable, write_deltalake
+
+from cdcgen.changes.layout import CHANGES_DIR, LAYOUT_FILE
+from cdcgen.config import PipelineConfig
+from cdcgen.pipeline.maintenance import LAKE_RETENTION, vacuum_lake
+
+
+def _rows(pk: int) -> pa.Table:
+    return pa.table({"pk": pa.array([pk], pa.int64()), "bucket": pa.array([0], pa.int32())})
+
+
+def _pks(root: Path, version: int | None = None) -> list[int]:
+    files = [urlparse(uri).path for uri in DeltaTable(str(root), version=version).file_uris()]
+    return sorted(pq.read_table(files, columns=["pk"])["pk"].to_pylist())
+
+
+def test_replaced_files_go_only_past_the_retention(tmp_path: Path) -> None:
+    config = PipelineConfig(lake_path=tmp_path / "lake", report_dir=tmp_path / "reports")
+    root = config.lake_path / CHANGES_DIR / "shop.orders"
+    write_deltalake(str(root), _rows(1), partition_by=["bucket"])
+    write_deltalake(str(root), _rows(2), partition_by=["bucket"], mode="overwrite")
+    (root / LAYOUT_FILE).write_text("{}")
+    parquet_lake = config.lake_path / CHANGES_DIR / "shop.old" / "date=2026-11-22"
+    parquet_lake.mkdir(parents=True)
+
+    kept = vacuum_lake(config)  # the replaced file is younger than a week
+    assert kept == {
+        "retention_hours": LAKE_RETENTION.total_seconds() // 3600,
+        "removed_files": {"shop.orders": 0},
+        "not_delta": ["shop.old"],
+    }
+    assert _pks(root, version=0) == [1]
+
+    done = vacuum_lake(config, retention=timedelta(0))
+    assert done["removed_files"] == {"shop.orders": 1}
+    assert _pks(root) == [2]
+    assert (root / LAYOUT_FILE).is_file()  # the layout record is not a data file
+    vacuum_lake(config, retention=timedelta(0))  # again: nothing more goes
+    assert _pks(root) == [2]
+    assert len(list(root.glob("bucket=0/*.parquet"))) == 1
