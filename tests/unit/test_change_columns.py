@@ -26,6 +26,7 @@ from cdcgen.changes.layout import (
     LAYOUT_FILE,
     PARTITION_COLUMNS,
     LayoutError,
+    commit_version,
     is_parquet_lake,
     lake_buckets,
     list_windows,
@@ -199,6 +200,28 @@ def test_windows_are_listed_from_the_tables_log_across_dates(tmp_path: Path) -> 
     stray.mkdir(parents=True)  # a killed job's files, in no commit: not a window
     (stray / "part-0.parquet").write_bytes(b"x")
     assert list_windows(root) == [LakeWindow("G1", start, end, 2)]
+
+
+def test_a_write_is_found_by_its_marker_and_a_write_of_nothing_keeps_the_version(
+    tmp_path: Path,
+) -> None:
+    import pyarrow as pa
+    from deltalake import CommitProperties, write_deltalake
+
+    root = tmp_path / "t"
+    with pytest.raises(LayoutError, match="no Delta table"):
+        commit_version(root, "m0", None)
+    write_deltalake(str(root), pa.table({"a": [1]}))
+    for marker in ("m1", "m2"):
+        write_deltalake(
+            str(root),
+            pa.table({"a": [2]}),
+            mode="append",
+            commit_properties=CommitProperties(custom_metadata={"userMetadata": marker}),
+        )
+    assert commit_version(root, "m1", 0) == 1  # found though another commit followed
+    assert commit_version(root, "m2", 0) == 2
+    assert commit_version(root, "m3", 2) == 2  # Delta commits nothing for a no-op write
 
 
 def test_a_parquet_lake_of_an_earlier_version_must_be_converted(tmp_path: Path) -> None:

@@ -90,7 +90,7 @@ class DeltaChangesLake:
         return table_version(self._root)
 
     def remove(self, windows: Sequence[LakeWindow]) -> LakeCommit:
-        marker = _commit_marker()
+        marker, before = _commit_marker(), table_version(self._root)
         key = "spark.databricks.delta.commitInfo.userMetadata"
         self._spark.conf.set(key, marker)
         try:
@@ -99,7 +99,7 @@ class DeltaChangesLake:
             )
         finally:
             self._spark.conf.unset(key)
-        return LakeCommit(commit_version(self._root, marker), Counter())
+        return LakeCommit(commit_version(self._root, marker, before), Counter())
 
     def write(self, windows: Sequence[Window], replacing: Sequence[LakeWindow] = ()) -> LakeCommit:
         """One Spark job: read every stream of ``windows`` and commit the rows in place
@@ -111,7 +111,7 @@ class DeltaChangesLake:
         write the same rows to the same partitions."""
         spark = self._spark
         predicate = window_predicate([*(w.lake_window for w in windows), *replacing])
-        marker = _commit_marker()
+        marker, before = _commit_marker(), table_version(self._root)
         reads = stream_reads(windows)
         index = self.range_index(windows, reads)
         counters = counter_accumulator(spark)
@@ -146,7 +146,7 @@ class DeltaChangesLake:
             for shared_value in broadcasts:
                 shared_value.unpersist()
         counted: Counter[str] = counters.value
-        return LakeCommit(commit_version(self._root, marker), counted)
+        return LakeCommit(commit_version(self._root, marker, before), counted)
 
     @property
     def ranges(self) -> RangeFanout | None:

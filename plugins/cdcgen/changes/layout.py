@@ -207,12 +207,25 @@ def convert_to_delta(spark: SparkSession, root: Path) -> bool:
     return True
 
 
-def commit_version(root: Path, marker: str, search: int = 20) -> int:
-    """The version of the commit whose ``userMetadata`` is ``marker``: exact even when
-    another writer committed since, as long as it is among the last ``search``."""
+def commit_version(root: Path, marker: str, since: int | None) -> int:
+    """The version of the write whose ``userMetadata`` is ``marker``, the table having
+    been at version ``since`` before it (None: no table): exact even when other
+    writers committed meanwhile.
+
+    A write that changes nothing (no rows, and no file to replace) makes no commit at
+    all in Delta: then the version is the one the table is at, which holds the same
+    rows the write would have.
+    """
     from deltalake import DeltaTable
 
-    for commit in DeltaTable(str(root)).history(search):
-        if commit.get("userMetadata") == marker:
-            return int(commit["version"])
-    raise LayoutError(f"{root}: no commit {marker} among the last {search}")
+    current = table_version(root)
+    if current is None:
+        raise LayoutError(f"{root}: no Delta table after a write ({marker})")
+    if since is None or current > since:
+        commits = DeltaTable(str(root)).history(current - (since if since is not None else -1))
+        for commit in commits:
+            if commit.get("userMetadata") == marker:
+                return int(commit["version"])
+    if since is not None and current >= since:
+        return current  # nothing committed: the write changed nothing
+    raise LayoutError(f"{root}: no commit {marker} after version {since}")
