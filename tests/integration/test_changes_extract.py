@@ -435,3 +435,36 @@ def test_state_only_moves_forward_and_prunes_what_the_watermark_implies(world: W
     catalog = CdcCatalog(world.client, world.cluster.schema)
     (orders,) = [t for t in catalog.tables((KEYSPACE,)) if t.table == TableRef(KEYSPACE, "orders")]
     assert orders.ttl_seconds == 86_400 and orders.created is not None
+
+
+def test_state_tables_of_an_earlier_version_gain_the_lake_version(world: World) -> None:
+    """Tables created before versions were recorded get the column on first use."""
+    keyspace = f"{PREFIX}old_state"
+    session = world.client.session
+    session.execute(
+        f"CREATE KEYSPACE {keyspace} WITH replication = "
+        "{'class': 'SimpleStrategy', 'replication_factor': 1}",
+        timeout=120,
+    )
+    session.execute(
+        f"CREATE TABLE {keyspace}.cdc_bucket_checkpoints (keyspace_name text, table_name text, "
+        "generation timestamp, bucket int, checkpoint timestamp, window_start timestamp, "
+        "run_id text, updated_at timestamp, "
+        "PRIMARY KEY ((keyspace_name, table_name), generation, bucket))",
+        timeout=120,
+    )
+    session.execute(
+        f"CREATE TABLE {keyspace}.cdc_table_progress (keyspace_name text, table_name text, "
+        "started_at timestamp, watermark timestamp, watermark_updated_at timestamp, "
+        "run_id text, PRIMARY KEY ((keyspace_name, table_name)))",
+        timeout=120,
+    )
+    world.client.cluster.refresh_schema_metadata()
+    store = CqlCheckpointStore(world.client, keyspace)
+    store.ensure_schema()
+    table = TableRef(KEYSPACE, "orders")
+    moment = world.start.replace(microsecond=0)
+    store.save(table, [BucketCheckpoint(moment, 0, moment, lake_version=7)])
+    store.save_watermark(table, moment, "r", lake_version=7)
+    assert [c.lake_version for c in store.checkpoints(table)] == [7]
+    assert store.progress(table).lake_version == 7

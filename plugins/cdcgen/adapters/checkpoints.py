@@ -9,15 +9,12 @@ Two tables, created on first use::
 
 A bucket's checkpoint is the time up to which the rows of every stream of that lake
 bucket (in that generation) are durably in the lake; it is written only after the Spark
-job that wrote them committed, with the version of the lake table that commit made
-(``lake_version``); the watermark records a version that holds everything up to it,
-so a reader can time-travel to exactly what a checkpoint certifies. Buckets are
-numbered as the lake records them (fixed per table on its first write), so a row per
-generation and bucket is all the state a table has, whatever its stream count. The
-watermark is YugabyteDB's "data consistency timestamp" for the table: every stream is
-in the lake up to it (:func:`cdcgen.core.watermark.consistency_watermark`). Users, the
-report and the next run read both through :class:`CqlCheckpointStore`, the CQL implementation of the
-:class:`~cdcgen.ports.CheckpointStore` port.
+job that wrote them committed, with that commit's table version (``lake_version``; the
+watermark's holds everything up to it). Buckets are numbered as the lake records them,
+so a row per generation and bucket is all the state a table has, whatever its stream
+count. The watermark is YugabyteDB's "data consistency timestamp" for the table: every
+stream is in the lake up to it (:func:`cdcgen.core.watermark.consistency_watermark`).
+Users, the report and the next run read both through :class:`CqlCheckpointStore`.
 
 Writes are idempotent and only move forward, even when two writers race (a backfill
 next to the scheduled run) and without lightweight transactions: each checkpoint and
@@ -109,14 +106,9 @@ class CqlCheckpointStore:
 
     def _add_missing_columns(self, tables: Mapping[str, Any]) -> None:
         """Tables created by an earlier version lack ``lake_version``: add it."""
-        from cassandra.query import SimpleStatement
-
-        for table in _DDL:
-            if "lake_version" not in tables[table].columns:
-                self._client.session.execute(
-                    SimpleStatement(f"ALTER TABLE {self._name(table)} ADD lake_version bigint"),
-                    timeout=DDL_TIMEOUT,
-                )
+        for table in (t for t in _DDL if "lake_version" not in tables[t].columns):
+            cql = f"ALTER TABLE {self._name(table)} ADD lake_version bigint"
+            self._client.session.execute(cql, timeout=DDL_TIMEOUT)
 
     def _statement(self, cql: str) -> Any:
         statement = self._prepared.get(cql)
@@ -305,16 +297,3 @@ class CqlCheckpointStore:
             )
             pruned += 1
         return pruned
-
-
-def progress_as_json(progress: TableProgress, now: datetime | None = None) -> dict[str, Any]:
-    """The JSON a DAG task returns or a user prints."""
-    now = now or datetime.now(UTC)
-    return {
-        "table": progress.table.qualified,
-        "started_at": None if progress.started_at is None else progress.started_at.isoformat(),
-        "watermark": None if progress.watermark is None else progress.watermark.isoformat(),
-        "lag_seconds": progress.lag(now),
-        "run_id": progress.run_id,
-        "lake_version": progress.lake_version,
-    }
