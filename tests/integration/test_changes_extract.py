@@ -114,7 +114,7 @@ def world(contact_points: tuple[str, ...]) -> Iterator[World]:
     client = connect(contact_points)
     schema = SourceSchema(PREFIX)
     drop_keyspaces(client, schema)
-    for name in ("ks", "t_main", "t_kill", "t_bad", "t_state"):
+    for name in ("ks", "t_main", "t_kill", "t_bad", "t_state", "old_state"):
         client.session.execute(f"DROP KEYSPACE IF EXISTS {PREFIX}{name}", timeout=120)
     cluster = SandboxCluster(client, schema, ring_delay=RING_DELAY, leeway=LEEWAY)
     cluster.join_node(SourceMode.RAFT, shards=3, vnodes=4, seed=11)
