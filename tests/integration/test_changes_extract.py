@@ -36,6 +36,7 @@ from changes_fakes import (
     ReadersFailingAfter,
     ship_to_spark_workers,
 )
+from deltalake import DeltaTable
 from lake_files import committed_files
 
 from cdcgen.adapters.cdc_tables import CdcCatalog
@@ -44,7 +45,7 @@ from cdcgen.adapters.cql import CqlClient, connect
 from cdcgen.adapters.generation_sources import source_for
 from cdcgen.adapters.log_tables import describe_log_table
 from cdcgen.changes.job import TableAdapters, reader_factory, table_adapters
-from cdcgen.changes.lake import DeltaChangesLake
+from cdcgen.changes.lake import STATS_COLUMNS, DeltaChangesLake
 from cdcgen.changes.layout import read_delta, table_root
 from cdcgen.changes.report import changes_report, record_changes_run
 from cdcgen.changes.result import ExtractionResult
@@ -305,6 +306,9 @@ def test_every_row_lands_once_in_key_order_and_reruns_are_idempotent(
     assert before == first.rows_written  # as of the first run: its rows only
     # A reader without Spark (delta-rs) reads exactly the rows Spark reads.
     assert_delta_rs_reads_what_spark_reads(built.lake)
+    # The table keeps file statistics on the log's key columns, not on all 32 first.
+    properties = DeltaTable(str(built.lake.root)).metadata().configuration
+    assert properties["delta.dataSkippingNumIndexedCols"] == STATS_COLUMNS
 
     # A window older than the CDC TTL fails loudly, with what to do.
     with pytest.raises(DataExpired, match="Re-bootstrap"):

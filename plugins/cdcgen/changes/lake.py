@@ -52,6 +52,12 @@ log = logging.getLogger(__name__)
 #: Spark never sorts rows by partition (which would reorder a key's changes).
 CONCURRENT_WRITERS = 256
 
+#: Columns a new table keeps file statistics for: the log's key (stream, time, batch
+#: sequence), which is what readers filter on. Delta's default, 32, cost 1.5 to 3 s per
+#: 500,000 rows on two cores, as much as writing the files.
+STATS_COLUMNS = "3"
+STATS_DEFAULT = "spark.databricks.delta.properties.defaults.dataSkippingNumIndexedCols"
+
 
 class DeltaChangesLake:
     """One table's dataset under ``root`` (``<lake>/changes/<keyspace>.<table>``)."""
@@ -131,6 +137,7 @@ class DeltaChangesLake:
         # Runtime SQL settings, also on a session someone else created.
         spark.conf.set("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
         spark.conf.set("spark.sql.maxConcurrentOutputFileWriters", str(CONCURRENT_WRITERS))
+        spark.conf.set(STATS_DEFAULT, STATS_COLUMNS)
         rows, broadcast = fan_out(spark, tasks, task, arrow_struct(self._job.schema))
         broadcasts.append(broadcast)
         try:
