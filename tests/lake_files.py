@@ -8,13 +8,10 @@ one by one (their order, their partitions) list them from the table's log with d
 from __future__ import annotations
 
 from pathlib import Path
-from urllib.parse import unquote, urlparse
+
+from cdcgen.changes import layout
 
 
 def committed_files(root: Path) -> list[Path]:
     """The Parquet files of the table's current version, sorted; none without a table."""
-    from deltalake import DeltaTable
-
-    if not DeltaTable.is_deltatable(str(root)):
-        return []
-    return sorted(Path(unquote(urlparse(uri).path)) for uri in DeltaTable(str(root)).file_uris())
+    return layout.committed_files(root) if layout.is_delta(root) else []

@@ -141,6 +141,23 @@ def list_windows(root: Path) -> list[LakeWindow]:
     return sorted(found)
 
 
+def table_roots(lake: Path) -> list[Path]:
+    """Every table folder under ``<lake>/changes``, Delta or not, by name."""
+    changes = Path(lake) / CHANGES_DIR
+    if not changes.is_dir():
+        return []
+    return sorted(p for p in changes.iterdir() if p.is_dir() and not p.name.startswith((".", "_")))
+
+
+def committed_files(root: Path, version: int | None = None) -> list[Path]:
+    """The Parquet files of the table at ``version`` (default: the latest), from its log:
+    files a later commit replaced, or a killed job left, are not among them."""
+    from deltalake import DeltaTable
+
+    uris = DeltaTable(str(root), version=version).file_uris()
+    return sorted(Path(unquote(urlparse(uri).path)) for uri in uris)
+
+
 def table_version(root: Path) -> int | None:
     """The Delta table's current version; None if it has no commit yet."""
     if not is_delta(root):
@@ -163,14 +180,12 @@ def read_delta(
     import pyarrow.dataset as ds
     from deltalake import DeltaTable
 
-    table = DeltaTable(str(root), version=version)
     partitions = ds.partitioning(
         pa.schema([pa.field(c, PARTITION_TYPES[c]) for c in PARTITION_COLUMNS]), flavor="hive"
     )
-    files = [unquote(urlparse(uri).path) for uri in table.file_uris()]
-    schema = pa.schema(table.schema())
+    schema = pa.schema(DeltaTable(str(root), version=version).schema())
     dataset = ds.dataset(
-        files,
+        [str(path) for path in committed_files(root, version)],
         schema=schema,
         format="parquet",
         partitioning=partitions,
@@ -218,14 +233,13 @@ def commit_version(root: Path, marker: str, since: int | None) -> int:
     """
     from deltalake import DeltaTable
 
-    current = table_version(root)
-    if current is None:
+    if not is_delta(root):
         raise LayoutError(f"{root}: no Delta table after a write ({marker})")
-    if since is None or current > since:
-        commits = DeltaTable(str(root)).history(current - (since if since is not None else -1))
-        for commit in commits:
-            if commit.get("userMetadata") == marker:
-                return int(commit["version"])
-    if since is not None and current >= since:
-        return current  # nothing committed: the write changed nothing
-    raise LayoutError(f"{root}: no commit {marker} after version {since}")
+    table = DeltaTable(str(root))
+    current = int(table.version())
+    for commit in table.history(current - (-1 if since is None else since)):
+        if commit.get("userMetadata") == marker:
+            return int(commit["version"])
+    if since is None:
+        raise LayoutError(f"{root}: no commit {marker} in the table's log")
+    return current  # nothing committed: the write changed nothing

@@ -48,7 +48,7 @@ def register(subparsers: SubParsers) -> None:
 
 
 def migrate_command(args: argparse.Namespace) -> int:
-    from cdcgen.changes.layout import CHANGES_DIR
+    from cdcgen.changes.layout import CHANGES_DIR, is_parquet_lake, table_roots
 
     lake = args.lake
     if lake is None:
@@ -61,12 +61,9 @@ def migrate_command(args: argparse.Namespace) -> int:
     changes = Path(lake) / CHANGES_DIR
     if not changes.is_dir():
         raise CliError(f"{changes} does not exist: no changes were extracted into {lake}")
-    tables = sorted(
-        p for p in changes.iterdir() if p.is_dir() and not p.name.startswith((".", "_"))
-    )
     spark = None
-    for root in tables:
-        if spark is None and _needs_conversion(root):
+    for root in table_roots(lake):
+        if spark is None and is_parquet_lake(root):
             from cdcgen.spark.session import JobKind, job_session
 
             spark = job_session(JobKind.CHANGES_EXTRACT, "cdcgen-lake-migrate")
@@ -74,35 +71,27 @@ def migrate_command(args: argparse.Namespace) -> int:
     return 0
 
 
-def _needs_conversion(root: Path) -> bool:
-    from cdcgen.changes.layout import is_parquet_lake
-
-    return is_parquet_lake(root)
-
-
 def migrate_table(spark: SparkSession | None, root: Path) -> dict[str, Any]:
     """Convert one table if it is Parquet; verify no row was lost."""
     import pyarrow.dataset as ds
-    from deltalake import DeltaTable
 
-    from cdcgen.changes.layout import convert_to_delta, is_delta, read_delta
+    from cdcgen.changes.layout import (
+        convert_to_delta,
+        is_parquet_lake,
+        read_delta,
+        table_version,
+    )
 
-    converted = False
-    if spark is not None and _needs_conversion(root):
+    before = None
+    if spark is not None and is_parquet_lake(root):
         before = ds.dataset(root, format="parquet", partitioning="hive").count_rows()
         convert_to_delta(spark, root)
-        after = read_delta(root, columns=[]).num_rows
-        if after != before:
-            raise CliError(
-                f"{root}: the Delta table reads {after} rows, its Parquet files held {before}"
-            )
-        converted = True
-    if not is_delta(root):
+    version = table_version(root)
+    if version is None:
         raise CliError(f"{root} is neither a Delta table nor a Parquet changes table")
-    table = DeltaTable(str(root))
-    return {
-        "table": root.name,
-        "converted": converted,
-        "version": int(table.version()),
-        "rows": read_delta(root, columns=[]).num_rows,
-    }
+    rows = read_delta(root, columns=[]).num_rows
+    if before is not None and rows != before:
+        raise CliError(
+            f"{root}: the Delta table reads {rows} rows, its Parquet files held {before}"
+        )
+    return {"table": root.name, "converted": before is not None, "version": version, "rows": rows}

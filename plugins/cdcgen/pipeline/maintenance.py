@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import logging
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 from cdcgen.config import PipelineConfig
@@ -82,14 +81,12 @@ def vacuum_lake(config: PipelineConfig, retention: timedelta = LAKE_RETENTION) -
     """
     from deltalake import DeltaTable
 
-    from cdcgen.changes.layout import CHANGES_DIR, is_delta
+    from cdcgen.changes.layout import is_delta, table_roots
 
-    changes = Path(config.lake_path) / CHANGES_DIR
-    tables = sorted(p for p in changes.iterdir() if p.is_dir()) if changes.is_dir() else []
     removed: dict[str, int] = {}
     skipped: list[str] = []
     hours = int(retention.total_seconds() // 3600)
-    for root in tables:
+    for root in table_roots(config.lake_path):
         if not is_delta(root):
             skipped.append(root.name)
             continue
@@ -98,5 +95,5 @@ def vacuum_lake(config: PipelineConfig, retention: timedelta = LAKE_RETENTION) -
         )
         removed[root.name] = len(deleted)
     result = {"retention_hours": hours, "removed_files": removed, "not_delta": skipped}
-    log.info("vacuumed the lake %s: %s", changes, result)
+    log.info("vacuumed the lake %s: %s", config.lake_path, result)
     return result
