@@ -166,7 +166,7 @@ def main() -> None:
 
             outcome = validate(config, generation, dag_id=DAG_ID, run_id=RUN_ID)
         with stage("publish"):
-            from cdcgen.extract.lake import LocalGenerationLake, generation_dir
+            from cdcgen.extract.lake import LocalGenerationLake
             from cdcgen.pipeline.publish import publish_in_order
             from cdcgen.pipeline.reporting import record_generation
 
@@ -182,7 +182,6 @@ def main() -> None:
             record_generation(
                 config,
                 generation,
-                generation_dir(config.lake_path, generation),
                 outcome,
                 published=True,
                 dag_id=DAG_ID,

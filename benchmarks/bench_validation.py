@@ -25,7 +25,7 @@ from bench_generation_pipeline import make_nodes
 from cdcgen.config import PipelineConfig
 from cdcgen.core.generation_arrays import build_generation_arrays
 from cdcgen.extract.description_columns import DescriptionColumns
-from cdcgen.extract.lake import write_generation
+from cdcgen.extract.lake_writes import write_generation
 from cdcgen.extract.spark_extract import extract_generation
 from cdcgen.spark.session import spark_session
 from cdcgen.validation.generation_suite import validate_generation
@@ -53,7 +53,7 @@ def main() -> None:
     started = time.perf_counter()
     profile = cProfile.Profile()
     profile.enable()
-    result = validate_generation(config, artifact.directory, spark=spark, engine=args.engine)
+    result = validate_generation(config, artifact, spark=spark, engine=args.engine)
     profile.disable()
     print(
         f"{artifact.stream_count:,} streams: validation {time.perf_counter() - started:.1f} s, "

@@ -70,9 +70,12 @@ class DescriptionPublisher(Protocol):
 class GenerationLake(Protocol):
     """Extracted generations: what validation checked is exactly what publication reads."""
 
-    def stream_rows(self, generation: Generation) -> StreamRows:
-        """The generation's validated description as the rows to publish; raises if it was
-        never extracted or changed since."""
+    def stream_rows(
+        self, generation: Generation, version: int | None = None, digest: str | None = None
+    ) -> StreamRows:
+        """The generation's description as the rows to publish, as the lake's ``version``
+        holds it (default: the latest); raises if it was never extracted, changed since,
+        or is not the description of SHA-256 ``digest`` (the one validation checked)."""
         ...
 
 

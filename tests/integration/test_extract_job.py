@@ -15,7 +15,7 @@ from cdcgen.core.ring import Ring
 from cdcgen.core.topology import Node, make_generation
 from cdcgen.core.topology_json import description_to_json, nodes_to_json
 from cdcgen.extract.description_json import columns_to_json
-from cdcgen.extract.lake import read_artifact
+from cdcgen.extract.lake import artifact_at
 from cdcgen.extract.spark_extract import read_streams
 from cdcgen.jobs.extract_generation import build_parser, run
 from cdcgen_dev.sandbox import sandbox_config
@@ -51,19 +51,21 @@ def test_job_writes_the_partition_and_a_rerun_replaces_it_identically(
     assert first["rows_read_back"] == first["stream_count"] == 3 * 2 + 2  # shards x vnodes
     partition = Path(first["partition"])
     assert partition.name == f"generation_ts={first['timestamp_ms']}"
-    artifact = read_artifact(partition)
+    artifact = artifact_at(partition)
+    assert first["lake_format"] == "delta" and first["lake_version"] == artifact.version
     assert artifact.has_topology and artifact.read_ring() == Ring.of_nodes(NODES)
     assert columns_to_json(artifact.read_description()) == description  # the exact artifact
-    rows = read_streams(spark, partition).orderBy("entry_index", "shard").collect()
+    rows = read_streams(spark, artifact).orderBy("entry_index", "shard").collect()
     assert [r.stream_id_hex for r in rows] == [
         s for e in description["entries"] for s in e["streams"]
     ]
 
     second = run(argv)
     assert second["description_sha256"] == first["description_sha256"]
-    assert sorted(p.name for p in partition.iterdir()) == sorted(
-        [*artifact.files, "description.json", "topology.json", "_manifest.json"]
-    )
+    assert second["lake_version"] == first["lake_version"] + 1  # one commit per run
+    again = artifact_at(partition)
+    assert set(again.files).isdisjoint(artifact.files)  # the commit replaced the files
+    assert read_streams(spark, again).orderBy("entry_index", "shard").collect() == rows
 
 
 def test_the_dag_names_the_generation_and_the_job_reads_everything_else_from_its_env() -> None:
@@ -108,9 +110,9 @@ def test_rows_the_source_reader_refuses_are_extracted_and_fail_validation_by_nam
         ["--generation-ts-ms", str(ms), "--generation-id", str(joined.generation.id)],
         PipelineConfig.from_env(config.to_env()),  # what the DAG hands the job
     )
-    artifact = read_artifact(Path(summary["partition"]))
+    artifact = artifact_at(Path(summary["partition"]))
     assert artifact.source_problem and str(joined.generation.id) in artifact.source_problem
-    result = validate_generation(config, artifact.directory, spark=spark)
+    result = validate_generation(config, artifact, spark=spark)
     failed = {check.check for check in result.failures}
     assert "the source's rows form a valid description" in failed, result.summary
     assert "stream IDs unique" in failed  # ... and the rows themselves show where

@@ -27,7 +27,7 @@ from cdcgen.core.topology import Node, make_generation
 from cdcgen.core.topology_json import description_to_json, nodes_to_json
 from cdcgen.extract.description_columns import DescriptionColumns
 from cdcgen.extract.description_json import columns_from_json
-from cdcgen.extract.lake import write_generation
+from cdcgen.extract.lake_writes import write_generation
 from cdcgen.extract.spark_extract import extract_generation
 from cdcgen.extract.streams_table import flatten_generation
 from cdcgen.validation.generation_suite import validate_description, validate_generation
@@ -69,7 +69,7 @@ def test_a_valid_generation_passes_every_check(
         spark, lake, columns_from_json(_generation(2)), T2, "current", nodes=NODES
     )
     config = PipelineConfig(lake_path=lake, report_dir=tmp_path / "reports")
-    result = validate_generation(config, extracted.artifact.directory, spark=spark, engine=engine)
+    result = validate_generation(config, extracted.artifact, spark=spark, engine=engine)
     assert result.passed, result.summary
     assert result.failures == [] and result.skipped == []  # topology and previous were known
     assert len(result.checks) == 17
@@ -119,7 +119,7 @@ def test_a_tablets_stream_set_passes_the_tablets_rules(spark: SparkSession, tmp_
     config = PipelineConfig(lake_path=lake, report_dir=tmp_path / "reports")
     write_generation(lake, _tablet_set(4, 1), T1, "log-id", table="shop.orders")
     split = extract_generation(spark, lake, _tablet_set(8, 2), T2, "log-id", table="shop.orders")
-    result = validate_generation(config, split.artifact.directory, spark=spark)
+    result = validate_generation(config, split.artifact, spark=spark)
     assert result.passed, result.summary
     checks = {c.check for c in result.checks}
     assert {"one stream per tablet", "stream on its tablet's last token"} <= checks
@@ -138,7 +138,7 @@ def test_a_tablet_stream_off_its_last_token_fails(
     lake = tmp_path / "lake"
     config = PipelineConfig(lake_path=lake, report_dir=tmp_path / "reports")
     artifact = write_generation(lake, columns_from_json(bad), T1, "log-id", table="shop.orders")
-    result = validate_generation(config, artifact.directory, spark=spark, engine=engine)
+    result = validate_generation(config, artifact, spark=spark, engine=engine)
     failed = {c.check: c for c in result.failures}
     assert set(failed) == {"stream on its tablet's last token"}, result.summary
     assert [

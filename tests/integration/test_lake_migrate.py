@@ -3,22 +3,28 @@
 from __future__ import annotations
 
 import json
+import random
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
-from lake_files import committed_files
+from lake_files import committed_files, old_generation_partition
 
+from cdcgen.adapters.delta_tables import is_delta
 from cdcgen.changes.layout import (
     CHANGES_DIR,
     PARTITION_COLUMNS,
     LayoutError,
-    is_delta,
     list_windows,
 )
 from cdcgen.cli import main
+from cdcgen.core.generation_arrays import build_generation_arrays
+from cdcgen.core.ring import Ring
+from cdcgen.core.topology import Node
 from cdcgen.core.windows import LakeWindow, window_label
+from cdcgen.extract.description_columns import DescriptionColumns
+from cdcgen.extract.lake import ArtifactError, list_artifacts
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -50,9 +56,22 @@ def test_a_parquet_lake_is_converted_in_place_with_every_row(
     expected = parquet_lake(spark, root)
     with pytest.raises(LayoutError, match="cdcgen lake migrate"):
         list_windows(root)  # the pipeline refuses to write into it
+    nodes = [Node("a", 4, 12, (-(10**18), 10**17)), Node("b", 2, 0, (5 * 10**17,))]
+    columns = DescriptionColumns.from_arrays(build_generation_arrays(nodes, random.Random(1)))
+    old_generation_partition(tmp_path, columns, 1000, "old", Ring.of_nodes(nodes))
+    with pytest.raises(ArtifactError, match="cdcgen lake migrate"):
+        list_artifacts(tmp_path)
 
     assert main(["lake", "migrate", "--lake", str(tmp_path)]) == 0
-    (line,) = capsys.readouterr().out.splitlines()
+    generation_line, line = capsys.readouterr().out.splitlines()
+    assert json.loads(generation_line) == {
+        "generation": "generation_ts=1000",
+        "converted": True,
+        "version": 1,
+        "streams": columns.stream_count,
+    }
+    (artifact,) = list_artifacts(tmp_path)
+    assert artifact.read_description().blob_data == columns.blob_data
     assert json.loads(line) == {
         "table": "shop.orders",
         "converted": True,
@@ -83,4 +102,4 @@ def test_migrating_a_lake_without_changes_names_the_folder(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert main(["lake", "migrate", "--lake", str(tmp_path / "nowhere")]) == 2
-    assert "nowhere/changes does not exist" in capsys.readouterr().err
+    assert "nowhere does not exist" in capsys.readouterr().err

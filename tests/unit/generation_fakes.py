@@ -88,7 +88,12 @@ class FakeLake:
 
     extracted: dict[Generation, Rows] = field(default_factory=dict)
 
-    def stream_rows(self, generation: Generation) -> StreamRows:
+    read: list[tuple[Generation, int | None, str | None]] = field(default_factory=list)
+
+    def stream_rows(
+        self, generation: Generation, version: int | None = None, digest: str | None = None
+    ) -> StreamRows:
+        self.read.append((generation, version, digest))
         if generation not in self.extracted:
             raise FileNotFoundError(f"{generation.label} was never extracted")
         return self.extracted[generation]

@@ -13,6 +13,7 @@ import pytest
 from cassandra import cqltypes
 from cassandra.metadata import Murmur3Token
 
+from cdcgen.adapters.delta_tables import DeltaLogError, commit_version
 from cdcgen.changes.columns import (
     BaseKeyHasher,
     LakeBatchBuilder,
@@ -26,7 +27,6 @@ from cdcgen.changes.layout import (
     LAYOUT_FILE,
     PARTITION_COLUMNS,
     LayoutError,
-    commit_version,
     is_parquet_lake,
     lake_buckets,
     list_windows,
@@ -209,7 +209,7 @@ def test_a_write_is_found_by_its_marker_and_a_write_of_nothing_keeps_the_version
     from deltalake import CommitProperties, write_deltalake
 
     root = tmp_path / "t"
-    with pytest.raises(LayoutError, match="no Delta table"):
+    with pytest.raises(DeltaLogError, match="no Delta table"):
         commit_version(root, "m0", None)
     write_deltalake(str(root), pa.table({"a": [1]}))
     for marker in ("m1", "m2"):

@@ -9,20 +9,24 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+from lake_files import old_generation_partition
 
+from cdcgen.core.generation import Generation
 from cdcgen.core.generation_arrays import build_generation_arrays
 from cdcgen.core.ring import Ring
+from cdcgen.core.time import from_millis
 from cdcgen.core.topology import Node
 from cdcgen.extract.description_columns import DescriptionColumns
 from cdcgen.extract.lake import (
-    DESCRIPTION_FILE,
     ArtifactError,
+    LocalGenerationLake,
+    artifact_at,
     list_artifacts,
-    partition_dir,
     previous_artifact,
     read_artifact,
-    write_generation,
 )
+from cdcgen.extract.lake_migrate import migrate_generations
+from cdcgen.extract.lake_writes import write_generation
 from cdcgen.extract.streams_table import STREAMS_SCHEMA, flatten_generation
 from cdcgen.validation.suites import (
     GENERATION_SUITES,
@@ -40,34 +44,79 @@ def _columns(seed: int = 1) -> DescriptionColumns:
     return DescriptionColumns.from_arrays(build_generation_arrays(NODES, random.Random(seed)))
 
 
-def test_partition_holds_parquet_description_and_manifest(tmp_path: Path) -> None:
+def test_an_extraction_is_one_commit_of_rows_documents_and_manifest(tmp_path: Path) -> None:
     columns = _columns()
     artifact = write_generation(tmp_path, columns, WHEN, "gen-a", nodes=NODES, rows_per_file=4)
     millis = 1_795_334_400_005  # 2026-11-22T08:00:00.005Z
     assert artifact.timestamp_ms == millis and artifact.timestamp == WHEN
-    assert artifact.directory == partition_dir(tmp_path, millis)
+    assert artifact.directory == tmp_path / "generations" / f"generation_ts={millis}"
     assert artifact.label == f"generation_ts={millis}"
     assert len(artifact.files) == 3  # 10 streams, 4 per file
-    table = pq.read_table([artifact.directory / f for f in artifact.files], schema=STREAMS_SCHEMA)
+    table = pq.read_table([str(f) for f in artifact.files], schema=STREAMS_SCHEMA)
     assert table.equals(flatten_generation(columns, WHEN, "gen-a"))
-    again = read_artifact(artifact.directory)
-    assert again == artifact
+    again = read_artifact(tmp_path, artifact.generation)
+    assert again == artifact and again.version == 1  # 0: the table's creation
     assert again.read_description().blob_data == columns.blob_data
     assert again.read_ring() == Ring.of_nodes(NODES)
-    assert not list(tmp_path.glob("generations/.*"))  # no staging or trash left behind
+    assert artifact_at(artifact.directory) == artifact
+    # delta-rs reads the same rows (what a user with no Spark gets), partition included.
+    from deltalake import DeltaTable
+
+    rows = DeltaTable(str(tmp_path / "generations")).to_pyarrow_dataset().to_table()
+    assert rows.num_rows == 10 and set(rows["generation_ts"].to_pylist()) == {millis}
 
 
-def test_rewriting_a_partition_replaces_it_whole(tmp_path: Path) -> None:
-    write_generation(tmp_path, _columns(1), WHEN, "first", rows_per_file=2)
+def test_rewriting_a_partition_replaces_it_whole_and_keeps_the_version_before(
+    tmp_path: Path,
+) -> None:
+    first = write_generation(tmp_path, _columns(1), WHEN, "first", rows_per_file=2)
     second = write_generation(tmp_path, _columns(2), WHEN, "second")
-    files = sorted(p.name for p in second.directory.glob("*.parquet"))
-    assert files == ["part-00000.parquet"]
-    assert read_artifact(second.directory).generation_id == "second"
+    assert second.version == first.version + 1 and len(second.files) == 1
+    assert read_artifact(tmp_path, second.generation).generation_id == "second"
+    # Time travel: the version before still holds the first extraction, whole.
+    before = read_artifact(tmp_path, second.generation, first.version)
+    assert before == first and before.read_description().blob_data == _columns(1).blob_data
+
+
+def test_a_killed_extraction_leaves_the_previous_version_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Killed at the commit point: its files are written, its commit is not made."""
+    from cdcgen.extract import lake_writes
+
+    first = write_generation(tmp_path, _columns(1), WHEN, "first")
+
+    def killed(*args: object) -> int:
+        raise SystemExit("killed at the commit point")
+
+    monkeypatch.setattr(lake_writes, "commit_files", killed)
+    with pytest.raises(SystemExit):
+        write_generation(tmp_path, _columns(2), WHEN, "second")
+    assert len(list(first.directory.glob("*.parquet"))) == 2  # the killed one's file is there
+    assert read_artifact(tmp_path, first.generation) == first  # and invisible
+    monkeypatch.undo()
+    again = write_generation(tmp_path, _columns(2), WHEN, "second")
+    redone = write_generation(tmp_path, _columns(2), WHEN, "second")
+    assert again.version == first.version + 1
+    assert read_artifact(tmp_path, first.generation) == redone  # same content each run
+    assert pq.read_table([str(f) for f in again.files]).equals(
+        pq.read_table([str(f) for f in redone.files])
+    )
+
+
+def test_previous_artifact_is_the_newest_older_one(tmp_path: Path) -> None:
+    for day in (1, 3, 2):
+        stamp = datetime(2026, 1, day, tzinfo=UTC)
+        write_generation(tmp_path, _columns(), stamp, stamp.isoformat())
+    later = write_generation(tmp_path, _columns(), datetime(2026, 1, 4, tzinfo=UTC), "x")
+    found = previous_artifact(tmp_path, later.timestamp_ms)
+    assert found is not None and found.generation_id == "2026-01-03T00:00:00+00:00"
+    assert previous_artifact(tmp_path, list_artifacts(tmp_path)[0].timestamp_ms) is None
 
 
 def test_a_changed_description_is_refused(tmp_path: Path) -> None:
     artifact = write_generation(tmp_path, _columns(), WHEN, "g")
-    path = artifact.directory / DESCRIPTION_FILE
+    path = artifact.description_path
     data = json.loads(path.read_text())
     data["entries"][0]["streams"].reverse()
     path.write_text(json.dumps(data))
@@ -75,21 +124,50 @@ def test_a_changed_description_is_refused(tmp_path: Path) -> None:
         artifact.read_description()
 
 
-def test_missing_manifest_means_not_extracted(tmp_path: Path) -> None:
-    (tmp_path / "generations" / "generation_ts=5").mkdir(parents=True)
+def test_publication_reads_the_validated_version_and_digest(tmp_path: Path) -> None:
+    first = write_generation(tmp_path, _columns(1), WHEN, "g")
+    lake = LocalGenerationLake(tmp_path)
+    rows = lake.stream_rows(first.generation, first.version, first.description_sha256)
+    write_generation(tmp_path, _columns(2), WHEN, "g")  # extracted again after validation
+    assert lake.stream_rows(first.generation, first.version, first.description_sha256) == rows
+    with pytest.raises(ArtifactError, match="validation checked"):
+        lake.stream_rows(first.generation, None, first.description_sha256)
+
+
+def test_nothing_extracted_is_an_error_naming_the_extract_step(tmp_path: Path) -> None:
+    generation = Generation(from_millis(5), "g")
+    with pytest.raises(ArtifactError, match="extract"):
+        read_artifact(tmp_path, generation)
+    write_generation(tmp_path, _columns(), WHEN, "g")
     with pytest.raises(ArtifactError, match="extract step"):
-        read_artifact(tmp_path / "generations" / "generation_ts=5")
-    assert list_artifacts(tmp_path) == []
+        read_artifact(tmp_path, generation)
+    assert [a.generation_id for a in list_artifacts(tmp_path)] == ["g"]
+    with pytest.raises(ArtifactError, match=r"not a keyspace\.table"):
+        write_generation(tmp_path, _columns(), WHEN, "g", table="x' OR 1=1 --")
 
 
-def test_previous_artifact_is_the_newest_older_one(tmp_path: Path) -> None:
-    stamps = [datetime(2026, 1, d, tzinfo=UTC) for d in (1, 3, 2)]
-    for stamp in stamps:
-        write_generation(tmp_path, _columns(), stamp, stamp.isoformat())
-    later = write_generation(tmp_path, _columns(), datetime(2026, 1, 4, tzinfo=UTC), "x")
-    found = previous_artifact(tmp_path, later.timestamp_ms)
-    assert found is not None and found.generation_id == stamps[1].isoformat()
-    assert previous_artifact(tmp_path, list_artifacts(tmp_path)[0].timestamp_ms) is None
+def test_a_parquet_lake_of_an_earlier_version_is_refused_then_migrated(tmp_path: Path) -> None:
+    old = old_generation_partition(tmp_path, _columns(1), 1000, "old-vnodes", Ring.of_nodes(NODES))
+    old_generation_partition(
+        tmp_path, _columns(2), 1000, "old-tablets", Ring.of_nodes(NODES), "shop.orders"
+    )
+    with pytest.raises(ArtifactError, match="cdcgen lake migrate"):
+        write_generation(tmp_path, _columns(), WHEN, "g")
+    with pytest.raises(ArtifactError, match="cdcgen lake migrate"):
+        list_artifacts(tmp_path)
+    done = migrate_generations(tmp_path)
+    assert [d["generation"] for d in done] == [
+        "generation_ts=1000",
+        "table=shop.orders/generation_ts=1000",
+    ]
+    assert migrate_generations(tmp_path) == []  # nothing left to convert
+    vnodes = read_artifact(tmp_path, Generation(from_millis(1000), "old-vnodes"))
+    assert vnodes.read_description().blob_data == _columns(1).blob_data
+    assert vnodes.read_ring() == Ring.of_nodes(NODES)
+    assert sorted(p.name for p in old.iterdir()) == sorted(f.name for f in vnodes.files)
+    tablets = list_artifacts(tmp_path, "shop.orders")
+    assert [a.generation_id for a in tablets] == ["old-tablets"]
+    assert not (tmp_path / "generations" / "table=shop.orders").exists()
 
 
 def test_suites_load_and_skip_checks_whose_inputs_are_missing() -> None:
@@ -142,17 +220,21 @@ def test_a_tablets_stream_set_has_its_own_partition_per_table(tmp_path: Path) ->
     items = write_generation(tmp_path, _columns(3), WHEN, "log-id-2", table="shop.items")
     # Same millisecond, three different partitions: nothing overwrote anything.
     assert len({vnodes.directory, orders.directory, items.directory}) == 3
-    assert orders.directory == partition_dir(tmp_path, orders.timestamp_ms, "shop.orders")
+    assert orders.directory == (
+        tmp_path / "stream_sets" / "cdc_table=shop.orders" / f"generation_ts={orders.timestamp_ms}"
+    )
     assert (vnodes.layout, orders.layout) == ("vnodes", "tablets")
     assert orders.label == f"table=shop.orders/generation_ts={orders.timestamp_ms}"
     assert orders.lake == vnodes.lake == tmp_path
-    assert read_artifact(orders.directory) == orders
+    # Read later, the same extraction (a later commit to the table did not touch it).
+    assert read_artifact(tmp_path, orders.generation).manifest() == orders.manifest()
+    assert artifact_at(orders.directory).files == orders.files
     assert [a.generation_id for a in list_artifacts(tmp_path)] == ["gen"]
     assert [a.generation_id for a in list_artifacts(tmp_path, "shop.items")] == ["log-id-2"]
     later = datetime(2026, 11, 23, tzinfo=UTC)
     split = write_generation(tmp_path, _columns(4), later, "log-id-1", table="shop.orders")
     found = previous_artifact(tmp_path, split.timestamp_ms, "shop.orders")
-    assert found == orders
+    assert found is not None and found.manifest() == orders.manifest()
 
 
 def test_suites_for_tablets_leave_out_vnode_rules_and_add_tablet_rules() -> None:
@@ -187,12 +269,11 @@ def test_publish_records_the_ring_validate_drew_in_the_same_run(tmp_path: Path) 
     artifact = write_generation(config.lake_path, _columns(), WHEN, "gen-a", nodes=NODES)
     generation = Generation(WHEN, "gen-a")
     outcome = ValidationOutcome(generation, passed=True, summary="ok")
-    record_generation(config, generation, artifact.directory, outcome, published=False, run_id="r1")
-    shutil.rmtree(artifact.directory)  # publish must not need the description again
+    record_generation(config, generation, outcome, published=False, run_id="r1")
+    shutil.rmtree(artifact.description_path.parent)  # publish must not need it again
 
     def published(run_id: str) -> tuple[int, int | None]:
-        directory = artifact.directory
-        record_generation(config, generation, directory, outcome, published=True, run_id=run_id)
+        record_generation(config, generation, outcome, published=True, run_id=run_id)
         (path,) = (config.report_dir / "runs").glob(f"*-{run_id or 'manual'}.json")
         record = loads(path.read_text(encoding="utf-8"))
         assert record.published  # type: ignore[union-attr]

@@ -137,7 +137,7 @@ def publish(
     from dataclasses import replace
 
     from cdcgen.adapters.generation_sources import connected_generation_ports
-    from cdcgen.extract.lake import LocalGenerationLake, generation_dir
+    from cdcgen.extract.lake import LocalGenerationLake
     from cdcgen.pipeline.publish import publish_in_order
     from cdcgen.pipeline.reporting import record_generation
 
@@ -158,7 +158,6 @@ def publish(
         page = record_generation(
             config,
             item.generation,
-            generation_dir(config.lake_path, item.generation),
             by_generation[item.generation],
             published=True,
             dag_id=ti.dag_id,

@@ -16,19 +16,17 @@ that Spark never re-sorts them), which is each key's order.
 from __future__ import annotations
 
 import logging
-import uuid
 from collections import Counter
 from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from cdcgen.adapters.delta_tables import commit_marker, commit_version, table_version
 from cdcgen.changes.layout import (
     PARTITION_COLUMNS,
-    commit_version,
     lake_buckets,
     list_windows,
-    table_version,
     window_predicate,
 )
 from cdcgen.changes.range_reads import RangeFanout
@@ -96,7 +94,7 @@ class DeltaChangesLake:
         return table_version(self._root)
 
     def remove(self, windows: Sequence[LakeWindow]) -> LakeCommit:
-        marker, before = _commit_marker(), table_version(self._root)
+        marker, before = commit_marker(), table_version(self._root)
         key = "spark.databricks.delta.commitInfo.userMetadata"
         self._spark.conf.set(key, marker)
         try:
@@ -117,7 +115,7 @@ class DeltaChangesLake:
         write the same rows to the same partitions."""
         spark = self._spark
         predicate = window_predicate([*(w.lake_window for w in windows), *replacing])
-        marker, before = _commit_marker(), table_version(self._root)
+        marker, before = commit_marker(), table_version(self._root)
         reads = stream_reads(windows)
         index = self.range_index(windows, reads)
         counters = counter_accumulator(spark)
@@ -204,8 +202,3 @@ class DeltaChangesLake:
         if version is not None:
             reader = reader.option("versionAsOf", version)
         return reader.load(str(self._root.resolve()))
-
-
-def _commit_marker() -> str:
-    """The ``userMetadata`` that names one commit, to find its version afterwards."""
-    return f"cdcgen-{uuid.uuid4().hex}"

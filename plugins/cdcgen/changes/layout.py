@@ -31,10 +31,10 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
-from urllib.parse import unquote, urlparse
 
 import pyarrow as pa
 
+from cdcgen.adapters.delta_tables import DELTA_LOG, committed_files, is_delta
 from cdcgen.adapters.stream_routing import token_function
 from cdcgen.core.cdc_log import LogPartitioner, TableRef
 from cdcgen.core.lake_buckets import BucketRule, LakeBuckets
@@ -56,7 +56,6 @@ PARTITION_TYPES = {
 }
 #: The partition columns as ``CONVERT TO DELTA`` declares them for a Parquet lake.
 PARTITION_SCHEMA = "date STRING, generation STRING, window STRING, bucket INT"
-DELTA_LOG = "_delta_log"
 _LABEL = re.compile(r"[0-9A-Za-z._:-]+")
 
 
@@ -100,16 +99,6 @@ def _recorded_buckets(root: Path, wanted: int) -> tuple[int, BucketRule]:
     return wanted, BucketRule.RING
 
 
-def is_delta(root: Path) -> bool:
-    """Whether ``root`` is a Delta table: a log with a commit (a first write that died
-    before committing leaves an empty ``_delta_log``, which is no table)."""
-    if not (Path(root) / DELTA_LOG).is_dir():
-        return False
-    from deltalake import DeltaTable
-
-    return bool(DeltaTable.is_deltatable(str(root)))
-
-
 def is_parquet_lake(root: Path) -> bool:
     """Whether ``root`` holds changes in the Parquet layout of earlier versions."""
     root = Path(root)
@@ -147,24 +136,6 @@ def table_roots(lake: Path) -> list[Path]:
     if not changes.is_dir():
         return []
     return sorted(p for p in changes.iterdir() if p.is_dir() and not p.name.startswith((".", "_")))
-
-
-def committed_files(root: Path, version: int | None = None) -> list[Path]:
-    """The Parquet files of the table at ``version`` (default: the latest), from its log:
-    files a later commit replaced, or a killed job left, are not among them."""
-    from deltalake import DeltaTable
-
-    uris = DeltaTable(str(root), version=version).file_uris()
-    return sorted(Path(unquote(urlparse(uri).path)) for uri in uris)
-
-
-def table_version(root: Path) -> int | None:
-    """The Delta table's current version; None if it has no commit yet."""
-    if not is_delta(root):
-        return None
-    from deltalake import DeltaTable
-
-    return int(DeltaTable(str(root)).version())
 
 
 def read_delta(
@@ -220,26 +191,3 @@ def convert_to_delta(spark: SparkSession, root: Path) -> bool:
         return False
     spark.sql(f"CONVERT TO DELTA parquet.`{root.resolve()}` PARTITIONED BY ({PARTITION_SCHEMA})")
     return True
-
-
-def commit_version(root: Path, marker: str, since: int | None) -> int:
-    """The version of the write whose ``userMetadata`` is ``marker``, the table having
-    been at version ``since`` before it (None: no table): exact even when other
-    writers committed meanwhile.
-
-    A write that changes nothing (no rows, and no file to replace) makes no commit at
-    all in Delta: then the version is the one the table is at, which holds the same
-    rows the write would have.
-    """
-    from deltalake import DeltaTable
-
-    if not is_delta(root):
-        raise LayoutError(f"{root}: no Delta table after a write ({marker})")
-    table = DeltaTable(str(root))
-    current = int(table.version())
-    for commit in table.history(current - (-1 if since is None else since)):
-        if commit.get("userMetadata") == marker:
-            return int(commit["version"])
-    if since is None:
-        raise LayoutError(f"{root}: no commit {marker} in the table's log")
-    return current  # nothing committed: the write changed nothing

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from cdcgen.config import PipelineConfig
     from cdcgen.core.topology import Node, TopologyDescription
     from cdcgen.extract.description_columns import DescriptionColumns
+    from cdcgen.extract.lake import GenerationArtifact
 
 SubParsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 
@@ -82,7 +83,7 @@ def validate_command(args: argparse.Namespace) -> int:
     previous: Any = None
     if args.previous:
         path = Path(args.previous)
-        previous = path if path.is_dir() else load_columns(args.previous)
+        previous = load_artifact(path) if path.is_dir() else load_columns(args.previous)
     config = PipelineConfig.from_env()
     report = (
         Path(args.report) if args.report else config.report_dir / f"validate-{Path(args.file).stem}"
@@ -206,14 +207,24 @@ def load_columns(path: str) -> DescriptionColumns:
 def load_strict_description(path: str) -> TopologyDescription:
     """The description to publish; a lake partition is checked against its manifest."""
     from cdcgen.core.topology import InvalidDescription
-    from cdcgen.extract.lake import ArtifactError, read_artifact
+    from cdcgen.extract.lake import ArtifactError
 
     try:
         if Path(path).is_dir():
-            return read_artifact(Path(path)).read_description().to_description()
+            return load_artifact(Path(path)).read_description().to_description()
         return load_columns(path).to_description()
     except (ArtifactError, InvalidDescription) as exc:
         raise CliError(f"cannot publish {path}: {exc}") from exc
+
+
+def load_artifact(directory: Path) -> GenerationArtifact:
+    """The latest extraction of a lake partition folder named on the command line."""
+    from cdcgen.extract.lake import ArtifactError, artifact_at
+
+    try:
+        return artifact_at(directory)
+    except ArtifactError as exc:
+        raise CliError(str(exc)) from exc
 
 
 def load_nodes(path: str) -> tuple[Node, ...]:

@@ -1,17 +1,20 @@
-"""`cdcgen lake migrate`: turn a changes lake of plain Parquet folders into Delta tables.
+"""`cdcgen lake migrate`: turn a lake of plain Parquet folders into Delta tables.
 
-Lakes written before the changes tables were Delta hold the same partitions as plain
-Parquet. The pipeline refuses to write into one (it cannot tell a committed file from a
-half-written one there); this command converts each table in place with Delta's
-``CONVERT TO DELTA``: one commit that lists the files already there, none moved or
-rewritten, so nothing extracted is lost. It then reads the table back and compares its
-row count with the Parquet files' before declaring the table converted. One JSON object
-per table on standard output::
+Lakes written before the tables were Delta hold the same data as plain Parquet. The
+pipeline refuses to write into one (it cannot tell a committed file from a
+half-written one there); this command converts it in place. Each generation extracted
+in the old layout is written again from its own description (checked against its
+manifest) as one commit of the generations table, then its old files are removed.
+Each changes table is converted with Delta's ``CONVERT TO DELTA``: one commit that lists
+the files already there, none moved or rewritten, read back and row-counted against the
+Parquet files before it is declared converted. Nothing extracted is lost. One JSON
+object per generation and per table on standard output::
 
+    {"generation": "generation_ts=1795334400005", "converted": true, "version": 3, ...}
     {"table": "shop.orders", "converted": true, "version": 0, "rows": 51234}
 
-Tables that are already Delta are listed with ``"converted": false``. Run it once,
-with no changes DAG running (the DAG's writes would fail on the unconverted table).
+Changes tables that are already Delta are listed with ``"converted": false``. Run it
+once, with no DAG running (their writes would fail on the unconverted lake).
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ def register(subparsers: SubParsers) -> None:
     commands = parser.add_subparsers(dest="lake_command", metavar="SUBCOMMAND", required=True)
     migrate = commands.add_parser(
         "migrate",
-        help="convert every changes table of a Parquet lake into a Delta table, in place",
+        help="convert a Parquet lake's generations and changes tables to Delta, in place",
         description=__doc__.split("\n\n")[1] if __doc__ else None,
     )
     migrate.add_argument(
@@ -58,9 +61,19 @@ def migrate_command(args: argparse.Namespace) -> int:
             lake = PipelineConfig.from_env().lake_path
         except (ConfigError, ValueError) as exc:
             raise CliError(str(exc)) from exc
+    from cdcgen.extract.lake import ArtifactError
+    from cdcgen.extract.lake_migrate import migrate_generations
+
     changes = Path(lake) / CHANGES_DIR
+    if not Path(lake).is_dir():
+        raise CliError(f"{lake} does not exist: nothing was extracted there")
+    try:
+        for converted in migrate_generations(Path(lake)):
+            print_json_line(converted)
+    except ArtifactError as exc:
+        raise CliError(str(exc)) from exc
     if not changes.is_dir():
-        raise CliError(f"{changes} does not exist: no changes were extracted into {lake}")
+        return 0
     spark = None
     for root in table_roots(lake):
         if spark is None and is_parquet_lake(root):
@@ -75,12 +88,8 @@ def migrate_table(spark: SparkSession | None, root: Path) -> dict[str, Any]:
     """Convert one table if it is Parquet; verify no row was lost."""
     import pyarrow.dataset as ds
 
-    from cdcgen.changes.layout import (
-        convert_to_delta,
-        is_parquet_lake,
-        read_delta,
-        table_version,
-    )
+    from cdcgen.adapters.delta_tables import table_version
+    from cdcgen.changes.layout import convert_to_delta, is_parquet_lake, read_delta
 
     before = None
     if spark is not None and is_parquet_lake(root):

@@ -1,89 +1,93 @@
-"""The lake layout of an extracted generation, written atomically and read back verified.
+"""The extracted generations in the lake: two Delta tables and their documents.
 
 ::
 
-    <lake>/generations/generation_ts=<ms>/                       a vnode generation
-    <lake>/generations/table=<keyspace.table>/generation_ts=<ms>/  a tablets stream set
-        part-00000.parquet ...   one row per stream (STREAMS_SCHEMA), entry then shard order
-        description.json         the exact description that was flattened (and is published)
-        topology.json            the ring it was made for, when known (the ring checks need it)
-        _manifest.json           id, counts, SHA-256 of description.json; written last
+    <lake>/generations/_delta_log/...                       vnode generations, one table
+    <lake>/generations/generation_ts=<ms>/part-*.parquet     one row per stream
+    <lake>/stream_sets/cdc_table=<keyspace.table>/generation_ts=<ms>/...  tablets
+    <lake>/documents/<sha256>.json    descriptions and rings, named by their SHA-256
 
-Files are written with pyarrow into a hidden staging directory that then replaces the
-partition by rename, so a re-run overwrites that partition only (idempotent) and a
-reader never sees half a generation. Spark skips names starting with ``_`` or ``.``; it
-must read the Parquet files with ``pathGlobFilter=*.parquet`` because of the JSON files
-(see :func:`cdcgen.extract.spark_extract.read_streams`). Publication reads
-``description.json`` and checks it against the manifest's hash, so what is published is
-byte for byte what was validated.
+A row is a stream (:data:`~cdcgen.extract.streams_table.STREAMS_SCHEMA`, entry then
+shard order). Each extraction of a generation is one commit replacing its partition
+(:mod:`cdcgen.extract.lake_writes`): a reader sees the previous extraction or the new
+one, whole, never a mix, and files of a killed extraction belong to no commit.
+
+Every file of an extraction carries its manifest in its Parquet footer: generation id,
+counts, the SHA-256 of the description that was flattened and of the ring it was made
+for. The documents are written before the commit and never change (their name is
+their digest), so a table version names exactly one description: validation reads a
+version, publication reads the same version and checks the digest validation recorded,
+and what is published is byte for byte what was validated.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
-import shutil
-import uuid
-from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import pyarrow.parquet as pq
-
+from cdcgen.adapters.delta_tables import is_delta, local_path
 from cdcgen.core.generation import Generation
-from cdcgen.core.ring import Ring, ring_from_json, ring_to_json
+from cdcgen.core.ring import Ring, ring_from_json
 from cdcgen.core.time import from_millis
-from cdcgen.core.topology import Node
 from cdcgen.extract.description_columns import DescriptionColumns
-from cdcgen.extract.description_json import columns_from_json, write_description_file
-from cdcgen.extract.streams_table import flatten_generation, timestamp_millis
+from cdcgen.extract.description_json import columns_from_json
+from cdcgen.extract.documents import ArtifactError as ArtifactError  # re-exported
+from cdcgen.extract.documents import document_path, read_document
 
 GENERATIONS_DIR = "generations"
+STREAM_SETS_DIR = "stream_sets"
 PARTITION_PREFIX = "generation_ts="
 TABLE_PREFIX = "table="
+TIMESTAMP_COLUMN = "generation_ts"
+TABLE_COLUMN = "cdc_table"
+MANIFEST_KEY = b"cdcgen.generation"
 VNODES = "vnodes"
 TABLETS = "tablets"
-DESCRIPTION_FILE = "description.json"
-TOPOLOGY_FILE = "topology.json"
-MANIFEST_FILE = "_manifest.json"
-PARQUET_GLOB = "*.parquet"
-ROWS_PER_FILE = 262_144
-"""About 9 MB of Parquet per file: enough files for both local cores to read in parallel."""
 
 
-class ArtifactError(Exception):
-    """Terminal: a lake partition that is missing, incomplete or altered since extraction."""
+def table_dir(lake: Path, table: str | None = None) -> Path:
+    """The Delta table of vnode generations, or of the tablets stream sets when
+    ``table`` is set (stream sets of different tables may start at the same
+    millisecond, so their table is part of their partition)."""
+    return Path(lake) / (STREAM_SETS_DIR if table else GENERATIONS_DIR)
 
 
-def partition_dir(lake: Path, timestamp_ms: int, table: str | None = None) -> Path:
-    """Where one generation goes; a tablets stream set (``table`` set) under its table.
-
-    Stream sets of different tables may start at the same millisecond, so the table is
-    part of the path; vnode generations are cluster-wide and keyed by timestamp alone.
-    """
-    base = Path(lake) / GENERATIONS_DIR
+def partition_values(timestamp_ms: int, table: str | None = None) -> dict[str, str]:
+    """The Delta partition of one generation (or stream set)."""
+    values = {TIMESTAMP_COLUMN: str(int(timestamp_ms))}
     if table:
-        base = base / f"{TABLE_PREFIX}{table}"
-    return base / f"{PARTITION_PREFIX}{int(timestamp_ms)}"
+        values = {TABLE_COLUMN: table, **values}
+    return values
+
+
+def partition_predicate(timestamp_ms: int, table: str | None = None) -> str:
+    """A SQL predicate selecting exactly that partition (``table`` is checked by the
+    writer, :func:`cdcgen.extract.lake_writes.check_table_name`)."""
+    terms = [f"{TIMESTAMP_COLUMN} = {int(timestamp_ms)}"]
+    if table:
+        terms.insert(0, f"{TABLE_COLUMN} = '{table}'")
+    return " AND ".join(terms)
 
 
 @dataclass(frozen=True)
 class GenerationArtifact:
-    """One extracted generation in the lake (what ``_manifest.json`` records)."""
+    """One extracted generation as a version of its table holds it (its manifest)."""
 
-    directory: Path
+    lake: Path
+    version: int
     timestamp_ms: int
     generation_id: str
     entry_count: int
     stream_count: int
     description_sha256: str
-    files: tuple[str, ...]
-    has_topology: bool
+    ring_sha256: str | None = None
     table: str | None = None  # ``keyspace.table`` of a tablets stream set
     #: Why the source reader refused the stored rows (extracted anyway, for the report).
     source_problem: str | None = None
+    files: tuple[Path, ...] = field(default=(), compare=False)
 
     @property
     def generation(self) -> Generation:
@@ -96,165 +100,151 @@ class GenerationArtifact:
         return TABLETS if self.table else VNODES
 
     @property
-    def lake(self) -> Path:
-        """The lake root this partition belongs to (see :func:`partition_dir`)."""
-        return self.directory.parents[2 if self.table else 1]
+    def root(self) -> Path:
+        """The Delta table holding it."""
+        return table_dir(self.lake, self.table)
+
+    @property
+    def directory(self) -> Path:
+        """The partition's folder (where its files are; what is in it is the log's say)."""
+        values = partition_values(self.timestamp_ms, self.table)
+        return self.root.joinpath(*(f"{k}={v}" for k, v in values.items()))
 
     @property
     def timestamp(self) -> datetime:
         return from_millis(self.timestamp_ms)
 
     @property
+    def has_topology(self) -> bool:
+        return self.ring_sha256 is not None
+
+    @property
     def label(self) -> str:
-        """The partition's path under ``generations/``, also used for its reports:
-        ``generation_ts=<ms>``, or ``table=<keyspace.table>/generation_ts=<ms>``."""
-        if self.table:
-            return f"{TABLE_PREFIX}{self.table}/{self.directory.name}"
-        return self.directory.name
+        """The generation's name in reports: ``generation_ts=<ms>``, or
+        ``table=<keyspace.table>/generation_ts=<ms>``."""
+        name = f"{PARTITION_PREFIX}{self.timestamp_ms}"
+        return f"{TABLE_PREFIX}{self.table}/{name}" if self.table else name
 
     @property
     def description_path(self) -> Path:
-        return self.directory / DESCRIPTION_FILE
+        return document_path(self.lake, self.description_sha256)
 
     def read_description(self) -> DescriptionColumns:
         """The description, after checking it is the one that was extracted."""
-        try:
-            raw = self.description_path.read_bytes()
-        except OSError as exc:
-            raise ArtifactError(f"{self.description_path}: {exc.strerror or exc}") from exc
-        digest = hashlib.sha256(raw).hexdigest()
-        if digest != self.description_sha256:
-            raise ArtifactError(
-                f"{self.description_path} changed since extraction (sha256 {digest}, "
-                f"manifest says {self.description_sha256}); extract the generation again"
-            )
-        return columns_from_json(json.loads(raw))
+        return columns_from_json(json.loads(read_document(self.lake, self.description_sha256)))
 
     def read_ring(self) -> Ring | None:
         """The ring the generation was made for, if the extraction knew it."""
-        if not self.has_topology:
+        if self.ring_sha256 is None:
             return None
-        path = self.directory / TOPOLOGY_FILE
-        return ring_from_json(json.loads(path.read_text(encoding="utf-8")))
+        return ring_from_json(json.loads(read_document(self.lake, self.ring_sha256)))
 
-    def to_json(self) -> dict[str, Any]:
+    def manifest(self) -> dict[str, Any]:
+        """What each file's footer records (:data:`MANIFEST_KEY`)."""
         return {
             "timestamp_ms": self.timestamp_ms,
             "generation_id": self.generation_id,
             "entry_count": self.entry_count,
             "stream_count": self.stream_count,
             "description_sha256": self.description_sha256,
-            "files": list(self.files),
-            "has_topology": self.has_topology,
+            "ring_sha256": self.ring_sha256,
             "table": self.table,
             "source_problem": self.source_problem,
         }
 
+    def to_json(self) -> dict[str, Any]:
+        return {
+            **self.manifest(),
+            "lake_format": "delta",
+            "lake_version": self.version,
+            "files": [str(path) for path in self.files],
+            "has_topology": self.has_topology,
+        }
 
-def write_generation(
-    lake: Path,
-    columns: DescriptionColumns,
-    timestamp: datetime,
-    generation_id: str,
-    *,
-    nodes: Sequence[Node] | Ring | None = None,
-    table: str | None = None,
-    source_problem: str | None = None,
-    rows_per_file: int = ROWS_PER_FILE,
+
+def read_artifact(
+    lake: Path, generation: Generation, version: int | None = None
 ) -> GenerationArtifact:
-    """Flatten and write one generation's partition, replacing any previous extraction.
-
-    ``nodes`` is the ring it was made for, if known; ``table`` (``keyspace.table``) marks
-    a tablets stream set of that table.
-    """
-    millis = timestamp_millis(timestamp)
-    final = partition_dir(lake, millis, table)
-    final.parent.mkdir(parents=True, exist_ok=True)
-    token = uuid.uuid4().hex[:12]
-    staging = final.parent / f".staging-{final.name}-{token}"
-    staging.mkdir()
-    try:
-        rows = flatten_generation(columns, timestamp, generation_id)
-        files = []
-        for number, offset in enumerate(range(0, max(rows.num_rows, 1), rows_per_file)):
-            name = f"part-{number:05d}.parquet"
-            pq.write_table(rows.slice(offset, rows_per_file), staging / name, compression="snappy")
-            files.append(name)
-        del rows
-        write_description_file(staging / DESCRIPTION_FILE, columns)
-        if nodes is not None:
-            ring = nodes if isinstance(nodes, Ring) else Ring.of_nodes(nodes)
-            (staging / TOPOLOGY_FILE).write_text(json.dumps(ring_to_json(ring)), encoding="utf-8")
-        artifact = GenerationArtifact(
-            directory=final,
-            timestamp_ms=millis,
-            generation_id=generation_id,
-            entry_count=columns.entry_count,
-            stream_count=columns.stream_count,
-            description_sha256=hashlib.sha256(
-                (staging / DESCRIPTION_FILE).read_bytes()
-            ).hexdigest(),
-            files=tuple(files),
-            has_topology=nodes is not None,
-            table=table or None,
-            source_problem=source_problem,
-        )
-        (staging / MANIFEST_FILE).write_text(
-            json.dumps(artifact.to_json(), indent=1), encoding="utf-8"
-        )
-        _replace(staging, final)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    return artifact
+    """``generation`` as its table holds it at ``version`` (default: the latest)."""
+    check_layout(lake)
+    return read_partition(Path(lake), generation.ms, generation.table or None, version)
 
 
-def _replace(staging: Path, final: Path) -> None:
-    """Swap ``staging`` in as ``final`` with renames (atomic each on a local filesystem)."""
-    if not final.exists():
-        staging.rename(final)
-        return
-    trash = final.parent / f".trash-{final.name}-{uuid.uuid4().hex[:12]}"
-    final.rename(trash)
-    staging.rename(final)
-    shutil.rmtree(trash, ignore_errors=True)
-
-
-def read_artifact(directory: Path) -> GenerationArtifact:
-    """The manifest of an extracted partition; a missing one means no complete extraction."""
+def artifact_at(directory: Path) -> GenerationArtifact:
+    """The latest extraction of the partition folder ``directory`` (as
+    :attr:`GenerationArtifact.directory` names it, e.g. on the command line)."""
     directory = Path(directory)
-    manifest = directory / MANIFEST_FILE
+    if not directory.name.startswith(PARTITION_PREFIX):
+        raise ArtifactError(f"{directory} is not a generation's partition ({PARTITION_PREFIX}…)")
+    millis = directory.name[len(PARTITION_PREFIX) :]
+    parent = directory.parent
+    if parent.name.startswith(f"{TABLE_COLUMN}="):
+        table, lake = parent.name.split("=", 1)[1], parent.parent.parent
+    else:
+        table, lake = None, parent.parent
+    if not millis.isdigit():
+        raise ArtifactError(f"{directory}: {millis!r} is not a timestamp in milliseconds")
+    check_layout(lake)
+    return read_partition(lake, int(millis), table, None)
+
+
+def read_partition(
+    lake: Path, millis: int, table: str | None, version: int | None
+) -> GenerationArtifact:
+    """The partition's manifest and files at ``version``, checked against each other."""
+    import pyarrow.parquet as pq
+    from deltalake import DeltaTable
+
+    root = table_dir(lake, table)
+    where = f"{table + ' stream set ' if table else 'generation '}{millis}"
+    if not is_delta(root):
+        raise ArtifactError(f"{root} holds no extracted generation: extract {where} first")
+    log = DeltaTable(str(root), version=version)
+    uris = log.file_uris(file_pruning_predicate=partition_predicate(millis, table))
+    files = sorted(local_path(uri) for uri in uris)
+    if not files:
+        at = "" if version is None else f" at version {version}"
+        raise ArtifactError(f"{root}{at} holds no {where}: run the extract step first")
     try:
-        raw = json.loads(manifest.read_text(encoding="utf-8"))
-        return GenerationArtifact(
-            directory=directory,
+        footers = [pq.read_metadata(path) for path in files]
+        raw = json.loads((footers[0].metadata or {})[MANIFEST_KEY])
+        artifact = GenerationArtifact(
+            lake=lake,
+            version=int(log.version()),
             timestamp_ms=int(raw["timestamp_ms"]),
             generation_id=str(raw["generation_id"]),
             entry_count=int(raw["entry_count"]),
             stream_count=int(raw["stream_count"]),
             description_sha256=str(raw["description_sha256"]),
-            files=tuple(raw["files"]),
-            has_topology=bool(raw.get("has_topology", False)),
+            ring_sha256=raw.get("ring_sha256") or None,
             table=raw.get("table") or None,
             source_problem=raw.get("source_problem") or None,
+            files=tuple(files),
         )
-    except FileNotFoundError:
-        raise ArtifactError(
-            f"{directory} holds no extracted generation ({MANIFEST_FILE} missing): "
-            "run the extract step first"
-        ) from None
     except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise ArtifactError(f"{manifest} is unreadable: {exc}") from exc
+        raise ArtifactError(f"{files[0]}: no readable manifest in its footer: {exc}") from exc
+    rows = sum(footer.num_rows for footer in footers)
+    if rows != artifact.stream_count or (artifact.timestamp_ms, artifact.table) != (millis, table):
+        raise ArtifactError(
+            f"{root}: {where} holds {rows} rows of {artifact.label}, its manifest says "
+            f"{artifact.stream_count} of generation_ts={millis}"
+        )
+    return artifact
 
 
 def list_artifacts(lake: Path, table: str | None = None) -> list[GenerationArtifact]:
-    """Every complete extraction of the vnode generations (or of ``table``'s stream sets),
-    oldest first; incomplete ones are ignored."""
-    base = partition_dir(lake, 0, table).parent
+    """Every extracted vnode generation (or ``table``'s stream sets), oldest first."""
+    check_layout(lake)
+    root = table_dir(lake, table)
+    if not is_delta(root):
+        return []
+    from deltalake import DeltaTable
+
     found = []
-    for child in base.glob(f"{PARTITION_PREFIX}*"):
-        if (child / MANIFEST_FILE).is_file():
-            found.append(read_artifact(child))
+    for values in DeltaTable(str(root)).partitions():
+        if table and values.get(TABLE_COLUMN) != table:
+            continue
+        found.append(read_partition(Path(lake), int(str(values[TIMESTAMP_COLUMN])), table, None))
     return sorted(found, key=lambda a: a.timestamp_ms)
 
 
@@ -266,21 +256,39 @@ def previous_artifact(
     return older[-1] if older else None
 
 
-def generation_dir(lake: Path, generation: Generation) -> Path:
-    """Where ``generation`` is extracted (:func:`partition_dir` of its timestamp and table)."""
-    return partition_dir(lake, generation.ms, generation.table or None)
+def parquet_partitions(lake: Path) -> list[Path]:
+    """Partitions of the Parquet layout of earlier versions (a ``_manifest.json`` each)."""
+    base = Path(lake) / GENERATIONS_DIR
+    found = [*base.glob(f"{PARTITION_PREFIX}*"), *base.glob(f"{TABLE_PREFIX}*/{PARTITION_PREFIX}*")]
+    return sorted(p for p in found if (p / "_manifest.json").is_file())
+
+
+def check_layout(lake: Path) -> None:
+    """Refuse a lake whose generations are still in the Parquet layout."""
+    if parquet_partitions(lake):
+        raise ArtifactError(
+            f"{Path(lake) / GENERATIONS_DIR} holds generations as plain Parquet from an "
+            "earlier version of cdcgen: convert them once with `cdcgen lake migrate`"
+        )
 
 
 class LocalGenerationLake:
-    """:class:`cdcgen.ports.GenerationLake` over the partitions of a lake folder.
+    """:class:`cdcgen.ports.GenerationLake` over the generations tables of a lake.
 
-    The rows come from ``description.json``, checked against the hash the extract step
-    recorded in the manifest: what is published is byte for byte what was validated.
+    The rows come from the description document of the version validation read, checked
+    against the digest validation recorded and against the document's own name.
     """
 
     def __init__(self, root: Path) -> None:
         self.root = Path(root)
 
-    def stream_rows(self, generation: Generation) -> list[tuple[int, list[bytes]]]:
-        artifact = read_artifact(generation_dir(self.root, generation))
+    def stream_rows(
+        self, generation: Generation, version: int | None = None, digest: str | None = None
+    ) -> list[tuple[int, list[bytes]]]:
+        artifact = read_artifact(self.root, generation, version)
+        if digest is not None and artifact.description_sha256 != digest:
+            raise ArtifactError(
+                f"{generation.label}: version {artifact.version} of {artifact.root} holds "
+                f"description {artifact.description_sha256}, validation checked {digest}"
+            )
         return artifact.read_description().stream_rows()

@@ -7,8 +7,9 @@ bench_generation_pipeline.py): writing the flattened Arrow table with pyarrow an
 reading it back with Spark costs about a second plus the read, whereas
 ``spark.createDataFrame(arrow_table).write.parquet`` took about a minute (the table is
 shipped to the JVM in small Arrow batches, one task each). So pyarrow writes the
-Parquet partition (:func:`cdcgen.extract.lake.write_generation`) and Spark reads it:
-the DataFrame validation runs on is the artifact itself, not a copy of it.
+Parquet files of a generation's commit (:func:`cdcgen.extract.lake_writes.write_generation`)
+and Spark reads exactly the files of that version: the DataFrame validation runs on is
+the artifact itself, not a copy of it.
 """
 
 from __future__ import annotations
@@ -22,12 +23,8 @@ from typing import TYPE_CHECKING
 from cdcgen.core.ring import Ring
 from cdcgen.core.topology import Node
 from cdcgen.extract.description_columns import DescriptionColumns
-from cdcgen.extract.lake import (
-    PARQUET_GLOB,
-    ArtifactError,
-    GenerationArtifact,
-    write_generation,
-)
+from cdcgen.extract.lake import ArtifactError, GenerationArtifact
+from cdcgen.extract.lake_writes import write_generation
 from cdcgen.extract.streams_table import STREAMS_SCHEMA, entries_table
 
 if TYPE_CHECKING:
@@ -36,13 +33,11 @@ if TYPE_CHECKING:
     from pyspark.sql.types import StructType
 
 
-def read_streams(spark: SparkSession, directory: Path) -> DataFrame:
-    """The one-row-per-stream DataFrame of a lake partition (its Parquet files only)."""
-    return (
-        spark.read.option("pathGlobFilter", PARQUET_GLOB)
-        .schema(_spark_schema(STREAMS_SCHEMA))
-        .parquet(str(directory))
-    )
+def read_streams(spark: SparkSession, artifact: GenerationArtifact) -> DataFrame:
+    """The one-row-per-stream DataFrame of an extracted generation: the files its
+    version of the table holds (resolved by delta-rs, so Spark has no log to replay)."""
+    files = [str(path) for path in artifact.files]
+    return spark.read.schema(_spark_schema(STREAMS_SCHEMA)).parquet(*files)
 
 
 def streams_frame(spark: SparkSession, table: pa.Table) -> DataFrame:
@@ -88,11 +83,11 @@ def extract_generation(
         table=table,
         source_problem=source_problem,
     )
-    rows = read_streams(spark, artifact.directory).count()
+    rows = read_streams(spark, artifact).count()
     if rows != artifact.stream_count:
         raise ArtifactError(
-            f"{artifact.directory}: Spark read {rows} stream rows, the description has "
-            f"{artifact.stream_count}"
+            f"{artifact.label} (version {artifact.version}): Spark read {rows} stream "
+            f"rows, the description has {artifact.stream_count}"
         )
     return ExtractResult(artifact, rows)
 

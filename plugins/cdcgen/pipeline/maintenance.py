@@ -81,7 +81,8 @@ def vacuum_lake(config: PipelineConfig, retention: timedelta = LAKE_RETENTION) -
     """
     from deltalake import DeltaTable
 
-    from cdcgen.changes.layout import is_delta, table_roots
+    from cdcgen.adapters.delta_tables import is_delta
+    from cdcgen.changes.layout import table_roots
 
     removed: dict[str, int] = {}
     skipped: list[str] = []

@@ -30,6 +30,10 @@ class ValidationOutcome:
     ring: str = ""
     #: Whether those checks ran (a ring was known for this generation).
     ring_known: bool = False
+    #: The generations table version validated, and the digest of its description:
+    #: publication reads that version and refuses any other description.
+    lake_version: int | None = None
+    description_sha256: str | None = None
 
 
 class GenerationRejected(Exception):

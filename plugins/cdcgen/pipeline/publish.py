@@ -65,7 +65,10 @@ def publish_one(
     """Publish exactly the validated description: streams first, then the timestamp row."""
     if validation is not None and not validation.passed:
         raise GenerationRejected(f"{generation.label} did not pass validation", validation)
-    rows = lake.stream_rows(generation)
+    if validation is None:
+        rows = lake.stream_rows(generation)
+    else:
+        rows = lake.stream_rows(generation, validation.lake_version, validation.description_sha256)
     written = publisher.publish(generation, rows)
     streams = sum(len(streams) for _, streams in rows)
     return Publication(generation, streams, written, target_keyspace)

@@ -32,7 +32,6 @@ from cdcgen.reports.site import load_record, record_run
 def record_generation(
     config: PipelineConfig,
     generation: Generation,
-    generation_dir: Path,
     validation: ValidationOutcome,
     *,
     published: bool,
@@ -44,7 +43,7 @@ def record_generation(
     if validated is not None:
         ring, counts = validated.ring, validated.counts
     else:
-        ring, counts = ring_and_counts(generation_dir)
+        ring, counts = ring_and_counts(config.lake_path, generation, validation.lake_version)
     record = GenerationReport(
         generation_id=generation.id,
         generation_time=generation.timestamp,
@@ -77,11 +76,12 @@ def _validated_record(
 
 
 def ring_and_counts(
-    generation_dir: Path,
+    lake: Path, generation: Generation, version: int | None = None
 ) -> tuple[tuple[RingEntry, ...], GenerationCounts | None]:
-    """The ring picture and counts of an extracted generation (none if it was not)."""
+    """The ring picture and counts of an extracted generation (none if it was not), as
+    the lake's ``version`` holds it (default: the latest)."""
     try:
-        artifact = read_artifact(generation_dir)
+        artifact = read_artifact(lake, generation, version)
         columns = artifact.read_description()
         ring = artifact.read_ring()
     except ArtifactError:

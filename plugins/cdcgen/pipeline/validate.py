@@ -12,7 +12,7 @@ from dataclasses import replace
 
 from cdcgen.config import PipelineConfig
 from cdcgen.core.generation import Generation
-from cdcgen.extract.lake import generation_dir
+from cdcgen.extract.lake import read_artifact
 from cdcgen.pipeline.outcomes import GenerationRejected, ValidationOutcome, expectation_outcomes
 from cdcgen.pipeline.reporting import record_generation
 
@@ -28,8 +28,8 @@ def validate(
     """
     from cdcgen.validation.generation_suite import validate_generation
 
-    directory = generation_dir(config.lake_path, generation)
-    result = validate_generation(config, directory)
+    artifact = read_artifact(config.lake_path, generation)
+    result = validate_generation(config, artifact)
     outcome = ValidationOutcome(
         generation=generation,
         passed=bool(result.passed),
@@ -40,9 +40,11 @@ def validate(
         skipped=tuple(result.skipped),
         ring=result.ring,
         ring_known=result.ring_known,
+        lake_version=artifact.version,
+        description_sha256=artifact.description_sha256,
     )
     page = record_generation(
-        config, generation, directory, outcome, published=False, dag_id=dag_id, run_id=run_id
+        config, generation, outcome, published=False, dag_id=dag_id, run_id=run_id
     )
     outcome = replace(outcome, page=page)
     if not outcome.passed:

@@ -19,7 +19,7 @@ import pyarrow as pa
 from cdcgen.core.ring import Ring
 from cdcgen.extract.description_columns import DescriptionColumns
 from cdcgen.extract.description_json import read_description_file
-from cdcgen.extract.lake import PARQUET_GLOB
+from cdcgen.extract.lake import GenerationArtifact
 from cdcgen.extract.streams_table import entries_table, stream_id_table
 from cdcgen.validation.generation_rules import SOURCE_COLUMNS
 
@@ -29,8 +29,9 @@ if TYPE_CHECKING:
 #: Column of the entries batch holding the source reader's objection (null: none).
 SOURCE_PROBLEM_COLUMN = "source_problem"
 
-#: Streams or stream IDs: a lake partition directory, or the rows themselves.
-Rows: TypeAlias = Path | pa.Table
+#: Streams or stream IDs: an extracted generation (the files of its version), or the
+#: rows themselves.
+Rows: TypeAlias = GenerationArtifact | pa.Table
 
 
 @dataclass(frozen=True)
@@ -57,14 +58,15 @@ def entries_batch(
     return table.append_column(SOURCE_PROBLEM_COLUMN, problem)
 
 
-def previous_rows(previous: Path | DescriptionColumns | None) -> Rows | None:
-    """The previous generation's IDs: a lake partition as is, a description as IDs."""
-    if previous is None:
-        return None
+def previous_rows(
+    previous: GenerationArtifact | Path | DescriptionColumns | None,
+) -> Rows | None:
+    """The previous generation's IDs: an extracted one as is, a description (columns or
+    a JSON file) as IDs."""
+    if previous is None or isinstance(previous, GenerationArtifact):
+        return previous
     if isinstance(previous, DescriptionColumns):
         columns = previous
-    elif Path(previous).is_dir():
-        return Path(previous)
     else:
         columns = read_description_file(previous)
     ids: pa.Table = stream_id_table(columns)
@@ -72,12 +74,12 @@ def previous_rows(previous: Path | DescriptionColumns | None) -> Rows | None:
 
 
 def as_arrow(rows: Rows, columns: tuple[str, ...]) -> pa.Table:
-    """``columns`` of the rows, for SQLite; a partition is read with pyarrow."""
+    """``columns`` of the rows, for SQLite; an extraction's files are read with pyarrow."""
     if isinstance(rows, pa.Table):
         return rows.select(list(columns))
     import pyarrow.parquet as pq
 
-    files = sorted(str(path) for path in Path(rows).glob(PARQUET_GLOB))
+    files = [str(path) for path in rows.files]
     return pq.ParquetDataset(files).read(columns=list(columns))
 
 
@@ -92,4 +94,4 @@ def as_frame(spark: SparkSession, rows: Rows) -> DataFrame:
 
     if isinstance(rows, pa.Table):
         return spark.createDataFrame(rows)
-    return read_streams(spark, Path(rows))
+    return read_streams(spark, rows)

@@ -37,12 +37,8 @@ from cdcgen.core.ring import Ring, ring_for
 from cdcgen.core.time import EPOCH
 from cdcgen.core.topology import Node
 from cdcgen.extract.description_columns import DescriptionColumns
-from cdcgen.extract.lake import (
-    GenerationArtifact,
-    previous_artifact,
-    read_artifact,
-    write_generation,
-)
+from cdcgen.extract.lake import GenerationArtifact, previous_artifact
+from cdcgen.extract.lake_writes import write_generation
 from cdcgen.extract.streams_table import as_ring, flatten_generation
 from cdcgen.validation import generation_inputs as inputs
 from cdcgen.validation.flag_engines import Engine, choose_engine
@@ -59,9 +55,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-#: The previous generation: a lake partition, a description file or columns; ``"auto"``
-#: finds the newest older partition in the same lake.
-Previous = Path | DescriptionColumns | None | Literal["auto"]
+#: The previous generation: an extracted one, a description file or columns; ``"auto"``
+#: finds the newest older one in the same lake.
+Previous = GenerationArtifact | Path | DescriptionColumns | None | Literal["auto"]
 
 
 # --- entry points -----------------------------------------------------------------------
@@ -69,7 +65,7 @@ Previous = Path | DescriptionColumns | None | Literal["auto"]
 
 def validate_generation(
     config: PipelineConfig,
-    generation_dir: Path,
+    artifact: GenerationArtifact,
     *,
     spark: SparkSession | None = None,
     nodes: Sequence[Node] | Ring | None = None,
@@ -78,27 +74,25 @@ def validate_generation(
     expectations_dir: Path | None = None,
     engine: str | None = None,
 ) -> ValidationResult:
-    """Validate the extracted partition ``<lake>/generations/generation_ts=<ms>``.
+    """Validate an extracted generation: exactly the files of the version it was read at.
 
-    ``nodes`` defaults to the partition's ring (``topology.json``: the ring recorded with
-    the generation, if any);
-    ``previous="auto"`` compares against the newest older partition in the same lake.
+    ``nodes`` defaults to the generation's ring (the one recorded with it, if any);
+    ``previous="auto"`` compares against the newest older generation in the same lake.
     Data Docs go to ``report_dir`` or ``<config.report_dir>/generation_ts=<ms>/``.
     ``engine`` overrides ``config.validation_engine``; a Spark session is started only
     if the Spark engine runs and ``spark`` is not given.
     """
-    artifact = read_artifact(generation_dir)
     ring = as_ring(nodes) if nodes is not None else artifact.read_ring()
     if previous == "auto":
         found = previous_artifact(artifact.lake, artifact.timestamp_ms, artifact.table)
-        previous = found.directory if found else None
+        previous = found
     chosen = choose_engine(
         engine or config.validation_engine,
         artifact.stream_count,
         config.validation_sql_max_streams,
     )
     batches = GenerationBatches(
-        streams=artifact.directory,
+        streams=artifact,
         entries=lambda: inputs.entries_batch(
             artifact.read_description(), ring, artifact.source_problem
         ),
@@ -170,7 +164,7 @@ def validate_description(
         return run(flatten_generation(columns, moment, generation_id), None)
     with tempfile.TemporaryDirectory(prefix="cdcgen-validate-") as lake:
         artifact = write_generation(Path(lake), columns, moment, generation_id)
-        return run(artifact.directory, Path(lake))
+        return run(artifact, Path(lake))
 
 
 # --- the three steps (1 and 2: cdcgen.validation.generation_flags) -----------------------

@@ -1,0 +1,187 @@
+"""Writing one extracted generation: documents, then files, then one commit.
+
+The order is what makes a killed extraction harmless:
+
+1. the description (and ring) documents, named by their SHA-256: written whole then
+   renamed, never changed, so writing one again is a no-op;
+2. the Parquet files, with pyarrow, each footer carrying the manifest: files no commit
+   names are invisible to every reader (and removed by the lake's vacuum);
+3. one Delta commit (delta-rs) that adds those files and removes the partition's
+   previous ones: before it, readers see the previous extraction, after it the new one.
+
+Why pyarrow writes the files and delta-rs only commits them: the 1,638,400-stream
+generation takes 0.4 s with pyarrow against 0.8 s through ``write_deltalake`` (which
+also computes column statistics nobody filters on: readers select a partition), and
+the commit is then a step of its own, the point where an extraction becomes visible.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Sequence
+from datetime import datetime
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from cdcgen.adapters.delta_tables import commit_marker, commit_version, is_delta, table_version
+from cdcgen.core.ring import Ring, ring_to_json
+from cdcgen.core.topology import Node
+from cdcgen.extract.description_columns import DescriptionColumns
+from cdcgen.extract.description_json import columns_to_json
+from cdcgen.extract.documents import write_document
+from cdcgen.extract.lake import (
+    MANIFEST_KEY,
+    TABLE_COLUMN,
+    TIMESTAMP_COLUMN,
+    ArtifactError,
+    GenerationArtifact,
+    check_layout,
+    partition_values,
+    read_partition,
+)
+from cdcgen.extract.streams_table import STREAMS_SCHEMA, flatten_generation, timestamp_millis
+
+ROWS_PER_FILE = 262_144
+"""About 9 MB of Parquet per file: enough files for both local cores to read in parallel."""
+_TABLE_NAME = re.compile(r"[A-Za-z0-9_]+\.[A-Za-z0-9_]+")
+
+
+def check_table_name(table: str) -> str:
+    """``keyspace.table`` with CQL identifier characters only (it goes into a predicate)."""
+    if not _TABLE_NAME.fullmatch(table):
+        raise ArtifactError(f"{table!r} is not a keyspace.table name")
+    return table
+
+
+def table_schema(table: str | None) -> pa.Schema:
+    """The Delta table's schema: the stream rows and the partition columns."""
+    schema = STREAMS_SCHEMA.append(pa.field(TIMESTAMP_COLUMN, pa.int64(), nullable=False))
+    if table:
+        schema = schema.append(pa.field(TABLE_COLUMN, pa.string(), nullable=False))
+    return schema
+
+
+def write_generation(
+    lake: Path,
+    columns: DescriptionColumns,
+    timestamp: datetime,
+    generation_id: str,
+    *,
+    nodes: Sequence[Node] | Ring | None = None,
+    table: str | None = None,
+    source_problem: str | None = None,
+    rows_per_file: int = ROWS_PER_FILE,
+) -> GenerationArtifact:
+    """Flatten ``columns`` and commit them as the generation's partition, replacing any
+    previous extraction of it; returns the generation as the new version holds it.
+
+    ``nodes`` is the ring it was made for, if known; ``table`` (``keyspace.table``) marks
+    a tablets stream set of that table.
+    """
+    check_layout(lake)
+    return write_extraction(
+        lake,
+        columns,
+        timestamp,
+        generation_id,
+        nodes=nodes,
+        table=table,
+        source_problem=source_problem,
+        rows_per_file=rows_per_file,
+    )
+
+
+def write_extraction(
+    lake: Path,
+    columns: DescriptionColumns,
+    timestamp: datetime,
+    generation_id: str,
+    *,
+    nodes: Sequence[Node] | Ring | None = None,
+    table: str | None = None,
+    source_problem: str | None = None,
+    rows_per_file: int = ROWS_PER_FILE,
+) -> GenerationArtifact:
+    """:func:`write_generation` without the layout check (the migration writes while
+    the Parquet layout it converts is still there)."""
+    lake = Path(lake)
+    table = check_table_name(table) if table else None
+    millis = timestamp_millis(timestamp)
+    # ``dumps`` runs CPython's C encoder (``dump`` streams through the pure-Python one,
+    # five times slower on a 1.6-million-stream description).
+    text = json.dumps(columns_to_json(columns), separators=(",", ":"))
+    ring = None if nodes is None else nodes if isinstance(nodes, Ring) else Ring.of_nodes(nodes)
+    artifact = GenerationArtifact(
+        lake=lake,
+        version=-1,  # known once committed
+        timestamp_ms=millis,
+        generation_id=generation_id,
+        entry_count=columns.entry_count,
+        stream_count=columns.stream_count,
+        description_sha256=write_document(lake, text.encode("utf-8")),
+        ring_sha256=None
+        if ring is None
+        else write_document(lake, json.dumps(ring_to_json(ring)).encode("utf-8")),
+        table=table,
+        source_problem=source_problem,
+    )
+    del text
+    rows = flatten_generation(columns, timestamp, generation_id)
+    if rows.num_rows == 0:
+        raise ArtifactError(f"{artifact.label}: the description has no streams to extract")
+    manifest = {MANIFEST_KEY: json.dumps(artifact.manifest()).encode("utf-8")}
+    rows = rows.replace_schema_metadata(manifest)
+    marker = commit_marker()
+    directory = artifact.directory
+    directory.mkdir(parents=True, exist_ok=True)
+    names = []
+    for number, offset in enumerate(range(0, rows.num_rows, rows_per_file)):
+        name = f"part-{number:05d}-{marker}.parquet"
+        pq.write_table(rows.slice(offset, rows_per_file), directory / name, compression="snappy")
+        names.append(name)
+    del rows
+    version = commit_files(artifact, names, marker)
+    return read_partition(lake, millis, table, version)
+
+
+def commit_files(artifact: GenerationArtifact, names: Sequence[str], marker: str) -> int:
+    """The commit point: one Delta commit replacing the partition's files with
+    ``names`` (in :attr:`GenerationArtifact.directory`); returns its version."""
+    from deltalake import CommitProperties, DeltaTable
+    from deltalake.transaction import AddAction, RemoveAction
+
+    root = artifact.root
+    schema = table_schema(artifact.table)
+    partition_by = [TABLE_COLUMN, TIMESTAMP_COLUMN] if artifact.table else [TIMESTAMP_COLUMN]
+    if not is_delta(root):
+        DeltaTable.create(str(root), schema, mode="ignore", partition_by=partition_by)
+    values = partition_values(artifact.timestamp_ms, artifact.table)
+    prefix = artifact.directory.relative_to(root).as_posix()
+    adds: list[AddAction | RemoveAction] = []
+    for name in names:
+        stat = os.stat(artifact.directory / name)
+        rows = pq.read_metadata(artifact.directory / name).num_rows
+        adds.append(
+            AddAction(
+                path=f"{prefix}/{name}",
+                size=stat.st_size,
+                partition_values=values,
+                modification_time=int(stat.st_mtime * 1000),
+                data_change=True,
+                stats=json.dumps({"numRecords": rows}),
+            )
+        )
+    before = table_version(root)
+    DeltaTable(str(root)).create_write_transaction(
+        adds,
+        mode="overwrite",
+        schema=schema,
+        partition_by=partition_by,
+        partition_filters=[(key, "=", value) for key, value in values.items()],
+        commit_properties=CommitProperties(custom_metadata={"userMetadata": marker}),
+    )
+    return commit_version(root, marker, before)
