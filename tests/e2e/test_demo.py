@@ -40,6 +40,7 @@ SUMMARY_KEYS = {
     "row_checks",
     "changes_matching_source",
     "lake_format",
+    "generation_lake_versions",
     "lake_versions",
     "lake_version",
     "watermark",
@@ -93,6 +94,7 @@ def test_demo_runs_end_to_end(mode: SourceMode, cassandra_any: Any) -> None:
     assert summary["changes_rows"] > 0 and summary["changes_matching_source"] is True
     # The changes table is Delta: the run's commits, the last one the table's version.
     assert summary["lake_format"] == "delta"
+    assert len(summary["generation_lake_versions"]) == summary["generations_published"]
     assert summary["lake_versions"] and summary["lake_versions"][-1] == summary["lake_version"]
     # The checks against the ring ran (tablets stream sets have none), and the newest
     # generation's page shows the ring's node owners.

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -48,3 +48,30 @@ def test_replaced_files_go_only_past_the_retention(tmp_path: Path) -> None:
     vacuum_lake(config, retention=timedelta(0))  # again: nothing more goes
     assert _pks(root) == [2]
     assert len(list(root.glob("bucket=0/*.parquet"))) == 1
+
+
+def test_the_generations_table_is_vacuumed_and_its_documents_kept(tmp_path: Path) -> None:
+    import random
+
+    from cdcgen.core.generation_arrays import build_generation_arrays
+    from cdcgen.core.topology import Node
+    from cdcgen.extract.description_columns import DescriptionColumns
+    from cdcgen.extract.lake import read_artifact
+    from cdcgen.extract.lake_writes import write_generation
+
+    config = PipelineConfig(lake_path=tmp_path / "lake", report_dir=tmp_path / "reports")
+    nodes = [Node("a", 2, 0, (0,)), Node("b", 2, 0, (10**17,))]
+    columns = DescriptionColumns.from_arrays(build_generation_arrays(nodes, random.Random(1)))
+    when = datetime(2026, 11, 22, tzinfo=UTC)
+    first = write_generation(config.lake_path, columns, when, "g")
+    latest = write_generation(config.lake_path, columns, when, "g")  # replaces first's files
+    orphan = latest.directory / "part-00000-killed.parquet"  # a killed extraction's file
+    orphan.write_bytes(first.files[0].read_bytes())
+
+    assert vacuum_lake(config)["removed_files"] == {"generations": 0}
+    done = vacuum_lake(config, retention=timedelta(0))
+    assert not first.files[0].exists(), "replaced"
+    assert not orphan.exists(), "orphan"
+    assert done["removed_files"] == {"generations": 2}
+    again = read_artifact(config.lake_path, latest.generation)
+    assert again.files == latest.files and again.read_description().blob_data == columns.blob_data

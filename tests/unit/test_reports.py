@@ -243,6 +243,15 @@ def test_changes_runs_show_the_lake_versions_they_committed() -> None:
     assert "4, 5" not in render_changes_page([record])
 
 
+def test_generation_pages_show_the_lake_version_validated() -> None:
+    record = sample_generation(T0)
+    read = replace(record, lake_version=7, description_sha256="ab" * 32)
+    assert loads(dumps(read)) == read
+    text = " ".join(parse(render_generation_page(read)).text)
+    assert "lake version" in text and "7 (description" in text and "sha256 abababababababab" in text
+    assert "sha256" not in " ".join(parse(render_generation_page(record)).text)
+
+
 def test_changes_page_without_runs_says_so() -> None:
     html = render_changes_page([])
     assert "No changes run has been recorded yet." in html

@@ -197,6 +197,9 @@ def run_demo(
         streams_published=summary["streams_published"],
         validation=summary["validation"],
         ring_checks=summary.get("ring_checks", "not run"),
+        generation_lake_versions={
+            iso: read["version"] for iso, read in summary.get("lake_versions", {}).items()
+        },
         report=report_index(config, summary),
         data_docs=summary.get("reports", []),
         generations_matching_source=comparison.matching,

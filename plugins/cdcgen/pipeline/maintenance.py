@@ -74,25 +74,33 @@ def expire_superseded(config: PipelineConfig) -> dict[str, Any]:
 
 
 def vacuum_lake(config: PipelineConfig, retention: timedelta = LAKE_RETENTION) -> dict[str, Any]:
-    """Delete the files no version younger than ``retention`` needs, table by table.
+    """Delete the files no version younger than ``retention`` needs, table by table:
+    the generations tables and every changes table.
 
-    Time travel reaches back ``retention``, no further. A table that is not Delta (a
-    lake not migrated yet) is left alone and named.
+    Time travel reaches back ``retention``, no further. Files no commit ever named (a
+    killed writer's) go too, once older than ``retention``: it is longer than any run,
+    so no file of a run still writing is among them. The generations' documents are
+    not data files of a table and stay. A table that is not Delta (a lake not migrated
+    yet) is left alone and named.
     """
     from deltalake import DeltaTable
 
     from cdcgen.adapters.delta_tables import is_delta
     from cdcgen.changes.layout import table_roots
+    from cdcgen.extract.lake import GENERATIONS_DIR, STREAM_SETS_DIR
 
     removed: dict[str, int] = {}
     skipped: list[str] = []
     hours = int(retention.total_seconds() // 3600)
-    for root in table_roots(config.lake_path):
+    generations = [config.lake_path / GENERATIONS_DIR, config.lake_path / STREAM_SETS_DIR]
+    for root in [*generations, *table_roots(config.lake_path)]:
+        if root in generations and not root.exists():
+            continue
         if not is_delta(root):
             skipped.append(root.name)
             continue
         deleted = DeltaTable(str(root)).vacuum(
-            retention_hours=hours, dry_run=False, enforce_retention_duration=False
+            retention_hours=hours, dry_run=False, enforce_retention_duration=False, full=True
         )
         removed[root.name] = len(deleted)
     result = {"retention_hours": hours, "removed_files": removed, "not_delta": skipped}

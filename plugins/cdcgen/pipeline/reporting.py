@@ -56,6 +56,8 @@ def record_generation(
         published=published,
         data_docs_path=validation.data_docs or "",
         source=f"{config.source_mode} ({config.source_keyspace_prefix or 'ScyllaDB'} schema)",
+        lake_version=validation.lake_version,
+        description_sha256=validation.description_sha256 or "",
         notes=(f"ring: {validation.ring}", *validation.skipped)
         if validation.ring
         else validation.skipped,

@@ -106,6 +106,17 @@ def generations_run_summary(
         ),
         "report": reports[0] if reports else None,
         "reports": reports,
+        # What each validation read: the generations table version and the digest of
+        # the description in it (publication reads the same, or refuses).
+        "lake_format": "delta",
+        "lake_versions": {
+            v.generation.iso: {
+                "version": v.lake_version,
+                "description_sha256": v.description_sha256,
+            }
+            for v in validations
+            if v.lake_version is not None
+        },
         "status": "failed" if problems else "ok",
         "problems": problems,
     }

@@ -68,6 +68,7 @@ def render_generation_page(
         ("DAG run", esc(f"{record.dag_id} / {record.run_id}" if record.run_id else "—")),
         ("recorded at", esc(fmt_time(record.created_at))),
         ("Data Docs", _link(docs, "Great Expectations Data Docs") if docs else "—"),
+        ("lake version", _lake_version(record)),
     ]
     body = [
         f"<h1>{esc(title)}</h1>",
@@ -149,3 +150,12 @@ def render_generation_page(
             table(("recorded at", "status", "run", "expectations", "published"), rows),
         ]
     return page(title, "".join(body), root=root)
+
+
+def _lake_version(record: GenerationReport) -> str:
+    """Which version of the generations table was validated (and published), with the
+    digest of its description: what time travel in the lake reads back."""
+    if record.lake_version is None:
+        return "—"
+    digest = record.description_sha256
+    return f"{record.lake_version} (description <code>sha256 {esc(digest[:16])}…</code>)"

@@ -59,6 +59,10 @@ def _optional_time(value: Any, what: str) -> datetime | None:
     return None if value is None else _parse_time(value, what)
 
 
+def _optional_int(value: Any) -> int | None:
+    return None if value is None else int(value)
+
+
 def _expectation_json(outcome: ExpectationOutcome) -> dict[str, Any]:
     return {
         "name": outcome.name,
@@ -88,6 +92,8 @@ def to_json(record: RunRecord) -> dict[str, Any]:
             "generation_id": record.generation_id,
             "generation_time": _time(record.generation_time),
             "published": record.published,
+            "lake_version": record.lake_version,
+            "description_sha256": record.description_sha256,
             "source": record.source,
             "counts": None
             if counts is None
@@ -171,6 +177,8 @@ def from_json(data: Mapping[str, Any]) -> RunRecord:
                 generation_time=_parse_time(data["generation_time"], "generation_time"),
                 published=bool(data.get("published", False)),
                 source=str(data.get("source") or ""),
+                lake_version=_optional_int(data.get("lake_version")),
+                description_sha256=str(data.get("description_sha256") or ""),
                 counts=None if raw_counts is None else GenerationCounts(**raw_counts),
                 ring=tuple(_ring_entry(item) for item in data.get("ring") or ()),
                 **common,

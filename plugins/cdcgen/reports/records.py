@@ -74,6 +74,9 @@ class GenerationReport:
     data_docs_path: str = ""
     source: str = ""
     notes: tuple[str, ...] = ()
+    #: The generations table version validation read, and its description's SHA-256.
+    lake_version: int | None = None
+    description_sha256: str = ""
 
     kind = "generation"
 
