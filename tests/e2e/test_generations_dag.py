@@ -71,9 +71,18 @@ def test_raft_generations_published_as_at_source(scenario: Callable[..., Scenari
     assert summary["streams_published"] == sum(j.description.stream_count() for j in joined)
     comparison = scn.compare()
     assert comparison == Comparison(published=2, matching=2)
-    # Spark wrote one lake partition per generation; one Asset event per publication.
-    partitions = sorted((scn.config.lake_path / "generations").glob("generation_ts=*"))
-    assert len(partitions) == 2 and all(list(p.glob("*.parquet")) for p in partitions)
+    # One commit of the generations table per generation, each validated and published
+    # at the version the summary names; one Asset event per publication.
+    from cdcgen.extract.lake import list_artifacts, read_artifact
+
+    extracted = list_artifacts(scn.config.lake_path)
+    assert sorted(a.generation.iso for a in extracted) == sorted(summary["lake_versions"])
+    assert summary["lake_format"] == "delta"
+    for latest in extracted:
+        read = summary["lake_versions"][latest.generation.iso]
+        validated = read_artifact(scn.config.lake_path, latest.generation, read["version"])
+        assert validated.description_sha256 == read["description_sha256"]
+        assert validated.files == latest.files  # what was validated is what is there
     events = scn.asset_events()
     assert len(events) == 2
     assert all(str(j.generation.id) in " ".join(events) for j in joined)
