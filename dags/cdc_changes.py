@@ -8,10 +8,10 @@ Asset). For each CDC table (a mapped task group):
    confidence window (deferrable: the triggerer waits, not a worker), so no node
    can still write a change inside the window;
 2. **extract** with Spark: one query per stream and window, spread over Spark tasks
-   by the replica owning each stream, into Parquet partitioned by date and
-   generation; bucket checkpoints and the table's consistency watermark in the
-   target keyspace; then the row checks (colocation, windows, batches,
-   duplicates, counts) with Great Expectations.
+   by the replica owning each stream, into the table's Delta table (partitioned by
+   date and generation), one commit per Spark job; bucket checkpoints and the
+   table's consistency watermark in the target keyspace; then the row checks
+   (colocation, windows, batches, duplicates, counts) with Great Expectations.
 
 Then **summarize** every table (rows, watermark, checks; one JSON file per run) and
 fail the run naming any table not extracted or whose checks failed.

@@ -19,7 +19,7 @@ from cdcgen.adapters import delta_tables
 from cdcgen.core.ring import Ring, ring_to_json
 from cdcgen.core.time import from_millis
 from cdcgen.extract.description_columns import DescriptionColumns
-from cdcgen.extract.description_json import write_description_file
+from cdcgen.extract.description_json import description_bytes
 from cdcgen.extract.streams_table import flatten_generation
 
 
@@ -44,7 +44,7 @@ def old_generation_partition(
         flatten_generation(columns, from_millis(millis), generation_id),
         directory / "part-00000.parquet",
     )
-    write_description_file(directory / "description.json", columns)
+    (directory / "description.json").write_bytes(description_bytes(columns))
     (directory / "topology.json").write_text(json.dumps(ring_to_json(ring)))
     manifest = {
         "timestamp_ms": millis,

@@ -205,7 +205,7 @@ def load_columns(path: str) -> DescriptionColumns:
 
 
 def load_strict_description(path: str) -> TopologyDescription:
-    """The description to publish; a lake partition is checked against its manifest."""
+    """The description to publish; an extracted one is checked against its digest."""
     from cdcgen.core.topology import InvalidDescription
     from cdcgen.extract.lake import ArtifactError
 

@@ -1,4 +1,4 @@
-"""The Spark side of extraction: the lake partition as DataFrames.
+"""The Spark side of extraction: an extracted generation as DataFrames.
 
 Sessions come from :mod:`cdcgen.spark.session` (one configuration per job kind).
 

@@ -5,8 +5,9 @@ from ``CDCGEN_*`` variables (the task that submits the job hands over its own wi
 :meth:`~cdcgen.config.EnvSettings.to_env`). The arguments say only which generation: its
 timestamp, id and (tablets) table. The job then reads the description from the source
 itself (it can hold millions of streams, too much for XCom), or from ``--description``.
-Output: the lake partition ``<lake>/generations/generation_ts=<ms>/`` (see
-:mod:`cdcgen.extract.lake`), read back by Spark, and one JSON line on stdout describing it.
+Output: one commit of the generations table (partition ``generation_ts=<ms>``, see
+:mod:`cdcgen.extract.lake`), read back by Spark at that version, and one JSON line on
+stdout describing it (its version, files and digests).
 """
 
 from __future__ import annotations

@@ -1,10 +1,11 @@
 """A generation's batches in the form each flag engine reads them.
 
-The streams are either a lake partition (what the pipeline extracted: Parquet files) or
-an Arrow table (a description flattened in memory, for the command line); the previous
-generation's stream IDs are a lake partition or an Arrow table of IDs. SQLite gets
-Arrow tables (read with pyarrow, only the columns the rules use); Spark gets DataFrames
-(the partition read by Spark itself). The entries always come from the description.
+The streams are either an extracted generation (the Parquet files of the table version
+validation reads) or an Arrow table (a description flattened in memory, for the command
+line); the previous generation's stream IDs are an extracted generation or an Arrow
+table of IDs. SQLite gets Arrow tables (read with pyarrow, only the columns the rules
+use); Spark gets DataFrames (those files read by Spark itself). The entries always
+come from the description.
 """
 
 from __future__ import annotations

@@ -2,11 +2,11 @@
 
 Three suites (``expectations/generation_*.json``) run on two batches of one generation:
 *coverage* on the entries (one row per vnode), *format* and *colocation* on the streams
-(one row per stream, the lake partition written by the extract step). Checks that need
-the ring (optimality: entries equal the ring's vnodes, range ends are ring tokens, one
-stream per shard of the owner) or the previous generation (ID reuse) run when those are
-known and are listed as skipped otherwise; the result says which ring was used, or that
-none was known.
+(one row per stream, the version of the generations table the extract step
+committed). Checks that need the ring (optimality: entries equal the ring's vnodes,
+range ends are ring tokens, one stream per shard of the owner) or the previous
+generation (ID reuse) run when those are known and are listed as skipped otherwise;
+the result says which ring was used, or that none was known.
 
 How, in three steps. (1) One pass computes every rule's flag per row
 (:mod:`.flag_sql`, the rules of :mod:`.generation_rules`) and keeps the entries and the
