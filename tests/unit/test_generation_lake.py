@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import random
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -283,3 +283,34 @@ def test_publish_records_the_ring_validate_drew_in_the_same_run(tmp_path: Path) 
     ranges = sum(len(node.tokens) for node in NODES)
     assert published("r1") == (ranges, artifact.stream_count)
     assert published("") == (0, None)  # a manual run reads the (now missing) lake
+
+
+def _extract_many(lake: Path, writer: int) -> list[tuple[int, list[str]]]:
+    """One writer process: five generations of its own, the version each commit got."""
+    done = []
+    for i in range(5):
+        moment = datetime(2026, 11, 22, tzinfo=UTC) + timedelta(minutes=i, seconds=writer)
+        artifact = write_generation(lake, _columns(writer), moment, f"w{writer}-{i}")
+        done.append((artifact.version, [str(f) for f in artifact.files]))
+    return done
+
+
+def test_concurrent_extractions_each_know_the_version_of_their_own_commit(
+    tmp_path: Path,
+) -> None:
+    """Mapped extract tasks commit to one table at once: each gets its commit's version
+    (delta-rs's history() numbers commits off by one while others commit)."""
+    import multiprocessing
+
+    from deltalake import DeltaTable
+
+    write_generation(tmp_path, _columns(), WHEN, "first")  # the table exists
+    with multiprocessing.get_context("spawn").Pool(3) as pool:
+        results = pool.starmap(_extract_many, [(tmp_path, w) for w in (1, 2, 3)])
+    versions = [version for done in results for version, _ in done]
+    assert sorted(versions) == list(range(2, 17))  # 15 commits, each version once
+    root = str(tmp_path / "generations")
+    for done in results:
+        for version, files in done:
+            assert set(files) <= set(DeltaTable(root, version=version).file_uris())
+            assert not set(files) & set(DeltaTable(root, version=version - 1).file_uris())
