@@ -298,17 +298,18 @@ def _extract_many(lake: Path, writer: int) -> list[tuple[int, list[str]]]:
 def test_concurrent_extractions_each_know_the_version_of_their_own_commit(
     tmp_path: Path,
 ) -> None:
-    """Mapped extract tasks commit to one table at once: each gets its commit's version
-    (delta-rs's history() numbers commits off by one while others commit)."""
+    """Mapped extract tasks of a fresh lake create the table and commit to it at once:
+    each gets its own commit's version (delta-rs's history() numbers commits off by one
+    while others commit, and fails a racing creator now and then)."""
     import multiprocessing
 
     from deltalake import DeltaTable
 
-    write_generation(tmp_path, _columns(), WHEN, "first")  # the table exists
     with multiprocessing.get_context("spawn").Pool(3) as pool:
         results = pool.starmap(_extract_many, [(tmp_path, w) for w in (1, 2, 3)])
     versions = [version for done in results for version, _ in done]
-    assert sorted(versions) == list(range(2, 17))  # 15 commits, each version once
+    assert len(set(versions)) == 15  # 15 commits, each its own version
+    assert len(list_artifacts(tmp_path)) == 15
     root = str(tmp_path / "generations")
     for done in results:
         for version, files in done:

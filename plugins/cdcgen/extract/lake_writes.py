@@ -155,8 +155,7 @@ def commit_files(artifact: GenerationArtifact, names: Sequence[str], marker: str
     root = artifact.root
     schema = table_schema(artifact.table)
     partition_by = [TABLE_COLUMN, TIMESTAMP_COLUMN] if artifact.table else [TIMESTAMP_COLUMN]
-    if not is_delta(root):
-        DeltaTable.create(str(root), schema, mode="ignore", partition_by=partition_by)
+    _create_table(root, schema, partition_by)
     values = partition_values(artifact.timestamp_ms, artifact.table)
     prefix = artifact.directory.relative_to(root).as_posix()
     adds: list[AddAction | RemoveAction] = []
@@ -183,3 +182,19 @@ def commit_files(artifact: GenerationArtifact, names: Sequence[str], marker: str
         commit_properties=CommitProperties(custom_metadata={"userMetadata": marker}),
     )
     return commit_version(root, marker, before)
+
+
+def _create_table(root: Path, schema: pa.Schema, partition_by: list[str]) -> None:
+    """Create the (empty) table unless it exists. Extract tasks of a fresh lake run at
+    once: delta-rs then fails all but one creator now and then ("protocol changed"),
+    and the table another created is as good."""
+    from deltalake import DeltaTable
+    from deltalake.exceptions import DeltaError
+
+    if is_delta(root):
+        return
+    try:
+        DeltaTable.create(str(root), schema, mode="ignore", partition_by=partition_by)
+    except DeltaError:
+        if not is_delta(root):
+            raise
