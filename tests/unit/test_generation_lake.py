@@ -78,26 +78,42 @@ def test_rewriting_a_partition_replaces_it_whole_and_keeps_the_version_before(
     assert before == first and before.read_description().blob_data == _columns(1).blob_data
 
 
-def test_a_killed_extraction_leaves_the_previous_version_whole(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Killed at the commit point: its files are written, its commit is not made."""
+def _extract_killed_at_the_commit_point(lake: Path) -> None:
+    """A writer process that dies by SIGKILL where its commit would be made: its files
+    are written, and nothing of it runs after (no cleanup, no except block)."""
+    import os
+    import signal
+
     from cdcgen.extract import lake_writes
 
-    first = write_generation(tmp_path, _columns(1), WHEN, "first")
-
     def killed(*args: object) -> int:
-        raise SystemExit("killed at the commit point")
+        os.kill(os.getpid(), signal.SIGKILL)
+        raise AssertionError("still alive after SIGKILL")
 
-    monkeypatch.setattr(lake_writes, "commit_files", killed)
-    with pytest.raises(SystemExit):
-        write_generation(tmp_path, _columns(2), WHEN, "second")
+    lake_writes.commit_files = killed  # type: ignore[assignment]
+    write_generation(lake, _columns(2), WHEN, "second")
+
+
+def test_a_killed_extraction_leaves_the_previous_version_whole(tmp_path: Path) -> None:
+    """Killed at the commit point: its files are written, its commit is not made."""
+    import multiprocessing
+    import signal
+
+    first = write_generation(tmp_path, _columns(1), WHEN, "first")
+    process = multiprocessing.get_context("spawn").Process(
+        target=_extract_killed_at_the_commit_point, args=(tmp_path,)
+    )
+    process.start()
+    process.join(60)
+    assert process.exitcode == -signal.SIGKILL
     assert len(list(first.directory.glob("*.parquet"))) == 2  # the killed one's file is there
     assert read_artifact(tmp_path, first.generation) == first  # and invisible
-    monkeypatch.undo()
+    assert read_artifact(tmp_path, first.generation).read_description().blob_data == (
+        _columns(1).blob_data
+    )
     again = write_generation(tmp_path, _columns(2), WHEN, "second")
     redone = write_generation(tmp_path, _columns(2), WHEN, "second")
-    assert again.version == first.version + 1
+    assert again.version == first.version + 1  # the killed writer committed nothing
     assert read_artifact(tmp_path, first.generation) == redone  # same content each run
     assert pq.read_table([str(f) for f in again.files]).equals(
         pq.read_table([str(f) for f in redone.files])
