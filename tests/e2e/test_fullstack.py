@@ -244,8 +244,7 @@ def test_pages_render_in_a_browser(stack: Any, runs: Runs, seeded: Seeded) -> No
         # The DAG's grid: one column per run, one row per task, all green.
         browser.open(f"{stack.base_url}/dags/{DAG_ID}")
         browser.wait_for_text([DAG_ID, "detect", "summarize"], timeout=120)
-        cells = browser.count(f'[data-testid^="grid-{runs.manual}-"]')
-        assert cells >= 2, "the grid shows no task cells for the manual run"
+        cells = browser.wait_for_count(f'[data-testid^="grid-{runs.manual}-"]', 2, timeout=120)
         assert browser.count('[data-testid^="grid-"]') >= cells * len(runs.states) // 2
         _assert_rendered(browser.screenshot(SHOTS / "grid.png"))
 

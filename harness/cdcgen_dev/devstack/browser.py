@@ -139,6 +139,32 @@ class Browser:
 
         return len(self.driver.find_elements(By.CSS_SELECTOR, css))
 
+    def wait_for_count(self, css: str, at_least: int, timeout: float = 60.0) -> int:
+        """Poll until ``css`` matches ``at_least`` elements; returns how many it matched.
+
+        Pages such as Airflow's grid draw their frame first and fill the cells from a
+        second request, so the text being there does not mean the cells are.
+        """
+        from selenium.common.exceptions import TimeoutException
+        from selenium.webdriver.support.wait import WebDriverWait
+
+        seen = 0
+
+        def enough(_: WebDriver) -> int | None:
+            nonlocal seen
+            seen = self.count(css)
+            return seen if seen >= at_least else None
+
+        try:
+            return int(
+                WebDriverWait(self.driver, timeout, poll_frequency=POLL_SECONDS).until(enough)
+            )
+        except TimeoutException:
+            raise StackError(
+                f"page showed {seen} element(s) matching {css!r}, wanted {at_least};"
+                f" it shows:\n{self.text()[:3000]}"
+            ) from None
+
     def wait_for_text(
         self, expected: Iterable[str], timeout: float = 60.0, frames: bool = False
     ) -> str:
