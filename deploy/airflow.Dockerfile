@@ -11,9 +11,10 @@
 FROM apache/airflow:3.3.2-python3.11
 
 USER root
-# Spark 4 needs Java 17 or 21; procps gives Spark's scripts `ps`.
+# Spark 4 needs Java 17 or 21 (a JDK: set-up compiles the lake's log store for S3,
+# cdcgen.spark.log_store); procps gives Spark's scripts `ps`.
 RUN apt-get update \
- && apt-get install -y --no-install-recommends openjdk-17-jre-headless procps \
+ && apt-get install -y --no-install-recommends openjdk-17-jdk-headless procps \
  && apt-get clean \
  && rm -rf /var/lib/apt/lists/* \
  && ln -s "$(dirname "$(dirname "$(readlink -f "$(command -v java)")")")" /usr/lib/jvm/default-java-17
@@ -32,11 +33,11 @@ COPY --chown=airflow:0 expectations/ /opt/cdcgen/expectations/
 # Editable: the import path is /opt/cdcgen/plugins, i.e. the bind-mounted sources.
 # psycopg2-binary and asyncpg are the metadata database's sync and async drivers
 # (the base image has them; pinned here so the constraints cannot drop them).
-# Then Delta Lake's jars into PySpark's jars/ (cdcgen.spark.delta), for Spark
-# drivers and the master and worker alike.
+# Then Delta Lake's and S3A's jars and the lake's log store into PySpark's jars/
+# (cdcgen.spark.install), for Spark drivers and the master and worker alike.
 RUN pip install --no-cache-dir -c /opt/cdcgen/constraints.txt \
       -e "/opt/cdcgen[stack]" "psycopg2-binary==2.9.13" "asyncpg==0.32.0" \
  && pip check \
- && python -m cdcgen.spark.delta
+ && python -m cdcgen.spark.install
 
 WORKDIR /opt/cdcgen

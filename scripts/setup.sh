@@ -22,10 +22,12 @@ java_major() {
   java -version 2>&1 | awk -F'"' '/version/ {split($2, v, "."); print (v[1] == "1" ? v[2] : v[1]); exit}'
 }
 
-# Java 17+ runs Cassandra 5 and Spark 4.
-if ! command -v java >/dev/null 2>&1 || [ "$(java_major)" -lt 17 ]; then
-  log "installing Java 17 (openjdk-17-jre-headless)"
-  apt_install openjdk-17-jre-headless
+# Java 17+ runs Cassandra 5 and Spark 4; a JDK's javac compiles the lake's log store
+# for S3 (cdcgen.spark.log_store).
+if ! command -v java >/dev/null 2>&1 || [ "$(java_major)" -lt 17 ] \
+  || ! command -v javac >/dev/null 2>&1; then
+  log "installing a Java 17 JDK (openjdk-17-jdk-headless)"
+  apt_install openjdk-17-jdk-headless
 fi
 if ! command -v mvn >/dev/null 2>&1; then
   log "installing Maven (fetches Cassandra's jars from Maven Central)"
@@ -56,6 +58,18 @@ if ! { [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && [ -x .venv/bin/cdcg
   echo "$want" > "$stamp"
   log "ready"
 fi
-# Delta Lake's two jars in PySpark's jars/ (checked every time: a reinstalled
-# pyspark comes without them); a no-op when both are there with the pinned hash.
-.venv/bin/python -m cdcgen.spark.delta
+# Delta Lake's and S3A's jars in PySpark's jars/, and the lake's log store for S3
+# compiled there (checked every time: a reinstalled pyspark comes without them); a
+# no-op when all are there with the pinned hashes.
+.venv/bin/python -m cdcgen.spark.install
+
+# moto's S3 server (the object-store tests' S3) in a virtualenv of its own: its
+# botocore cannot share .venv's pinned python-dateutil. Stamped like .venv.
+s3_want=$( { cat harness/s3-server-requirements.txt; "$PYTHON" --version 2>&1; } | sha256sum | cut -d' ' -f1)
+s3_stamp=.venv-s3/.cdcgen-stamp
+if ! { [ -f "$s3_stamp" ] && [ "$(cat "$s3_stamp")" = "$s3_want" ] && [ -x .venv-s3/bin/moto_server ]; }; then
+  log "installing moto's S3 server into .venv-s3"
+  [ -x .venv-s3/bin/python ] || "$PYTHON" -m venv .venv-s3
+  .venv-s3/bin/pip install -q --no-deps -r harness/s3-server-requirements.txt
+  echo "$s3_want" > "$s3_stamp"
+fi

@@ -148,3 +148,57 @@ def cassandra_cluster3(_cassandra_sandboxes: _CassandraSandboxes) -> CassandraHa
 
 
 # ============================ end of Cassandra sandbox section ========================
+
+
+# =====================================================================================
+# Object store (cdcgen_dev.s3_server): moto's S3 server on loopback, once per session.
+#
+#   s3_server   the running server; its AWS_* (what a user sets) are in os.environ for
+#               the session, so a Spark JVM started after it reaches it (a JVM reads
+#               its environment once: Spark fixtures request this one first)
+#   s3_lake     a fresh s3:// lake prefix on it
+#   lake_root   a fresh lake, parametrized: a local folder and an s3:// prefix, so a
+#               test using it runs on both
+# =====================================================================================
+
+S3_BUCKET = "cdcgen-lake"
+
+
+@pytest.fixture(scope="session")
+def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    from cdcgen_dev.s3_server import s3_server as running
+
+    with running(tmp_path_factory.mktemp("s3-server")) as server:
+        server.create_bucket(S3_BUCKET)
+        saved = {name: os.environ.get(name) for name in server.env}
+        os.environ.update(server.env)
+        try:
+            yield server
+        finally:
+            for name, value in saved.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
+
+
+@pytest.fixture
+def s3_lake(s3_server: Any) -> Any:
+    """A fresh lake prefix on the S3 server."""
+    import uuid
+
+    from cdcgen.adapters.lake_store import LakeLocation
+
+    return LakeLocation.of(f"s3://{S3_BUCKET}/{uuid.uuid4().hex[:12]}")
+
+
+@pytest.fixture(params=["local", "s3"])
+def lake_root(request: pytest.FixtureRequest, tmp_path: Any) -> Any:
+    from cdcgen.adapters.lake_store import LakeLocation
+
+    if request.param == "s3":
+        return request.getfixturevalue("s3_lake")
+    return LakeLocation.of(tmp_path / "lake")
+
+
+# ============================ end of object store section ============================

@@ -24,8 +24,10 @@ from cdcgen.extract.streams_table import flatten_generation
 
 
 def committed_files(root: Path) -> list[Path]:
-    """The Parquet files of the table's current version, sorted; none without a table."""
-    return delta_tables.committed_files(root) if delta_tables.is_delta(root) else []
+    """The Parquet files of the local table's current version, sorted; none without a table."""
+    if not delta_tables.is_delta(root):
+        return []
+    return [file.path for file in delta_tables.committed_files(root)]
 
 
 def old_generation_partition(

@@ -77,7 +77,7 @@ def daemon_env(base: Mapping[str, str], log_dir: Path) -> dict[str, str]:
     return env
 
 
-def _die_with_parent() -> None:
+def die_with_parent() -> None:
     """In the child before exec: SIGKILL when the starting process dies (Linux)."""
     with contextlib.suppress(OSError, AttributeError):
         libc = ctypes.CDLL(None, use_errno=True)
@@ -140,7 +140,7 @@ def _spawn(args: list[str], env: Mapping[str, str], log: Path) -> subprocess.Pop
             stdin=subprocess.DEVNULL,
             cwd=log.parent,
             start_new_session=True,
-            preexec_fn=_die_with_parent,
+            preexec_fn=die_with_parent,
         )
 
 

@@ -21,10 +21,11 @@ from collections.abc import Mapping
 from datetime import timedelta
 from enum import Enum
 from pathlib import Path
-from typing import Any, ClassVar, Literal, Self
+from typing import Annotated, Any, ClassVar, Literal, Self
 
 from pydantic import (
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     SecretStr,
@@ -36,6 +37,7 @@ from pydantic import (
 
 from cdcgen.core.generation import SourceMode
 from cdcgen.core.identifiers import check_identifier
+from cdcgen.core.lake_uri import lake_uri
 from cdcgen.extensions import clock_sources
 from cdcgen.schema import SourceSchema
 
@@ -177,7 +179,10 @@ class PipelineConfig(EnvSettings):
     #: "cql" asks each node for now(); other sources are plugins (cdcgen.extensions).
     clock_source: str = env("CDCGEN_CLOCK_SOURCE", "cql")
     target_keyspace: str = env("CDCGEN_TARGET_KEYSPACE", "system_distributed")
-    lake_path: Path = env("CDCGEN_LAKE_PATH", REPO_ROOT / "lake")
+    #: A folder, or ``s3://bucket/prefix`` (cdcgen.adapters.lake_store: AWS_* reach it).
+    lake_path: Annotated[str, BeforeValidator(lake_uri)] = env(
+        "CDCGEN_LAKE_PATH", lake_uri(REPO_ROOT / "lake")
+    )
     report_dir: Path = env("CDCGEN_REPORT_DIR", REPO_ROOT / "reports")
     ring_delay: timedelta = env("CDCGEN_RING_DELAY_SECONDS", timedelta(seconds=30))
     generation_leeway: timedelta = env("CDCGEN_LEEWAY_SECONDS", timedelta(seconds=5))
@@ -216,7 +221,7 @@ class PipelineConfig(EnvSettings):
             raise ValueError("empty: name at least one node")
         return tuple(value)
 
-    @field_validator("lake_path", "report_dir")
+    @field_validator("report_dir")
     @classmethod
     def _absolute(cls, value: Path) -> Path:
         """Absolute, against this process's working directory: a Spark cluster's executors

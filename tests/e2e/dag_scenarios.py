@@ -115,7 +115,7 @@ CLUSTER_ENV = {"SPARK_LOCAL_IP": "127.0.0.1"}
 def on_cluster(scenario: Scenario, cluster: StandaloneCluster) -> set[str]:
     """Point ``scenario``'s Spark connection at ``cluster``; returns the applications it
     has already completed (to tell this test's from others' with :func:`assert_ran_on`)."""
-    assert scenario.config.lake_path.is_absolute()
+    assert Path(scenario.config.lake_path).is_absolute()
     scenario.spark_master = cluster.master_url
     return {app["id"] for app in cluster.completed_apps()}
 

@@ -95,4 +95,4 @@ def test_hook_reads_the_connection_from_the_environment(monkeypatch: pytest.Monk
     assert config.contact_points == ("127.0.0.7",)
     assert config.port == 9043
     assert config.source_mode is SourceMode.V1
-    assert config.lake_path == Path("/tmp/lake")
+    assert config.lake_path == "/tmp/lake"

@@ -34,6 +34,8 @@ import pytest
 from dag_scenarios import CLUSTER_ENV, Scenario, assert_ok, assert_ran_on, on_cluster
 from lake_files import committed_files
 
+from cdcgen.adapters import delta_tables
+from cdcgen.adapters.lake_store import LakeLocation, LakeRoot
 from cdcgen.airflow.connections import DEFAULT_SPARK_MASTER
 from cdcgen.core.generation import SourceMode
 from cdcgen_dev.spark_cluster import StandaloneCluster
@@ -133,13 +135,14 @@ def source_rows(scn: Scenario, table: str) -> dict[Key, tuple[int, int]]:
         return {(bytes(r[0]).hex(), str(r[1]), r[2]): (r[3], i) for i, r in enumerate(rows)}
 
 
-def lake_rows(scn: Scenario, table: str) -> list[dict[str, Any]]:
-    root = Path(scn.config.lake_path) / "changes" / f"{KEYSPACE}.{table}"
+def lake_rows(scn: Scenario, table: str, lake: LakeRoot | None = None) -> list[dict[str, Any]]:
+    root = LakeLocation.of(lake or scn.config.lake_path) / "changes" / f"{KEYSPACE}.{table}"
     rows = []
-    for path in committed_files(root):
+    for file in delta_tables.committed_files(root) if delta_tables.is_delta(root) else []:
         columns = ["cdc$stream_id", "cdc$time", "cdc$batch_seq_no", "pk"]
-        for row in pq.read_table(path, columns=columns).to_pylist():
-            row["file"] = str(path)
+        filesystem, path = file.arrow()
+        for row in pq.read_table(path, columns=columns, filesystem=filesystem).to_pylist():
+            row["file"] = file.uri
             rows.append(row)
     return rows
 
@@ -148,9 +151,11 @@ def key_of(row: dict[str, Any]) -> Key:
     return (row["cdc$stream_id"].hex(), row["cdc$time"], row["cdc$batch_seq_no"])
 
 
-def assert_exactly_once_in_key_order(scn: Scenario, table: str) -> int:
+def assert_exactly_once_in_key_order(
+    scn: Scenario, table: str, lake: LakeRoot | None = None
+) -> int:
     truth = source_rows(scn, table)
-    rows = lake_rows(scn, table)
+    rows = lake_rows(scn, table, lake)
     counts = Counter(key_of(r) for r in rows)
     assert [k for k, n in counts.items() if n > 1] == [], "duplicated changes in the lake"
     missing, unexpected = set(truth) - set(counts), set(counts) - set(truth)
@@ -209,6 +214,32 @@ def test_every_change_lands_once_and_misrouted_rows_are_named(
     assert_ok(again)
     assert summary["changes_rows"] == 0 and summary["status"] == "ok"
     assert assert_exactly_once_in_key_order(scn, "orders") == total
+
+
+def test_changes_land_in_an_s3_lake_with_the_connection_s_access(
+    workload: Workload, s3_server: Any, s3_lake: LakeLocation
+) -> None:
+    """The Spark job writes the Delta table through S3A and the lake's log store, with
+    the ``cdcgen_lake`` connection's access only (the run's own AWS_* blanked)."""
+    import json
+
+    scn = workload.scenario
+    access = s3_server.env
+    connection = {
+        "conn_type": "aws",
+        "login": access["AWS_ACCESS_KEY_ID"],
+        "password": access["AWS_SECRET_ACCESS_KEY"],
+        "extra": {"endpoint_url": access["AWS_ENDPOINT_URL"]},
+    }
+    blank = dict.fromkeys(("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_ENDPOINT_URL"), "")
+    env = {"CDCGEN_LAKE_PATH": s3_lake.uri, "AIRFLOW_CONN_CDCGEN_LAKE": json.dumps(connection)}
+    run, summary = run_changes(scn, TABLES["orders"], env={**blank, **env})
+    assert_ok(run)
+    orders = summary["tables"][TABLES["orders"]]
+    assert orders["status"] == "done" and orders["colocation"] == "passed"
+    assert orders["rows"] == assert_exactly_once_in_key_order(scn, "orders", s3_lake) > 500
+    assert access["AWS_SECRET_ACCESS_KEY"] not in run.output
+    assert not Path(scn.config.lake_path).exists()  # nothing went to the local default
 
 
 def test_a_killed_extraction_resumes_from_its_checkpoints(workload: Workload) -> None:

@@ -215,8 +215,10 @@ def test_built_images_come_from_a_pinned_dockerfile(services: dict[str, Any]) ->
                 assert (REPO / source).exists(), f"Dockerfile copies missing {source}"
     constraints = (REPO / "constraints.txt").read_text()
     assert "apache-airflow==3.3.2" in constraints and "pyspark==4.1.3" in constraints
-    # The lake's tables are Delta: every Spark of the image needs Delta's jars.
-    assert re.search(r"^ && python -m cdcgen\.spark\.delta$", dockerfile, flags=re.M)
+    # The lake's tables are Delta, maybe on S3: every Spark of the image needs Delta's
+    # and S3A's jars and the log store compiled from source (so a JDK, not a JRE).
+    assert re.search(r"^ && python -m cdcgen\.spark\.install$", dockerfile, flags=re.M)
+    assert "openjdk-17-jdk-headless" in dockerfile and "jre-headless" not in dockerfile
 
 
 def test_scylla_is_a_small_cdc_capable_three_node_cluster(services: dict[str, Any]) -> None:

@@ -9,6 +9,7 @@ Test modules load this with ``pytest_plugins = ("conftest_spark",)``; the reposi
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -19,8 +20,9 @@ if TYPE_CHECKING:
 
 
 @pytest.fixture(scope="session")
-def spark() -> Iterator[SparkSession]:
+def spark(s3_server: object) -> Iterator[SparkSession]:  # the JVM inherits its AWS_*
     os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers import cdcgen
     from cdcgen.spark.session import spark_session
 
     session = spark_session("cdcgen-tests", {"spark.sql.shuffle.partitions": "2"})

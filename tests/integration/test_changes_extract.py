@@ -37,12 +37,13 @@ from changes_fakes import (
     ship_to_spark_workers,
 )
 from deltalake import DeltaTable
-from lake_files import committed_files
 
+from cdcgen.adapters import delta_tables
 from cdcgen.adapters.cdc_tables import CdcCatalog
 from cdcgen.adapters.checkpoints import CqlCheckpointStore
 from cdcgen.adapters.cql import CqlClient, connect
 from cdcgen.adapters.generation_sources import source_for
+from cdcgen.adapters.lake_store import LakeLocation, LakeRoot
 from cdcgen.adapters.log_tables import describe_log_table
 from cdcgen.changes.job import TableAdapters, reader_factory, table_adapters
 from cdcgen.changes.lake import STATS_COLUMNS, DeltaChangesLake
@@ -91,21 +92,21 @@ class World:
     end: datetime
     misrouted_writes: int
 
-    def config(self, target: str, lake: Path) -> PipelineConfig:
+    def config(self, target: str, lake: LakeRoot, reports: Path | None = None) -> PipelineConfig:
         return sandbox_config(
             PREFIX,
             contact_points=self.contact_points,
             source_mode=SourceMode.RAFT,
             target_keyspace=f"{PREFIX}{target}",
             lake_path=lake,
-            report_dir=lake / "reports",
+            report_dir=reports or Path(lake) / "reports",
             generation_leeway=LEEWAY,
             confidence_window=CONFIDENCE,
         )
 
 
 @pytest.fixture(scope="module")
-def spark() -> Any:
+def spark(s3_server: Any) -> Any:  # its JVM inherits the S3 server's AWS_* environment
     ship_to_spark_workers()  # the fault wrappers run inside Spark tasks
     return job_session(JobKind.CHANGES_EXTRACT, "cdcgen-changes-tests")
 
@@ -115,7 +116,7 @@ def world(contact_points: tuple[str, ...]) -> Iterator[World]:
     client = connect(contact_points)
     schema = SourceSchema(PREFIX)
     drop_keyspaces(client, schema)
-    for name in ("ks", "t_main", "t_kill", "t_bad", "t_state", "old_state"):
+    for name in ("ks", "t_main", "t_kill_local", "t_kill_s3", "t_bad", "t_state", "old_state"):
         client.session.execute(f"DROP KEYSPACE IF EXISTS {PREFIX}{name}", timeout=120)
     cluster = SandboxCluster(client, schema, ring_delay=RING_DELAY, leeway=LEEWAY)
     cluster.join_node(SourceMode.RAFT, shards=3, vnodes=4, seed=11)
@@ -211,10 +212,12 @@ def lake_rows(config: PipelineConfig, table: str = "orders") -> list[dict[str, A
     """Every lake row, file by file in file order (the order a reader sees)."""
     root = table_root(config.lake_path, TableRef(KEYSPACE, table))
     rows = []
-    for path in committed_files(root):
+    files = delta_tables.committed_files(root) if delta_tables.is_delta(root) else []
+    for file in files:
         columns = ["cdc$stream_id", "cdc$time", "cdc$batch_seq_no", "pk", "write_time"]
-        for row in pq.read_table(path, columns=columns).to_pylist():
-            row["file"] = str(path)
+        filesystem, path = file.arrow()
+        for row in pq.read_table(path, columns=columns, filesystem=filesystem).to_pylist():
+            row["file"] = file.uri
             rows.append(row)
     return rows
 
@@ -329,9 +332,11 @@ def assert_delta_rs_reads_what_spark_reads(lake: DeltaChangesLake) -> None:
 
 
 def test_killed_runs_resume_from_checkpoints_without_loss_or_duplicates(
-    spark: Any, world: World, tmp_path: Path
+    spark: Any, world: World, lake_root: LakeLocation, tmp_path: Path
 ) -> None:
-    config = world.config("t_kill", tmp_path)
+    """On a local lake and on S3: the same kills, the same guarantees."""
+    where = "local" if lake_root.is_local else "s3"
+    config = world.config(f"t_kill_{where}", lake_root, tmp_path / "reports")
     truth = source_rows(world)
     interval = Interval(world.start, world.end)
     per_job = SETTINGS.with_overrides(buckets_per_job=1)
@@ -375,6 +380,7 @@ def test_killed_runs_resume_from_checkpoints_without_loss_or_duplicates(
     assert backfill.rows_written == len(truth) and backfill.lake_versions
     assert_exactly_once_in_key_order(config, truth)
     assert store.checkpoints(table) == saved
+    assert_delta_rs_reads_what_spark_reads(lake)
 
 
 def test_misrouted_rows_fail_colocation_and_are_named(

@@ -76,7 +76,7 @@ def test_report_names_offending_rows_and_fails_the_run(tmp_path: Path) -> None:
         mode=Mode.INCREMENTAL,
         run_id="r1",
         plan=WindowPlan((), (), (), T0, True),
-        lake_root=tmp_path,
+        lake_root=str(tmp_path),
         rows_written=12,
         rows_per_generation=Counter({spans[0].label: 7, spans[1].label: 5}),
         watermark=interval.end,

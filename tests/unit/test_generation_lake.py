@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from lake_files import old_generation_partition
 
+from cdcgen.adapters.delta_tables import delta_table
+from cdcgen.adapters.lake_store import LakeLocation
 from cdcgen.core.generation import Generation
 from cdcgen.core.generation_arrays import build_generation_arrays
 from cdcgen.core.ring import Ring
@@ -44,41 +48,55 @@ def _columns(seed: int = 1) -> DescriptionColumns:
     return DescriptionColumns.from_arrays(build_generation_arrays(NODES, random.Random(seed)))
 
 
-def test_an_extraction_is_one_commit_of_rows_documents_and_manifest(tmp_path: Path) -> None:
+def _read(files: Sequence[LakeLocation]) -> pa.Table:
+    """The rows of ``files`` as pyarrow reads them (on disk or on S3)."""
+    filesystem = files[0].arrow()[0]
+    paths = [f.arrow()[1] for f in files]
+    return pq.ParquetDataset(paths, filesystem=filesystem, schema=STREAMS_SCHEMA).read()
+
+
+def test_an_extraction_is_one_commit_of_rows_documents_and_manifest(
+    lake_root: LakeLocation,
+) -> None:
     columns = _columns()
-    artifact = write_generation(tmp_path, columns, WHEN, "gen-a", nodes=NODES, rows_per_file=4)
+    artifact = write_generation(lake_root, columns, WHEN, "gen-a", nodes=NODES, rows_per_file=4)
     millis = 1_795_334_400_005  # 2026-11-22T08:00:00.005Z
     assert artifact.timestamp_ms == millis and artifact.timestamp == WHEN
-    assert artifact.directory == tmp_path / "generations" / f"generation_ts={millis}"
+    assert artifact.directory == lake_root / "generations" / f"generation_ts={millis}"
     assert artifact.label == f"generation_ts={millis}"
     assert len(artifact.files) == 3  # 10 streams, 4 per file
-    table = pq.read_table([str(f) for f in artifact.files], schema=STREAMS_SCHEMA)
-    assert table.equals(flatten_generation(columns, WHEN, "gen-a"))
-    again = read_artifact(tmp_path, artifact.generation)
+    assert all(f.uri.startswith(artifact.directory.uri) for f in artifact.files)
+    assert _read(artifact.files).equals(flatten_generation(columns, WHEN, "gen-a"))
+    again = read_artifact(lake_root, artifact.generation)
     assert again == artifact and again.version == 1  # 0: the table's creation
     assert again.read_description().blob_data == columns.blob_data
     assert again.read_ring() == Ring.of_nodes(NODES)
     assert artifact_at(artifact.directory) == artifact
     # delta-rs reads the same rows (what a user with no Spark gets), partition included.
-    from deltalake import DeltaTable
-
-    rows = DeltaTable(str(tmp_path / "generations")).to_pyarrow_dataset().to_table()
+    rows = delta_table(lake_root / "generations").to_pyarrow_dataset().to_table()
     assert rows.num_rows == 10 and set(rows["generation_ts"].to_pylist()) == {millis}
+    # The log's sizes and row counts (the writer's own figures) are the files'.
+    actions = delta_table(lake_root / "generations").get_add_actions(flatten=True)
+    adds = pa.table(actions).to_pylist()
+    for add, file in zip(sorted(adds, key=lambda a: a["path"]), artifact.files, strict=True):
+        filesystem, path = file.arrow()
+        assert add["size_bytes"] == filesystem.get_file_info(path).size
+        assert add["num_records"] == pq.read_metadata(path, filesystem=filesystem).num_rows
 
 
 def test_rewriting_a_partition_replaces_it_whole_and_keeps_the_version_before(
-    tmp_path: Path,
+    lake_root: LakeLocation,
 ) -> None:
-    first = write_generation(tmp_path, _columns(1), WHEN, "first", rows_per_file=2)
-    second = write_generation(tmp_path, _columns(2), WHEN, "second")
+    first = write_generation(lake_root, _columns(1), WHEN, "first", rows_per_file=2)
+    second = write_generation(lake_root, _columns(2), WHEN, "second")
     assert second.version == first.version + 1 and len(second.files) == 1
-    assert read_artifact(tmp_path, second.generation).generation_id == "second"
+    assert read_artifact(lake_root, second.generation).generation_id == "second"
     # Time travel: the version before still holds the first extraction, whole.
-    before = read_artifact(tmp_path, second.generation, first.version)
+    before = read_artifact(lake_root, second.generation, first.version)
     assert before == first and before.read_description().blob_data == _columns(1).blob_data
 
 
-def _extract_killed_at_the_commit_point(lake: Path) -> None:
+def _extract_killed_at_the_commit_point(lake: LakeLocation) -> None:
     """A writer process that dies by SIGKILL where its commit would be made: its files
     are written, and nothing of it runs after (no cleanup, no except block)."""
     import os
@@ -94,30 +112,29 @@ def _extract_killed_at_the_commit_point(lake: Path) -> None:
     write_generation(lake, _columns(2), WHEN, "second")
 
 
-def test_a_killed_extraction_leaves_the_previous_version_whole(tmp_path: Path) -> None:
+def test_a_killed_extraction_leaves_the_previous_version_whole(lake_root: LakeLocation) -> None:
     """Killed at the commit point: its files are written, its commit is not made."""
     import multiprocessing
     import signal
 
-    first = write_generation(tmp_path, _columns(1), WHEN, "first")
+    first = write_generation(lake_root, _columns(1), WHEN, "first")
     process = multiprocessing.get_context("spawn").Process(
-        target=_extract_killed_at_the_commit_point, args=(tmp_path,)
+        target=_extract_killed_at_the_commit_point, args=(lake_root,)
     )
     process.start()
     process.join(60)
     assert process.exitcode == -signal.SIGKILL
-    assert len(list(first.directory.glob("*.parquet"))) == 2  # the killed one's file is there
-    assert read_artifact(tmp_path, first.generation) == first  # and invisible
-    assert read_artifact(tmp_path, first.generation).read_description().blob_data == (
+    written = [n for n in first.directory.children() if n.endswith(".parquet")]
+    assert len(written) == 2  # the killed one's file is there
+    assert read_artifact(lake_root, first.generation) == first  # and invisible
+    assert read_artifact(lake_root, first.generation).read_description().blob_data == (
         _columns(1).blob_data
     )
-    again = write_generation(tmp_path, _columns(2), WHEN, "second")
-    redone = write_generation(tmp_path, _columns(2), WHEN, "second")
+    again = write_generation(lake_root, _columns(2), WHEN, "second")
+    redone = write_generation(lake_root, _columns(2), WHEN, "second")
     assert again.version == first.version + 1  # the killed writer committed nothing
-    assert read_artifact(tmp_path, first.generation) == redone  # same content each run
-    assert pq.read_table([str(f) for f in again.files]).equals(
-        pq.read_table([str(f) for f in redone.files])
-    )
+    assert read_artifact(lake_root, first.generation) == redone  # same content each run
+    assert _read(again.files).equals(_read(redone.files))
 
 
 def test_previous_artifact_is_the_newest_older_one(tmp_path: Path) -> None:
@@ -130,21 +147,21 @@ def test_previous_artifact_is_the_newest_older_one(tmp_path: Path) -> None:
     assert previous_artifact(tmp_path, list_artifacts(tmp_path)[0].timestamp_ms) is None
 
 
-def test_a_changed_description_is_refused(tmp_path: Path) -> None:
-    artifact = write_generation(tmp_path, _columns(), WHEN, "g")
+def test_a_changed_description_is_refused(lake_root: LakeLocation) -> None:
+    artifact = write_generation(lake_root, _columns(), WHEN, "g")
     path = artifact.description_path
-    data = json.loads(path.read_text())
+    data = json.loads(path.read_bytes())
     data["entries"][0]["streams"].reverse()
-    path.write_text(json.dumps(data))
+    path.write_bytes(json.dumps(data).encode())
     with pytest.raises(ArtifactError, match="changed since extraction"):
         artifact.read_description()
 
 
-def test_publication_reads_the_validated_version_and_digest(tmp_path: Path) -> None:
-    first = write_generation(tmp_path, _columns(1), WHEN, "g")
-    lake = LocalGenerationLake(tmp_path)
+def test_publication_reads_the_validated_version_and_digest(lake_root: LakeLocation) -> None:
+    first = write_generation(lake_root, _columns(1), WHEN, "g")
+    lake = LocalGenerationLake(lake_root)
     rows = lake.stream_rows(first.generation, first.version, first.description_sha256)
-    write_generation(tmp_path, _columns(2), WHEN, "g")  # extracted again after validation
+    write_generation(lake_root, _columns(2), WHEN, "g")  # extracted again after validation
     assert lake.stream_rows(first.generation, first.version, first.description_sha256) == rows
     with pytest.raises(ArtifactError, match="validation checked"):
         lake.stream_rows(first.generation, None, first.description_sha256)
@@ -236,12 +253,12 @@ def test_a_tablets_stream_set_has_its_own_partition_per_table(tmp_path: Path) ->
     items = write_generation(tmp_path, _columns(3), WHEN, "log-id-2", table="shop.items")
     # Same millisecond, three different partitions: nothing overwrote anything.
     assert len({vnodes.directory, orders.directory, items.directory}) == 3
-    assert orders.directory == (
+    assert orders.directory.path == (
         tmp_path / "stream_sets" / "cdc_table=shop.orders" / f"generation_ts={orders.timestamp_ms}"
     )
     assert (vnodes.layout, orders.layout) == ("vnodes", "tablets")
     assert orders.label == f"table=shop.orders/generation_ts={orders.timestamp_ms}"
-    assert orders.lake == vnodes.lake == tmp_path
+    assert orders.lake == vnodes.lake == LakeLocation.of(tmp_path)
     # Read later, the same extraction (a later commit to the table did not touch it).
     assert read_artifact(tmp_path, orders.generation).manifest() == orders.manifest()
     assert artifact_at(orders.directory).files == orders.files
@@ -286,7 +303,7 @@ def test_publish_records_the_ring_validate_drew_in_the_same_run(tmp_path: Path) 
     generation = Generation(WHEN, "gen-a")
     outcome = ValidationOutcome(generation, passed=True, summary="ok")
     record_generation(config, generation, outcome, published=False, run_id="r1")
-    shutil.rmtree(artifact.description_path.parent)  # publish must not need it again
+    shutil.rmtree(artifact.description_path.path.parent)  # publish must not need it again
 
     def published(run_id: str) -> tuple[int, int | None]:
         record_generation(config, generation, outcome, published=True, run_id=run_id)
@@ -301,33 +318,36 @@ def test_publish_records_the_ring_validate_drew_in_the_same_run(tmp_path: Path) 
     assert published("") == (0, None)  # a manual run reads the (now missing) lake
 
 
-def _extract_many(lake: Path, writer: int) -> list[tuple[int, list[str]]]:
+def _extract_many(lake: LakeLocation, writer: int) -> list[tuple[int, list[str]]]:
     """One writer process: five generations of its own, the version each commit got."""
     done = []
     for i in range(5):
         moment = datetime(2026, 11, 22, tzinfo=UTC) + timedelta(minutes=i, seconds=writer)
         artifact = write_generation(lake, _columns(writer), moment, f"w{writer}-{i}")
-        done.append((artifact.version, [str(f) for f in artifact.files]))
+        done.append((artifact.version, [f.uri for f in artifact.files]))
     return done
 
 
 def test_concurrent_extractions_each_know_the_version_of_their_own_commit(
-    tmp_path: Path,
+    lake_root: LakeLocation,
 ) -> None:
     """Mapped extract tasks of a fresh lake create the table and commit to it at once:
     each gets its own commit's version (delta-rs's history() numbers commits off by one
-    while others commit, and fails a racing creator now and then)."""
+    while others commit, and fails a racing creator now and then). On S3 the commits
+    are conditional puts: none overwrites another's."""
     import multiprocessing
 
-    from deltalake import DeltaTable
-
     with multiprocessing.get_context("spawn").Pool(3) as pool:
-        results = pool.starmap(_extract_many, [(tmp_path, w) for w in (1, 2, 3)])
+        results = pool.starmap(_extract_many, [(lake_root, w) for w in (1, 2, 3)])
     versions = [version for done in results for version, _ in done]
     assert len(set(versions)) == 15  # 15 commits, each its own version
-    assert len(list_artifacts(tmp_path)) == 15
-    root = str(tmp_path / "generations")
+    assert len(list_artifacts(lake_root)) == 15
+    root = lake_root / "generations"
+
+    def uris(version: int) -> set[str]:
+        return {LakeLocation.of(u).uri for u in delta_table(root, version).file_uris()}
+
     for done in results:
         for version, files in done:
-            assert set(files) <= set(DeltaTable(root, version=version).file_uris())
-            assert not set(files) & set(DeltaTable(root, version=version - 1).file_uris())
+            assert set(files) <= uris(version)
+            assert not set(files) & uris(version - 1)

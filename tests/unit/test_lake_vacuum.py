@@ -10,6 +10,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from deltalake import DeltaTable, write_deltalake
 
+from cdcgen.adapters.lake_store import LakeLocation
 from cdcgen.changes.layout import CHANGES_DIR, LAYOUT_FILE
 from cdcgen.config import PipelineConfig
 from cdcgen.pipeline.maintenance import LAKE_RETENTION, vacuum_lake
@@ -26,11 +27,11 @@ def _pks(root: Path, version: int | None = None) -> list[int]:
 
 def test_replaced_files_go_only_past_the_retention(tmp_path: Path) -> None:
     config = PipelineConfig(lake_path=tmp_path / "lake", report_dir=tmp_path / "reports")
-    root = config.lake_path / CHANGES_DIR / "shop.orders"
+    root = Path(config.lake_path) / CHANGES_DIR / "shop.orders"
     write_deltalake(str(root), _rows(1), partition_by=["bucket"])
     write_deltalake(str(root), _rows(2), partition_by=["bucket"], mode="overwrite")
     (root / LAYOUT_FILE).write_text("{}")
-    parquet_lake = config.lake_path / CHANGES_DIR / "shop.old" / "date=2026-11-22"
+    parquet_lake = Path(config.lake_path) / CHANGES_DIR / "shop.old" / "date=2026-11-22"
     parquet_lake.mkdir(parents=True)
 
     kept = vacuum_lake(config)  # the replaced file is younger than a week
@@ -50,7 +51,10 @@ def test_replaced_files_go_only_past_the_retention(tmp_path: Path) -> None:
     assert len(list(root.glob("bucket=0/*.parquet"))) == 1
 
 
-def test_the_generations_table_is_vacuumed_and_its_documents_kept(tmp_path: Path) -> None:
+def test_the_generations_table_is_vacuumed_and_its_documents_kept(
+    lake_root: LakeLocation, tmp_path: Path
+) -> None:
+    """On a local lake and on S3."""
     import random
 
     from cdcgen.core.generation_arrays import build_generation_arrays
@@ -59,7 +63,7 @@ def test_the_generations_table_is_vacuumed_and_its_documents_kept(tmp_path: Path
     from cdcgen.extract.lake import read_artifact
     from cdcgen.extract.lake_writes import write_generation
 
-    config = PipelineConfig(lake_path=tmp_path / "lake", report_dir=tmp_path / "reports")
+    config = PipelineConfig(lake_path=lake_root, report_dir=tmp_path / "reports")
     nodes = [Node("a", 2, 0, (0,)), Node("b", 2, 0, (10**17,))]
     columns = DescriptionColumns.from_arrays(build_generation_arrays(nodes, random.Random(1)))
     when = datetime(2026, 11, 22, tzinfo=UTC)

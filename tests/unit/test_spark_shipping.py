@@ -72,7 +72,7 @@ def test_lake_and_report_paths_are_absolute(
 ) -> None:
     monkeypatch.chdir(tmp_path)
     config = PipelineConfig.from_env({"CDCGEN_LAKE_PATH": "lake", "CDCGEN_REPORT_DIR": "r/x"})
-    assert config.lake_path == tmp_path / "lake"
+    assert config.lake_path == str(tmp_path / "lake")
     assert config.report_dir == tmp_path / "r" / "x"
     # The environment form a task hands its Spark job carries the absolute path.
     assert config.to_env()["CDCGEN_LAKE_PATH"] == str(tmp_path / "lake")

@@ -23,7 +23,6 @@ from contextlib import contextmanager
 from typing import TypeAlias
 
 from cdcgen.cli import CliError
-from cdcgen_dev.cassandra import SandboxError
 
 SubParsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 Parser: TypeAlias = argparse.ArgumentParser
@@ -56,6 +55,10 @@ def add_parser(commands: SubParsers, name: str, *, help: str, description: str) 
 @contextmanager
 def sandbox_errors() -> Iterator[None]:
     """Print a SandboxError's details (e.g. the node's log tail), re-raise as CliError."""
+    # Imported here: every cdcgen command loads this module (its entry point), and the
+    # sandbox package brings cassandra-driver, 0.16 s of every command's start-up.
+    from cdcgen_dev.cassandra import SandboxError
+
     try:
         yield
     except SandboxError as exc:

@@ -10,8 +10,12 @@ from __future__ import annotations
 
 import json
 import uuid
-from pathlib import Path
-from urllib.parse import unquote, urlparse
+from typing import TYPE_CHECKING
+
+from cdcgen.adapters.lake_store import LakeLocation, LakeRoot
+
+if TYPE_CHECKING:
+    from deltalake import DeltaTable
 
 DELTA_LOG = "_delta_log"
 
@@ -20,40 +24,40 @@ class DeltaLogError(Exception):
     """Terminal: a table's log does not hold what a write or a reader expects."""
 
 
-def is_delta(root: Path) -> bool:
+def delta_table(root: LakeRoot, version: int | None = None) -> DeltaTable:
+    """The Delta table at ``root`` (a folder or an S3 prefix), at ``version``."""
+    from deltalake import DeltaTable
+
+    at = LakeLocation.of(root)
+    return DeltaTable(at.uri, version=version, storage_options=at.storage_options())
+
+
+def is_delta(root: LakeRoot) -> bool:
     """Whether ``root`` is a Delta table: a log with a commit (a first write that died
     before committing leaves an empty ``_delta_log``, which is no table)."""
-    if not (Path(root) / DELTA_LOG).is_dir():
+    at = LakeLocation.of(root)
+    if at.is_local and not (at.path / DELTA_LOG).is_dir():
         return False
     from deltalake import DeltaTable
 
-    return bool(DeltaTable.is_deltatable(str(root)))
-
-
-def local_path(uri: str) -> Path:
-    """A file URI of the log (or a plain path) as a local path."""
-    return Path(unquote(urlparse(uri).path))
+    return bool(DeltaTable.is_deltatable(at.uri, storage_options=at.storage_options()))
 
 
 def committed_files(
-    root: Path, version: int | None = None, predicate: str | None = None
-) -> list[Path]:
+    root: LakeRoot, version: int | None = None, predicate: str | None = None
+) -> list[LakeLocation]:
     """The Parquet files of the table at ``version`` (default: the latest), from its log,
     of the partitions ``predicate`` selects (default: all): files a later commit
     replaced, or a killed job left, are not among them."""
-    from deltalake import DeltaTable
-
-    uris = DeltaTable(str(root), version=version).file_uris(file_pruning_predicate=predicate)
-    return sorted(local_path(uri) for uri in uris)
+    uris = delta_table(root, version).file_uris(file_pruning_predicate=predicate)
+    return sorted(LakeLocation.of(uri) for uri in uris)
 
 
-def table_version(root: Path) -> int | None:
+def table_version(root: LakeRoot) -> int | None:
     """The Delta table's current version; None if it has no commit yet."""
     if not is_delta(root):
         return None
-    from deltalake import DeltaTable
-
-    return int(DeltaTable(str(root)).version())
+    return int(delta_table(root).version())
 
 
 def commit_marker() -> str:
@@ -61,7 +65,7 @@ def commit_marker() -> str:
     return f"cdcgen-{uuid.uuid4().hex}"
 
 
-def commit_version(root: Path, marker: str, since: int | None) -> int:
+def commit_version(root: LakeRoot, marker: str, since: int | None) -> int:
     """The version of the write whose ``userMetadata`` is ``marker``, the table having
     been at version ``since`` before it (None: no table): exact even when other
     writers committed meanwhile.
@@ -76,9 +80,10 @@ def commit_version(root: Path, marker: str, since: int | None) -> int:
     the write would have.
     """
     version = 0 if since is None else since + 1
+    log = LakeLocation.of(root) / DELTA_LOG
     while True:
         try:
-            text = (Path(root) / DELTA_LOG / f"{version:020d}.json").read_text(encoding="utf-8")
+            text = (log / f"{version:020d}.json").read_bytes().decode("utf-8")
         except FileNotFoundError:
             break
         if _user_metadata(text) == marker:

@@ -14,12 +14,12 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import BaseHook
 
 from cdcgen.airflow.connections import SOURCE_CONN_ID
+from cdcgen.airflow.lake_connection import use_lake_connection
 from cdcgen.config import ConfigError, PipelineConfig, env_text
 
 if TYPE_CHECKING:
@@ -98,7 +98,9 @@ class CdcSourceHook(BaseHook):
         self.cdc_conn_id = cdc_conn_id
 
     def get_config(self, **overrides: Any) -> PipelineConfig:
-        """The pipeline configuration for this connection, with per-run overrides applied."""
+        """The pipeline configuration for this connection, with per-run overrides applied;
+        the task's process also gets the lake's access (:mod:`.lake_connection`)."""
+        use_lake_connection()
         conn = self.get_connection(self.cdc_conn_id)
         config = config_from_connection(
             conn.host, conn.port, conn.extra_dejson, login=conn.login, password=conn.password
@@ -109,7 +111,7 @@ class CdcSourceHook(BaseHook):
         """The connection's configuration with a run's Params applied (``lake_path``)."""
         overrides: dict[str, Any] = {}
         if params.get("lake_path"):
-            overrides["lake_path"] = Path(str(params["lake_path"])).expanduser()
+            overrides["lake_path"] = str(params["lake_path"])  # a folder or s3://...
         return self.get_config(**overrides)
 
     @contextmanager

@@ -1,4 +1,4 @@
-"""``CdcSparkSubmitOperator``: spark-submit with the source's credentials handed over privately.
+"""``CdcSparkSubmitOperator``: spark-submit with the credentials handed over privately.
 
 The job's settings reach it as ``CDCGEN_*`` variables planned by an upstream task, so they
 pass through XCom and the task's rendered fields: they must not hold credentials
@@ -7,7 +7,10 @@ execute time only: the username as ``CDCGEN_USERNAME`` and the password as a fil
 readable by this user alone (``CDCGEN_PASSWORD_FILE``), deleted when spark-submit ends.
 Neither the password nor its file's content is in argv, the environment, a log or XCom;
 the Spark driver reads the file once and its executors receive the credentials in their
-task closures (see :mod:`cdcgen.adapters.cluster_access`).
+task closures (see :mod:`cdcgen.adapters.cluster_access`). The lake's object-store
+access (:mod:`cdcgen.airflow.lake_connection`) is added the same way, as the ``AWS_*``
+variables the AWS SDKs of Spark's S3A, delta-rs and pyarrow read; only the spark-submit
+process and what it starts see them.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOpe
 from cdcgen.adapters.cluster_access import access_for
 from cdcgen.airflow.connections import SOURCE_CONN_ID
 from cdcgen.airflow.hooks import CdcSourceHook
+from cdcgen.airflow.lake_connection import lake_connection_env
 from cdcgen.config import PipelineConfig
 
 
@@ -38,7 +42,7 @@ class CdcSparkSubmitOperator(SparkSubmitOperator):
         config = CdcSourceHook(self.cdc_conn_id).get_config()
         with credentials_env(config) as credentials:
             planned = dict(self.env_vars or {})
-            self.env_vars = {**planned, **credentials}
+            self.env_vars = {**planned, **credentials, **lake_connection_env()}
             try:
                 return super().execute(context)
             finally:

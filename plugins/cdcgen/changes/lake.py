@@ -19,10 +19,10 @@ import logging
 from collections import Counter
 from collections.abc import Sequence
 from functools import partial
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cdcgen.adapters.delta_tables import commit_marker, commit_version, table_version
+from cdcgen.adapters.lake_store import LakeLocation, LakeRoot
 from cdcgen.changes.layout import (
     PARTITION_COLUMNS,
     lake_buckets,
@@ -63,25 +63,25 @@ class DeltaChangesLake:
     def __init__(
         self,
         spark: SparkSession,
-        root: Path,
+        root: LakeRoot,
         job: ReadJob,
         fanout: StreamFanout,
         ranges: RangeFanout | None = None,
     ) -> None:
         self._spark = spark
-        self._root = Path(root)
+        self._root = LakeLocation.of(root)
         self._job = job
         self._fanout = fanout
         self._ranges = ranges  # None: per-stream reads only
         self._buckets: LakeBuckets | None = None
 
     @property
-    def root(self) -> Path:
+    def root(self) -> LakeLocation:
         return self._root
 
     @property
     def location(self) -> str:
-        return str(self._root)
+        return self._root.uri
 
     def buckets(self, wanted: int) -> LakeBuckets:
         self._buckets = lake_buckets(self._root, wanted, self._job.log_table.partitioner)
@@ -99,7 +99,7 @@ class DeltaChangesLake:
         self._spark.conf.set(key, marker)
         try:
             self._spark.sql(
-                f"DELETE FROM delta.`{self._root.resolve()}` WHERE {window_predicate(windows)}"
+                f"DELETE FROM delta.`{self._root.spark_uri}` WHERE {window_predicate(windows)}"
             )
         finally:
             self._spark.conf.unset(key)
@@ -145,7 +145,7 @@ class DeltaChangesLake:
                 .option("replaceWhere", predicate)
                 .option("userMetadata", marker)
                 .partitionBy(*PARTITION_COLUMNS)
-                .save(str(self._root.resolve()))
+                .save(self._root.spark_uri)
             )
         finally:
             for shared_value in broadcasts:
@@ -201,4 +201,4 @@ class DeltaChangesLake:
         reader = self._spark.read.format("delta")
         if version is not None:
             reader = reader.option("versionAsOf", version)
-        return reader.load(str(self._root.resolve()))
+        return reader.load(self._root.spark_uri)

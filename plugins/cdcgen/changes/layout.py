@@ -29,12 +29,12 @@ import json
 import re
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from cdcgen.adapters.delta_tables import DELTA_LOG, committed_files, is_delta
+from cdcgen.adapters.delta_tables import DELTA_LOG, committed_files, delta_table, is_delta
+from cdcgen.adapters.lake_store import LakeLocation, LakeRoot
 from cdcgen.adapters.stream_routing import token_function
 from cdcgen.core.cdc_log import LogPartitioner, TableRef
 from cdcgen.core.lake_buckets import BucketRule, LakeBuckets
@@ -63,54 +63,54 @@ class LayoutError(Exception):
     """Terminal: the lake directory does not look like this project wrote it."""
 
 
-def table_root(lake: Path, table: TableRef) -> Path:
+def table_root(lake: LakeRoot, table: TableRef) -> LakeLocation:
     """The dataset of ``table``'s changes in the lake at ``lake`` (``CDCGEN_LAKE_PATH``)."""
-    return Path(lake) / CHANGES_DIR / table.qualified
+    return LakeLocation.of(lake) / CHANGES_DIR / table.qualified
 
 
-def lake_buckets(root: Path, wanted: int, partitioner: LogPartitioner) -> LakeBuckets:
+def lake_buckets(root: LakeRoot, wanted: int, partitioner: LogPartitioner) -> LakeBuckets:
     """The table's buckets: the recorded count and rule, or ``wanted`` buckets by ring
     slice recorded now; slices of the log ``partitioner``'s tokens. A layout of version
     1 (no rule recorded) hashes stream IDs."""
-    count, rule = _recorded_buckets(root, wanted)
+    count, rule = _recorded_buckets(LakeLocation.of(root), wanted)
     return LakeBuckets(count, rule, token_function(partitioner))
 
 
-def _recorded_buckets(root: Path, wanted: int) -> tuple[int, BucketRule]:
+def _recorded_buckets(root: LakeLocation, wanted: int) -> tuple[int, BucketRule]:
+    """The recorded count and rule; the first writer's record wins (created only if
+    there is none), so two first runs cannot bucket one table two ways."""
     path = root / LAYOUT_FILE
-    if path.is_file():
-        try:
-            recorded = json.loads(path.read_text())
-            version = int(recorded["version"])
-            buckets = int(recorded["buckets"])
-            rule = BucketRule(recorded.get("bucket_rule", BucketRule.CRC32.value))
-        except (ValueError, KeyError, TypeError, AttributeError) as exc:
-            raise LayoutError(f"{path} is unreadable: {exc}") from exc
-        if version > LAYOUT_VERSION:
-            raise LayoutError(f"{path} has layout version {version}, newer than this one")
-        if buckets < 1:
-            raise LayoutError(f"{path} records {buckets} buckets")
-        return buckets, rule
-    root.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
     layout = {"version": LAYOUT_VERSION, "buckets": wanted, "bucket_rule": BucketRule.RING}
-    tmp.write_text(json.dumps(layout) + "\n")
-    tmp.replace(path)
-    return wanted, BucketRule.RING
+    if path.create_bytes((json.dumps(layout) + "\n").encode("utf-8")):
+        return wanted, BucketRule.RING
+    try:
+        recorded = json.loads(path.read_bytes())
+        version = int(recorded["version"])
+        buckets = int(recorded["buckets"])
+        rule = BucketRule(recorded.get("bucket_rule", BucketRule.CRC32.value))
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise LayoutError(f"{path} is unreadable: {exc}") from exc
+    if version > LAYOUT_VERSION:
+        raise LayoutError(f"{path} has layout version {version}, newer than this one")
+    if buckets < 1:
+        raise LayoutError(f"{path} records {buckets} buckets")
+    return buckets, rule
 
 
-def is_parquet_lake(root: Path) -> bool:
-    """Whether ``root`` holds changes in the Parquet layout of earlier versions."""
-    root = Path(root)
-    return not (root / DELTA_LOG).is_dir() and any(
-        root.glob("date=*/generation=*/window=*/bucket=*")
+def is_parquet_lake(root: LakeRoot) -> bool:
+    """Whether ``root`` holds changes in the Parquet layout of earlier versions (which
+    were on local disk only)."""
+    root = LakeLocation.of(root)
+    if not root.is_local:
+        return False
+    return not (root.path / DELTA_LOG).is_dir() and any(
+        root.path.glob("date=*/generation=*/window=*/bucket=*")
     )
 
 
-def list_windows(root: Path) -> list[LakeWindow]:
+def list_windows(root: LakeRoot) -> list[LakeWindow]:
     """Every (generation, window, bucket) of the table's current version, de-duplicated
     over dates; none for a table not written yet."""
-    root = Path(root)
     if is_parquet_lake(root):
         raise LayoutError(
             f"{root} holds changes as plain Parquet from an earlier version of cdcgen: "
@@ -118,10 +118,8 @@ def list_windows(root: Path) -> list[LakeWindow]:
         )
     if not is_delta(root):
         return []
-    from deltalake import DeltaTable
-
     found: set[LakeWindow] = set()
-    for values in DeltaTable(str(root)).partitions():
+    for values in delta_table(root).partitions():
         try:
             start, end = parse_window_label(str(values["window"]))
             found.add(LakeWindow(str(values["generation"]), start, end, int(values["bucket"])))
@@ -130,37 +128,37 @@ def list_windows(root: Path) -> list[LakeWindow]:
     return sorted(found)
 
 
-def table_roots(lake: Path) -> list[Path]:
+def table_roots(lake: LakeRoot) -> list[LakeLocation]:
     """Every table folder under ``<lake>/changes``, Delta or not, by name."""
-    changes = Path(lake) / CHANGES_DIR
-    if not changes.is_dir():
-        return []
-    return sorted(p for p in changes.iterdir() if p.is_dir() and not p.name.startswith((".", "_")))
+    changes = LakeLocation.of(lake) / CHANGES_DIR
+    names = changes.children(folders_only=True)
+    return [changes / name for name in names if not name.startswith((".", "_"))]
 
 
 def read_delta(
-    root: Path, version: int | None = None, columns: Sequence[str] | None = None
+    root: LakeRoot, version: int | None = None, columns: Sequence[str] | None = None
 ) -> pa.Table:
     """The table's rows at ``version`` (default: the latest) without a JVM: delta-rs
     resolves the version's files from the log, pyarrow reads them.
 
     Why not delta-rs's own ``to_pyarrow_table``: reading through its file system from
     Python aborts the interpreter at exit now and then ("terminate called without an
-    active exception", 1 run in 12 here); pyarrow's own local file system does not.
+    active exception", 1 run in 12 here); pyarrow's own file systems do not.
     """
     import pyarrow.dataset as ds
-    from deltalake import DeltaTable
 
     partitions = ds.partitioning(
         pa.schema([pa.field(c, PARTITION_TYPES[c]) for c in PARTITION_COLUMNS]), flavor="hive"
     )
-    schema = pa.schema(DeltaTable(str(root), version=version).schema())
+    schema = pa.schema(delta_table(root, version).schema())
+    filesystem, base = LakeLocation.of(root).arrow()
     dataset = ds.dataset(
-        [str(path) for path in committed_files(root, version)],
+        [file.arrow()[1] for file in committed_files(root, version)],
         schema=schema,
         format="parquet",
         partitioning=partitions,
-        partition_base_dir=str(Path(root).resolve()),
+        partition_base_dir=base,
+        filesystem=filesystem,
     )
     return dataset.to_table(columns=None if columns is None else list(columns))
 
@@ -183,11 +181,11 @@ def window_predicate(windows: Iterable[LakeWindow]) -> str:
     )
 
 
-def convert_to_delta(spark: SparkSession, root: Path) -> bool:
+def convert_to_delta(spark: SparkSession, root: LakeRoot) -> bool:
     """Turn a Parquet lake (:func:`is_parquet_lake`) into a Delta table in place, keeping
     every file: one commit that lists them. False if ``root`` is not a Parquet lake."""
-    root = Path(root)
     if not is_parquet_lake(root):
         return False
-    spark.sql(f"CONVERT TO DELTA parquet.`{root.resolve()}` PARTITIONED BY ({PARTITION_SCHEMA})")
+    folder = LakeLocation.of(root).path
+    spark.sql(f"CONVERT TO DELTA parquet.`{folder}` PARTITIONED BY ({PARTITION_SCHEMA})")
     return True

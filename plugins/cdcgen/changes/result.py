@@ -12,7 +12,6 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 from cdcgen.core.cdc_log import TableRef
@@ -28,7 +27,7 @@ class ExtractionResult:
     mode: Mode
     run_id: str
     plan: WindowPlan
-    lake_root: Path
+    lake_root: str  # the lake table's location (a folder or an s3:// prefix)
     jobs: int = 0
     rows_written: int = 0
     streams_read: int = 0

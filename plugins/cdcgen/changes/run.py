@@ -34,7 +34,6 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any, Protocol
 
 from cdcgen.changes.report import record_changes_run
@@ -134,7 +133,7 @@ def extract_changes(
     existing = lake.windows()
     plan = plan_windows(table, generations, interval, state, clocks, policy, now, existing, mode)
     result = ExtractionResult(
-        table, interval, mode, request.run_id, plan, Path(lake.location),
+        table, interval, mode, request.run_id, plan, lake.location,
         phases=phases.seconds, generations=generations,
     )  # fmt: skip
     phases.mark("plan")

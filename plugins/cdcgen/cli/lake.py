@@ -20,7 +20,6 @@ once, with no DAG running (their writes would fail on the unconverted lake).
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from cdcgen.cli import CliError
@@ -28,6 +27,8 @@ from cdcgen.cli.generation_ops import print_json_line
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+
+    from cdcgen.adapters.lake_store import LakeRoot
 
 SubParsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 
@@ -45,7 +46,7 @@ def register(subparsers: SubParsers) -> None:
         description=__doc__.split("\n\n")[1] if __doc__ else None,
     )
     migrate.add_argument(
-        "--lake", type=Path, help="the lake's root (default: $CDCGEN_LAKE_PATH)", metavar="PATH"
+        "--lake", help="the lake's root (default: $CDCGEN_LAKE_PATH)", metavar="PATH"
     )
     migrate.set_defaults(func=migrate_command)
 
@@ -61,14 +62,24 @@ def migrate_command(args: argparse.Namespace) -> int:
             lake = PipelineConfig.from_env().lake_path
         except (ConfigError, ValueError) as exc:
             raise CliError(str(exc)) from exc
+    from cdcgen.adapters.lake_store import LakeLocation
+    from cdcgen.core.lake_uri import LakeUriError
     from cdcgen.extract.lake import ArtifactError
     from cdcgen.extract.lake_migrate import migrate_generations
 
-    changes = Path(lake) / CHANGES_DIR
-    if not Path(lake).is_dir():
+    try:
+        location = LakeLocation.of(lake)
+    except LakeUriError as exc:
+        raise CliError(str(exc)) from exc
+    if not location.is_local:
+        print_json_line({"lake": location.uri, "converted": 0, "why": "never Parquet on S3"})
+        return 0
+    lake = location.path
+    changes = lake / CHANGES_DIR
+    if not lake.is_dir():
         raise CliError(f"{lake} does not exist: nothing was extracted there")
     try:
-        for converted in migrate_generations(Path(lake)):
+        for converted in migrate_generations(lake):
             print_json_line(converted)
     except ArtifactError as exc:
         raise CliError(str(exc)) from exc
@@ -84,16 +95,18 @@ def migrate_command(args: argparse.Namespace) -> int:
     return 0
 
 
-def migrate_table(spark: SparkSession | None, root: Path) -> dict[str, Any]:
+def migrate_table(spark: SparkSession | None, root: LakeRoot) -> dict[str, Any]:
     """Convert one table if it is Parquet; verify no row was lost."""
     import pyarrow.dataset as ds
 
     from cdcgen.adapters.delta_tables import table_version
+    from cdcgen.adapters.lake_store import LakeLocation
     from cdcgen.changes.layout import convert_to_delta, is_parquet_lake, read_delta
 
     before = None
     if spark is not None and is_parquet_lake(root):
-        before = ds.dataset(root, format="parquet", partitioning="hive").count_rows()
+        folder = LakeLocation.of(root).path
+        before = ds.dataset(folder, format="parquet", partitioning="hive").count_rows()
         convert_to_delta(spark, root)
     version = table_version(root)
     if version is None:
@@ -103,4 +116,9 @@ def migrate_table(spark: SparkSession | None, root: Path) -> dict[str, Any]:
         raise CliError(
             f"{root}: the Delta table reads {rows} rows, its Parquet files held {before}"
         )
-    return {"table": root.name, "converted": before is not None, "version": version, "rows": rows}
+    return {
+        "table": LakeLocation.of(root).name,
+        "converted": before is not None,
+        "version": version,
+        "rows": rows,
+    }

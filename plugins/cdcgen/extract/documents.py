@@ -4,7 +4,8 @@
 
     <lake>/documents/<sha256>.json
 
-A document is written whole then renamed, and never changes: its name is its digest,
+A document is written whole (on disk: then renamed; on S3 one put) and never changes:
+its name is its digest,
 so writing it again is a no-op, a reader checks what it reads against its name, and a
 table version that names a digest names exactly one document.
 """
@@ -12,8 +13,8 @@ table version that names a digest names exactly one document.
 from __future__ import annotations
 
 import hashlib
-import uuid
-from pathlib import Path
+
+from cdcgen.adapters.lake_store import LakeLocation, LakeRoot
 
 DOCUMENTS_DIR = "documents"
 
@@ -22,12 +23,12 @@ class ArtifactError(Exception):
     """Terminal: a generation that is not extracted, or altered since extraction."""
 
 
-def document_path(lake: Path, digest: str) -> Path:
+def document_path(lake: LakeRoot, digest: str) -> LakeLocation:
     """Where the JSON document of SHA-256 ``digest`` is kept."""
-    return Path(lake) / DOCUMENTS_DIR / f"{digest}.json"
+    return LakeLocation.of(lake) / DOCUMENTS_DIR / f"{digest}.json"
 
 
-def read_document(lake: Path, digest: str) -> bytes:
+def read_document(lake: LakeRoot, digest: str) -> bytes:
     """A document, after checking it still has the digest that names it."""
     path = document_path(lake, digest)
     try:
@@ -42,13 +43,8 @@ def read_document(lake: Path, digest: str) -> bytes:
     return raw
 
 
-def write_document(lake: Path, data: bytes) -> str:
-    """Keep ``data`` under its SHA-256 (written whole, then renamed); returns the digest."""
+def write_document(lake: LakeRoot, data: bytes) -> str:
+    """Keep ``data`` under its SHA-256 (written whole, once); returns the digest."""
     digest = hashlib.sha256(data).hexdigest()
-    path = document_path(lake, digest)
-    if not path.is_file():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        staging = path.with_name(f".{path.name}.{uuid.uuid4().hex[:12]}")
-        staging.write_bytes(data)
-        staging.replace(path)
+    document_path(lake, digest).create_bytes(data)  # there already: the same bytes
     return digest

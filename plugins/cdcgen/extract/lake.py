@@ -28,7 +28,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from cdcgen.adapters.delta_tables import is_delta, local_path
+from cdcgen.adapters.delta_tables import delta_table, is_delta
+from cdcgen.adapters.lake_store import LakeLocation, LakeRoot
 from cdcgen.core.generation import Generation
 from cdcgen.core.ring import Ring, ring_from_json
 from cdcgen.core.time import from_millis
@@ -48,11 +49,11 @@ VNODES = "vnodes"
 TABLETS = "tablets"
 
 
-def table_dir(lake: Path, table: str | None = None) -> Path:
+def table_dir(lake: LakeRoot, table: str | None = None) -> LakeLocation:
     """The Delta table of vnode generations, or of the tablets stream sets when
     ``table`` is set (stream sets of different tables may start at the same
     millisecond, so their table is part of their partition)."""
-    return Path(lake) / (STREAM_SETS_DIR if table else GENERATIONS_DIR)
+    return LakeLocation.of(lake) / (STREAM_SETS_DIR if table else GENERATIONS_DIR)
 
 
 def partition_values(timestamp_ms: int, table: str | None = None) -> dict[str, str]:
@@ -76,7 +77,7 @@ def partition_predicate(timestamp_ms: int, table: str | None = None) -> str:
 class GenerationArtifact:
     """One extracted generation as a version of its table holds it (its manifest)."""
 
-    lake: Path
+    lake: LakeLocation
     version: int
     timestamp_ms: int
     generation_id: str
@@ -87,7 +88,7 @@ class GenerationArtifact:
     table: str | None = None  # ``keyspace.table`` of a tablets stream set
     #: Why the source reader refused the stored rows (extracted anyway, for the report).
     source_problem: str | None = None
-    files: tuple[Path, ...] = field(default=(), compare=False)
+    files: tuple[LakeLocation, ...] = field(default=(), compare=False)
 
     @property
     def generation(self) -> Generation:
@@ -100,15 +101,17 @@ class GenerationArtifact:
         return TABLETS if self.table else VNODES
 
     @property
-    def root(self) -> Path:
+    def root(self) -> LakeLocation:
         """The Delta table holding it."""
         return table_dir(self.lake, self.table)
 
     @property
-    def directory(self) -> Path:
+    def directory(self) -> LakeLocation:
         """The partition's folder (where its files are; what is in it is the log's say)."""
-        values = partition_values(self.timestamp_ms, self.table)
-        return self.root.joinpath(*(f"{k}={v}" for k, v in values.items()))
+        folder = self.root
+        for key, value in partition_values(self.timestamp_ms, self.table).items():
+            folder = folder / f"{key}={value}"
+        return folder
 
     @property
     def timestamp(self) -> datetime:
@@ -126,7 +129,7 @@ class GenerationArtifact:
         return f"{TABLE_PREFIX}{self.table}/{name}" if self.table else name
 
     @property
-    def description_path(self) -> Path:
+    def description_path(self) -> LakeLocation:
         return document_path(self.lake, self.description_sha256)
 
     def read_description(self) -> DescriptionColumns:
@@ -163,17 +166,17 @@ class GenerationArtifact:
 
 
 def read_artifact(
-    lake: Path, generation: Generation, version: int | None = None
+    lake: LakeRoot, generation: Generation, version: int | None = None
 ) -> GenerationArtifact:
     """``generation`` as its table holds it at ``version`` (default: the latest)."""
     check_layout(lake)
-    return read_partition(Path(lake), generation.ms, generation.table or None, version)
+    return read_partition(lake, generation.ms, generation.table or None, version)
 
 
-def artifact_at(directory: Path) -> GenerationArtifact:
+def artifact_at(directory: LakeRoot) -> GenerationArtifact:
     """The latest extraction of the partition folder ``directory`` (as
     :attr:`GenerationArtifact.directory` names it, e.g. on the command line)."""
-    directory = Path(directory)
+    directory = LakeLocation.of(directory)
     if not directory.name.startswith(PARTITION_PREFIX):
         raise ArtifactError(f"{directory} is not a generation's partition ({PARTITION_PREFIX}…)")
     millis = directory.name[len(PARTITION_PREFIX) :]
@@ -189,24 +192,24 @@ def artifact_at(directory: Path) -> GenerationArtifact:
 
 
 def read_partition(
-    lake: Path, millis: int, table: str | None, version: int | None
+    lake: LakeRoot, millis: int, table: str | None, version: int | None
 ) -> GenerationArtifact:
     """The partition's manifest and files at ``version``, checked against each other."""
     import pyarrow.parquet as pq
-    from deltalake import DeltaTable
 
+    lake = LakeLocation.of(lake)
     root = table_dir(lake, table)
     where = f"{table + ' stream set ' if table else 'generation '}{millis}"
     if not is_delta(root):
         raise ArtifactError(f"{root} holds no extracted generation: extract {where} first")
-    log = DeltaTable(str(root), version=version)
+    log = delta_table(root, version)
     uris = log.file_uris(file_pruning_predicate=partition_predicate(millis, table))
-    files = sorted(local_path(uri) for uri in uris)
+    files = sorted(LakeLocation.of(uri) for uri in uris)
     if not files:
         at = "" if version is None else f" at version {version}"
         raise ArtifactError(f"{root}{at} holds no {where}: run the extract step first")
     try:
-        footers = [pq.read_metadata(path) for path in files]
+        footers = [pq.read_metadata(p, filesystem=fs) for fs, p in (f.arrow() for f in files)]
         raw = json.loads((footers[0].metadata or {})[MANIFEST_KEY])
         artifact = GenerationArtifact(
             lake=lake,
@@ -232,42 +235,44 @@ def read_partition(
     return artifact
 
 
-def list_artifacts(lake: Path, table: str | None = None) -> list[GenerationArtifact]:
+def list_artifacts(lake: LakeRoot, table: str | None = None) -> list[GenerationArtifact]:
     """Every extracted vnode generation (or ``table``'s stream sets), oldest first."""
     check_layout(lake)
     root = table_dir(lake, table)
     if not is_delta(root):
         return []
-    from deltalake import DeltaTable
-
     found = []
-    for values in DeltaTable(str(root)).partitions():
+    for values in delta_table(root).partitions():
         if table and values.get(TABLE_COLUMN) != table:
             continue
-        found.append(read_partition(Path(lake), int(str(values[TIMESTAMP_COLUMN])), table, None))
+        found.append(read_partition(lake, int(str(values[TIMESTAMP_COLUMN])), table, None))
     return sorted(found, key=lambda a: a.timestamp_ms)
 
 
 def previous_artifact(
-    lake: Path, timestamp_ms: int, table: str | None = None
+    lake: LakeRoot, timestamp_ms: int, table: str | None = None
 ) -> GenerationArtifact | None:
     """The newest extracted generation (of the same table) older than ``timestamp_ms``."""
     older = [a for a in list_artifacts(lake, table) if a.timestamp_ms < timestamp_ms]
     return older[-1] if older else None
 
 
-def parquet_partitions(lake: Path) -> list[Path]:
-    """Partitions of the Parquet layout of earlier versions (a ``_manifest.json`` each)."""
-    base = Path(lake) / GENERATIONS_DIR
+def parquet_partitions(lake: LakeRoot) -> list[Path]:
+    """Partitions of the Parquet layout of earlier versions (a ``_manifest.json`` each);
+    that layout was local only, so a lake on S3 has none."""
+    lake = LakeLocation.of(lake)
+    if not lake.is_local:
+        return []
+    base = lake.path / GENERATIONS_DIR
     found = [*base.glob(f"{PARTITION_PREFIX}*"), *base.glob(f"{TABLE_PREFIX}*/{PARTITION_PREFIX}*")]
     return sorted(p for p in found if (p / "_manifest.json").is_file())
 
 
-def check_layout(lake: Path) -> None:
+def check_layout(lake: LakeRoot) -> None:
     """Refuse a lake whose generations are still in the Parquet layout."""
     if parquet_partitions(lake):
         raise ArtifactError(
-            f"{Path(lake) / GENERATIONS_DIR} holds generations as plain Parquet from an "
+            f"{LakeLocation.of(lake) / GENERATIONS_DIR} holds generations as plain Parquet from an "
             "earlier version of cdcgen: convert them once with `cdcgen lake migrate`"
         )
 
@@ -279,8 +284,8 @@ class LocalGenerationLake:
     against the digest validation recorded and against the document's own name.
     """
 
-    def __init__(self, root: Path) -> None:
-        self.root = Path(root)
+    def __init__(self, root: LakeRoot) -> None:
+        self.root = LakeLocation.of(root)
 
     def stream_rows(
         self, generation: Generation, version: int | None = None, digest: str | None = None

@@ -2,8 +2,8 @@
 
 The order is what makes a killed extraction harmless:
 
-1. the description (and ring) documents, named by their SHA-256: written whole then
-   renamed, never changed, so writing one again is a no-op;
+1. the description (and ring) documents, named by their SHA-256: written whole, never
+   changed, so writing one again is a no-op;
 2. the Parquet files, with pyarrow, each footer carrying the manifest: files no commit
    names are invisible to every reader (and removed by the lake's vacuum);
 3. one Delta commit (delta-rs) that adds those files and removes the partition's
@@ -18,16 +18,23 @@ the commit is then a step of its own, the point where an extraction becomes visi
 from __future__ import annotations
 
 import json
-import os
 import re
+import time
 from collections.abc import Sequence
 from datetime import datetime
-from pathlib import Path
+from typing import NamedTuple
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from cdcgen.adapters.delta_tables import commit_marker, commit_version, is_delta, table_version
+from cdcgen.adapters.delta_tables import (
+    commit_marker,
+    commit_version,
+    delta_table,
+    is_delta,
+    table_version,
+)
+from cdcgen.adapters.lake_store import LakeLocation, LakeRoot
 from cdcgen.core.ring import Ring, ring_to_json
 from cdcgen.core.topology import Node
 from cdcgen.extract.description_columns import DescriptionColumns
@@ -66,7 +73,7 @@ def table_schema(table: str | None) -> pa.Schema:
 
 
 def write_generation(
-    lake: Path,
+    lake: LakeRoot,
     columns: DescriptionColumns,
     timestamp: datetime,
     generation_id: str,
@@ -96,7 +103,7 @@ def write_generation(
 
 
 def write_extraction(
-    lake: Path,
+    lake: LakeRoot,
     columns: DescriptionColumns,
     timestamp: datetime,
     generation_id: str,
@@ -108,7 +115,7 @@ def write_extraction(
 ) -> GenerationArtifact:
     """:func:`write_generation` without the layout check (the migration writes while
     the Parquet layout it converts is still there)."""
-    lake = Path(lake)
+    lake = LakeLocation.of(lake)
     table = check_table_name(table) if table else None
     millis = timestamp_millis(timestamp)
     text = description_bytes(columns)
@@ -134,22 +141,34 @@ def write_extraction(
     manifest = {MANIFEST_KEY: json.dumps(artifact.manifest()).encode("utf-8")}
     rows = rows.replace_schema_metadata(manifest)
     marker = commit_marker()
-    directory = artifact.directory
-    directory.mkdir(parents=True, exist_ok=True)
-    names = []
+    filesystem, directory = artifact.directory.arrow()
+    if artifact.directory.is_local:  # S3 has no folders (a marker object would be junk)
+        filesystem.create_dir(directory, recursive=True)
+    written = []
     for number, offset in enumerate(range(0, rows.num_rows, rows_per_file)):
         name = f"part-{number:05d}-{marker}.parquet"
-        pq.write_table(rows.slice(offset, rows_per_file), directory / name, compression="snappy")
-        names.append(name)
+        part = rows.slice(offset, rows_per_file)
+        with filesystem.open_output_stream(f"{directory}/{name}") as out:
+            pq.write_table(part, out, compression="snappy")
+            written.append(WrittenFile(name, out.tell(), part.num_rows, time.time_ns()))
     del rows
-    version = commit_files(artifact, names, marker)
+    version = commit_files(artifact, written, marker)
     return read_partition(lake, millis, table, version)
 
 
-def commit_files(artifact: GenerationArtifact, names: Sequence[str], marker: str) -> int:
+class WrittenFile(NamedTuple):
+    """A Parquet file as its writer knows it (no need to read it back to commit it)."""
+
+    name: str
+    size: int
+    rows: int
+    written_ns: int
+
+
+def commit_files(artifact: GenerationArtifact, files: Sequence[WrittenFile], marker: str) -> int:
     """The commit point: one Delta commit replacing the partition's files with
-    ``names`` (in :attr:`GenerationArtifact.directory`); returns its version."""
-    from deltalake import CommitProperties, DeltaTable
+    ``files`` (in :attr:`GenerationArtifact.directory`); returns its version."""
+    from deltalake import CommitProperties
     from deltalake.transaction import AddAction, RemoveAction
 
     root = artifact.root
@@ -157,23 +176,20 @@ def commit_files(artifact: GenerationArtifact, names: Sequence[str], marker: str
     partition_by = [TABLE_COLUMN, TIMESTAMP_COLUMN] if artifact.table else [TIMESTAMP_COLUMN]
     _create_table(root, schema, partition_by)
     values = partition_values(artifact.timestamp_ms, artifact.table)
-    prefix = artifact.directory.relative_to(root).as_posix()
-    adds: list[AddAction | RemoveAction] = []
-    for name in names:
-        stat = os.stat(artifact.directory / name)
-        rows = pq.read_metadata(artifact.directory / name).num_rows
-        adds.append(
-            AddAction(
-                path=f"{prefix}/{name}",
-                size=stat.st_size,
-                partition_values=values,
-                modification_time=int(stat.st_mtime * 1000),
-                data_change=True,
-                stats=json.dumps({"numRecords": rows}),
-            )
+    prefix = artifact.directory.uri[len(root.uri) :].strip("/")
+    adds: list[AddAction | RemoveAction] = [
+        AddAction(
+            path=f"{prefix}/{file.name}",
+            size=file.size,
+            partition_values=values,
+            modification_time=file.written_ns // 1_000_000,
+            data_change=True,
+            stats=json.dumps({"numRecords": file.rows}),
         )
+        for file in files
+    ]
     before = table_version(root)
-    DeltaTable(str(root)).create_write_transaction(
+    delta_table(root).create_write_transaction(
         adds,
         mode="overwrite",
         schema=schema,
@@ -184,7 +200,7 @@ def commit_files(artifact: GenerationArtifact, names: Sequence[str], marker: str
     return commit_version(root, marker, before)
 
 
-def _create_table(root: Path, schema: pa.Schema, partition_by: list[str]) -> None:
+def _create_table(root: LakeLocation, schema: pa.Schema, partition_by: list[str]) -> None:
     """Create the (empty) table unless it exists. Extract tasks of a fresh lake run at
     once: delta-rs then fails all but one creator now and then ("protocol changed"),
     and the table another created is as good."""
@@ -194,7 +210,13 @@ def _create_table(root: Path, schema: pa.Schema, partition_by: list[str]) -> Non
     if is_delta(root):
         return
     try:
-        DeltaTable.create(str(root), schema, mode="ignore", partition_by=partition_by)
+        DeltaTable.create(
+            root.uri,
+            schema,
+            mode="ignore",
+            partition_by=partition_by,
+            storage_options=root.storage_options(),
+        )
     except DeltaError:
         if not is_delta(root):
             raise

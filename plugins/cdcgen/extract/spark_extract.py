@@ -17,9 +17,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from pathlib import Path
 from typing import TYPE_CHECKING
 
+from cdcgen.adapters.lake_store import LakeRoot
 from cdcgen.core.ring import Ring
 from cdcgen.core.topology import Node
 from cdcgen.extract.description_columns import DescriptionColumns
@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 def read_streams(spark: SparkSession, artifact: GenerationArtifact) -> DataFrame:
     """The one-row-per-stream DataFrame of an extracted generation: the files its
     version of the table holds (resolved by delta-rs, so Spark has no log to replay)."""
-    files = [str(path) for path in artifact.files]
+    files = [path.spark_uri for path in artifact.files]
     return spark.read.schema(_spark_schema(STREAMS_SCHEMA)).parquet(*files)
 
 
@@ -60,7 +60,7 @@ class ExtractResult:
 
 def extract_generation(
     spark: SparkSession,
-    lake: Path,
+    lake: LakeRoot,
     columns: DescriptionColumns,
     timestamp: datetime,
     generation_id: str,

@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from cdcgen.adapters.lake_store import LakeLocation
 from cdcgen.config import PipelineConfig
 from cdcgen.core.generation import CorruptGeneration, Generation
 from cdcgen.core.ring import Ring, ring_from_json
@@ -53,7 +54,11 @@ def build_parser() -> argparse.ArgumentParser:
         default="",
         help="the base table of a tablets stream set (the generation id is its log table id)",
     )
-    parser.add_argument("--lake", type=Path, help="lake root (default: CDCGEN_LAKE_PATH)")
+    parser.add_argument(
+        "--lake",
+        type=LakeLocation.of,
+        help="lake root, a folder or s3://bucket/prefix (default: CDCGEN_LAKE_PATH)",
+    )
     parser.add_argument(
         "--topology",
         metavar="FILE",

@@ -83,23 +83,23 @@ def vacuum_lake(config: PipelineConfig, retention: timedelta = LAKE_RETENTION) -
     not data files of a table and stay. A table that is not Delta (a lake not migrated
     yet) is left alone and named.
     """
-    from deltalake import DeltaTable
-
-    from cdcgen.adapters.delta_tables import is_delta
+    from cdcgen.adapters.delta_tables import delta_table, is_delta
+    from cdcgen.adapters.lake_store import LakeLocation
     from cdcgen.changes.layout import table_roots
     from cdcgen.extract.lake import GENERATIONS_DIR, STREAM_SETS_DIR
 
     removed: dict[str, int] = {}
     skipped: list[str] = []
     hours = int(retention.total_seconds() // 3600)
-    generations = [config.lake_path / GENERATIONS_DIR, config.lake_path / STREAM_SETS_DIR]
+    lake = LakeLocation.of(config.lake_path)
+    generations = [lake / GENERATIONS_DIR, lake / STREAM_SETS_DIR]
     for root in [*generations, *table_roots(config.lake_path)]:
         if root in generations and not root.exists():
             continue
         if not is_delta(root):
             skipped.append(root.name)
             continue
-        deleted = DeltaTable(str(root)).vacuum(
+        deleted = delta_table(root).vacuum(
             retention_hours=hours, dry_run=False, enforce_retention_duration=False, full=True
         )
         removed[root.name] = len(deleted)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from cdcgen.adapters.lake_store import LakeRoot
 from cdcgen.config import PipelineConfig
 from cdcgen.core.generation import Generation
 from cdcgen.extract.lake import ArtifactError, read_artifact
@@ -78,7 +79,7 @@ def _validated_record(
 
 
 def ring_and_counts(
-    lake: Path, generation: Generation, version: int | None = None
+    lake: LakeRoot, generation: Generation, version: int | None = None
 ) -> tuple[tuple[RingEntry, ...], GenerationCounts | None]:
     """The ring picture and counts of an extracted generation (none if it was not), as
     the lake's ``version`` holds it (default: the latest)."""

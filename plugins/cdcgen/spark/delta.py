@@ -10,21 +10,22 @@ which shadow Spark's own versions, and costs seconds on every session start. Del
 needs only ``delta-spark`` and ``delta-storage``; placed in ``jars/`` they are on the
 class path of every Spark this PySpark runs, local sessions, ``spark-submit`` and the
 standalone master and workers alike, with no per-job configuration. On a Spark of
-your own, put the same two jars into its ``jars/`` (``python -m cdcgen.spark.delta
---into $SPARK_HOME/jars``).
+your own, put the same jars into its ``jars/`` (``python -m cdcgen.spark.install
+--into $SPARK_HOME/jars``, which adds S3A's and the lake's log store for S3).
 
 The jars come from Maven Central and are checked against the SHA-256 pinned here.
+The installer takes any set of pinned jars (``install_jars(jars=...)``): the S3A
+connector's set (:mod:`cdcgen.spark.s3a`) reuses it; :mod:`cdcgen.spark.install` installs
+every set the jobs need.
 """
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import importlib.util
-import sys
 import tempfile
 import urllib.request
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -86,21 +87,21 @@ def pyspark_jars() -> Path:
     return Path(spec.origin).resolve().parent / "jars"
 
 
-def missing_jars(into: Path | None = None) -> list[Jar]:
-    """The pinned jars that ``into`` (default: PySpark's ``jars/``) lacks or holds altered."""
+def missing_jars(into: Path | None = None, jars: Sequence[Jar] = JARS) -> list[Jar]:
+    """The ``jars`` that ``into`` (default: PySpark's ``jars/``) lacks or holds altered."""
     folder = into or pyspark_jars()
-    return [jar for jar in JARS if not _holds(folder / jar.file_name, jar)]
+    return [jar for jar in jars if not _holds(folder / jar.file_name, jar)]
 
 
-def install_jars(into: Path | None = None) -> list[Path]:
-    """Fetch the jars ``into`` lacks (default: PySpark's ``jars/``); returns those written.
+def install_jars(into: Path | None = None, jars: Sequence[Jar] = JARS) -> list[Path]:
+    """Fetch the ``jars`` that ``into`` lacks (default: PySpark's ``jars/``); returns those written.
 
     Each is downloaded beside its destination and renamed into place only once its
     SHA-256 matches, so a killed download never leaves a truncated jar on the class path.
     """
     folder = into or pyspark_jars()
     written = []
-    for jar in missing_jars(folder):
+    for jar in missing_jars(folder, jars):
         with tempfile.NamedTemporaryFile(dir=folder, suffix=".part", delete=False) as part:
             staged = Path(part.name)
         try:
@@ -122,20 +123,3 @@ def _holds(path: Path, jar: Jar) -> bool:
         return hashlib.sha256(path.read_bytes()).hexdigest() == jar.sha256
     except FileNotFoundError:
         return False
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Install Delta Lake's jars for Spark.")
-    parser.add_argument("--into", type=Path, help="a jars/ folder (default: PySpark's)")
-    args = parser.parse_args(argv)
-    try:
-        for path in install_jars(args.into):
-            print(f"installed {path}", file=sys.stderr)
-    except JarError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

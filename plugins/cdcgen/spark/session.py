@@ -22,7 +22,9 @@ from collections.abc import Mapping
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
+from cdcgen.adapters.lake_store import S3Access
 from cdcgen.spark.delta import SESSION_CONF as DELTA_CONF
+from cdcgen.spark.s3a import s3a_conf
 from cdcgen.spark.shipping import ship_package
 
 if TYPE_CHECKING:
@@ -87,7 +89,8 @@ def job_session(kind: JobKind, app_name: str | None = None) -> SparkSession:
 
 
 def spark_session(app_name: str = "cdcgen", conf: Mapping[str, str] | None = None) -> SparkSession:
-    """The active session, or a new one with :data:`SMALL_MACHINE`, Delta and ``conf`` over it.
+    """The active session, or a new one with :data:`SMALL_MACHINE`, Delta, S3A (for lakes
+    on S3, :func:`~cdcgen.spark.s3a.s3a_conf`) and ``conf`` over it.
 
     Under spark-submit the master comes from the submit command (``--master``); run as a
     plain Python process it is ``$CDCGEN_SPARK_MASTER`` or ``local[2]``. On a cluster
@@ -102,7 +105,9 @@ def spark_session(app_name: str = "cdcgen", conf: Mapping[str, str] | None = Non
     builder = SparkSession.builder.appName(app_name)
     if "PYSPARK_GATEWAY_PORT" not in os.environ:  # not launched by spark-submit
         builder = builder.master(os.environ.get("CDCGEN_SPARK_MASTER", "local[2]"))
-    for key, value in {**SMALL_MACHINE, **DELTA_CONF, **(conf or {})}.items():
+    access = S3Access.from_env()  # where s3:// lakes are; the keys stay in the environment
+    s3a = s3a_conf(access.endpoint_url, access.region)
+    for key, value in {**SMALL_MACHINE, **DELTA_CONF, **s3a, **(conf or {})}.items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")

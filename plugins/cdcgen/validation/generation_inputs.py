@@ -80,8 +80,11 @@ def as_arrow(rows: Rows, columns: tuple[str, ...]) -> pa.Table:
         return rows.select(list(columns))
     import pyarrow.parquet as pq
 
-    files = [str(path) for path in rows.files]
-    return pq.ParquetDataset(files).read(columns=list(columns))
+    if not rows.files:
+        return pq.ParquetDataset([]).read(columns=list(columns))
+    filesystem = rows.files[0].arrow()[0]
+    files = [path.arrow()[1] for path in rows.files]
+    return pq.ParquetDataset(files, filesystem=filesystem).read(columns=list(columns))
 
 
 def streams_arrow(rows: Rows) -> pa.Table:

@@ -99,7 +99,7 @@ def validate_generation(
         previous=inputs.previous_rows(previous),
         ring=ring,
         layout=artifact.layout,
-        scratch=artifact.lake,
+        scratch=artifact.lake.path if artifact.lake.is_local else None,
     )
     return _validate(
         batches,

@@ -1,0 +1,36 @@
+"""Everything the Spark jobs need in a Spark's ``jars/``: ``python -m cdcgen.spark.install``.
+
+Delta's jars (:mod:`cdcgen.spark.delta`), S3A's (:mod:`cdcgen.spark.s3a`, for lakes on
+S3) and the lake's log store for S3 (:mod:`cdcgen.spark.log_store`, compiled here), into
+PySpark's ``jars/`` or ``--into`` another Spark's. Run by ``make setup`` every time: a
+no-op when all are there, pinned hashes and source digest matching.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from cdcgen.spark import delta, s3a
+from cdcgen.spark.delta import JarError, install_jars
+from cdcgen.spark.log_store import build_log_store
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser.add_argument("--into", type=Path, help="a jars/ folder (default: PySpark's)")
+    args = parser.parse_args(argv)
+    try:
+        written = install_jars(args.into, (*delta.JARS, *s3a.JARS))
+        built = build_log_store(args.into)
+    except JarError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    for path in [*written, *([built] if built else [])]:
+        print(f"installed {path}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
