@@ -18,9 +18,16 @@ from cdcgen.core.stream_id import STREAM_ID_SIZE
 from cdcgen.core.topology import InvalidDescription
 from cdcgen.extract.description_columns import (
     DescriptionColumns,
+    hex_matrix,
     ignore_msb_value,
     token_value,
 )
+
+_HEAD = b'{"entries":['
+_TAIL = b"]}"
+_ENTRY_HEAD = b'{"token_range_end":%d,"sharding_ignore_msb":%d,"streams":['
+#: One stream in the compact form: ``"<32 hex digits>",``.
+_QUOTED_WIDTH = 2 * STREAM_ID_SIZE + 3
 
 
 def columns_from_json(obj: Any) -> DescriptionColumns:
@@ -126,7 +133,28 @@ def read_description_file(path: Path | str) -> DescriptionColumns:
 
 
 def description_bytes(columns: DescriptionColumns) -> bytes:
-    """The description as compact JSON, the exact bytes its digest is taken of."""
-    # ``dumps`` runs CPython's C encoder; ``dump`` streams through the pure-Python one,
-    # five times slower on a 1.6-million-stream description.
-    return json.dumps(columns_to_json(columns), separators=(",", ":")).encode("utf-8")
+    """The description as compact JSON, the exact bytes its digest is taken of.
+
+    The same bytes as ``json.dumps(columns_to_json(columns), separators=(",", ":"))``
+    (tested), built from one vectorized hex matrix: a 1.6-million-stream description
+    takes a quarter of the time the encoder needs for its 1.6 million strings.
+    """
+    if not columns.all_stream_ids_16_bytes():
+        return json.dumps(columns_to_json(columns), separators=(",", ":")).encode("utf-8")
+    quoted = np.empty((columns.stream_count, _QUOTED_WIDTH), dtype=np.uint8)
+    quoted[:, 0] = quoted[:, -2] = ord('"')
+    quoted[:, 1:-2] = hex_matrix(columns.id_matrix()[0])
+    quoted[:, -1] = ord(",")
+    streams = memoryview(quoted.tobytes())
+    bounds = (columns.offsets * _QUOTED_WIDTH).tolist()
+    parts: list[bytes | memoryview] = [_HEAD]
+    for i, (end, ignore) in enumerate(
+        zip(columns.range_ends.tolist(), columns.ignore_msb.tolist(), strict=True)
+    ):
+        start, stop = bounds[i], bounds[i + 1]
+        head = _ENTRY_HEAD % (end, ignore)
+        parts.append(b"," + head if i else head)
+        parts.append(streams[start : stop - 1] if stop > start else b"")
+        parts.append(_TAIL)
+    parts.append(_TAIL)
+    return b"".join(parts)
