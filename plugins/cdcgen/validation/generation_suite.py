@@ -44,7 +44,7 @@ from cdcgen.validation import generation_inputs as inputs
 from cdcgen.validation.flag_engines import Engine, choose_engine
 from cdcgen.validation.generation_flags import SparkSource, flag_into
 from cdcgen.validation.generation_inputs import GenerationBatches
-from cdcgen.validation.gx_runner import SqliteTables, run_suites
+from cdcgen.validation.gx_runner import SqliteTables, run_suites, start_gx_import
 from cdcgen.validation.results import ValidationResult, summary_text
 from cdcgen.validation.suites import GENERATION_SUITES, load_suites
 
@@ -189,6 +189,7 @@ def _validate(
     if batches.previous is not None:
         available.add("previous")
     suites = load_suites(expectations_dir, available, batches.layout, GENERATION_SUITES)
+    start_gx_import()  # overlaps the flag pass
     with tempfile.TemporaryDirectory(prefix="cdcgen-batches-") as work:
         database = Path(work) / "batches.sqlite"
         started = time.monotonic()

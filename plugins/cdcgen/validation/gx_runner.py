@@ -15,10 +15,13 @@ either. This is the one module that reads GX's result objects: each becomes a
 
 from __future__ import annotations
 
+import importlib
 import logging
 import os
 import re
 import shutil
+import sys
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -86,6 +89,48 @@ class SqliteTables:
         }
 
 
+_import_lock = threading.Lock()
+_gx_import: threading.Thread | None = None
+
+
+def start_gx_import() -> None:
+    """Begin importing GX in a background thread; :func:`run_suites` waits for it.
+
+    Importing GX costs seconds of pure Python (its expectation modules pull in scipy,
+    sqlalchemy and marshmallow) that a validation would otherwise spend after flagging
+    its rows. Started before the flag pass, the import runs while this thread mostly
+    waits on the JVM, pyarrow or SQLite. pandas, which both sides import, is imported
+    here first so the two threads never import the same modules at once.
+    """
+    global _gx_import
+    with _import_lock:
+        if _gx_import is not None or "great_expectations.data_context" in sys.modules:
+            return
+        importlib.import_module("pandas")  # see above
+
+        _gx_import = threading.Thread(target=_import_quietly, name="cdcgen-gx-import", daemon=True)
+        _gx_import.start()
+
+
+def _import_quietly() -> None:
+    try:
+        _import_gx()
+    except Exception:  # the import in run_suites raises it again where it matters
+        log.debug("background import of Great Expectations failed", exc_info=True)
+
+
+def _import_gx() -> Any:
+    """GX and the modules that register this project's expectations with it."""
+    os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
+    import great_expectations as gx
+    import great_expectations.data_context.types.base
+
+    # Importing the expectation modules registers their types with GX (by name).
+    from cdcgen.validation import change_expectations, generation_expectations  # noqa: F401
+
+    return gx
+
+
 def run_suites(
     suites: Sequence[SuiteSpec],
     source: BatchSource,
@@ -99,17 +144,17 @@ def run_suites(
 
     Each outcome keeps at most ``max_samples`` offending rows (all GX returned: None).
     """
-    os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
-    import great_expectations as gx
+    with _import_lock:
+        started_import = _gx_import
+    if started_import is not None:
+        started_import.join()
+    gx = _import_gx()
     from great_expectations.core.run_identifier import RunIdentifier
     from great_expectations.data_context.types.base import (
         DataContextConfig,
         InMemoryStoreBackendDefaults,
         ProgressBarsConfig,
     )
-
-    # Importing the expectation modules registers their types with GX (by name).
-    from cdcgen.validation import change_expectations, generation_expectations  # noqa: F401
 
     report_dir = report_dir.resolve()  # GX's site store refuses a relative folder
     if (report_dir / "index.html").exists():
