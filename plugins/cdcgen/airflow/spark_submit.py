@@ -10,7 +10,8 @@ the Spark driver reads the file once and its executors receive the credentials i
 task closures (see :mod:`cdcgen.adapters.cluster_access`). The lake's object-store
 access (:mod:`cdcgen.airflow.lake_connection`) is added the same way, as the ``AWS_*``
 variables the AWS SDKs of Spark's S3A, delta-rs and pyarrow read; only the spark-submit
-process and what it starts see them.
+process and what it starts see them. The driver maps this machine's class archive
+(:mod:`cdcgen.spark.class_archive`) when it has one.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from cdcgen.airflow.connections import SOURCE_CONN_ID
 from cdcgen.airflow.hooks import CdcSourceHook
 from cdcgen.airflow.lake_connection import lake_connection_env
 from cdcgen.config import PipelineConfig
+from cdcgen.spark.class_archive import with_class_archive
 
 
 class CdcSparkSubmitOperator(SparkSubmitOperator):
@@ -41,12 +43,13 @@ class CdcSparkSubmitOperator(SparkSubmitOperator):
     def execute(self, context: Any) -> Any:
         config = CdcSourceHook(self.cdc_conn_id).get_config()
         with credentials_env(config) as credentials:
-            planned = dict(self.env_vars or {})
+            planned, planned_conf = dict(self.env_vars or {}), self.conf
             self.env_vars = {**planned, **credentials, **lake_connection_env()}
+            self.conf = with_class_archive(planned_conf or {})  # this machine's, not the parser's
             try:
                 return super().execute(context)
             finally:
-                self.env_vars = planned
+                self.env_vars, self.conf = planned, planned_conf
 
 
 @contextmanager

@@ -2,8 +2,9 @@
 
 Delta's jars (:mod:`cdcgen.spark.delta`), S3A's (:mod:`cdcgen.spark.s3a`, for lakes on
 S3) and the lake's log store for S3 (:mod:`cdcgen.spark.log_store`, compiled here), into
-PySpark's ``jars/`` or ``--into`` another Spark's. Run by ``make setup`` every time: a
-no-op when all are there, pinned hashes and source digest matching.
+PySpark's ``jars/`` or ``--into`` another Spark's; then, for PySpark, the driver's class
+archive (:mod:`cdcgen.spark.class_archive`). Run by ``make setup`` every time: a no-op
+when all are there, pinned hashes, source digest and archive key matching.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import sys
 from pathlib import Path
 
 from cdcgen.spark import delta, s3a
+from cdcgen.spark.class_archive import ArchiveError, build_archive
 from cdcgen.spark.delta import JarError, install_jars
 from cdcgen.spark.log_store import build_log_store
 
@@ -29,6 +31,14 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     for path in [*written, *([built] if built else [])]:
         print(f"installed {path}", file=sys.stderr)
+    if args.into is None:  # the archive is of a Spark this Python runs: PySpark's
+        try:
+            archive = build_archive()
+        except ArchiveError as exc:  # a slower start, nothing worse: say so and go on
+            print(f"warning: no class archive for Spark's driver: {exc}", file=sys.stderr)
+        else:
+            if archive is not None:
+                print(f"installed {archive}", file=sys.stderr)
     return 0
 
 

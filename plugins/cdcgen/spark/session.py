@@ -23,6 +23,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING
 
 from cdcgen.adapters.lake_store import S3Access
+from cdcgen.spark.class_archive import with_class_archive
 from cdcgen.spark.delta import SESSION_CONF as DELTA_CONF
 from cdcgen.spark.s3a import s3a_conf
 from cdcgen.spark.shipping import ship_package
@@ -90,7 +91,8 @@ def job_session(kind: JobKind, app_name: str | None = None) -> SparkSession:
 
 def spark_session(app_name: str = "cdcgen", conf: Mapping[str, str] | None = None) -> SparkSession:
     """The active session, or a new one with :data:`SMALL_MACHINE`, Delta, S3A (for lakes
-    on S3, :func:`~cdcgen.spark.s3a.s3a_conf`) and ``conf`` over it.
+    on S3, :func:`~cdcgen.spark.s3a.s3a_conf`) and ``conf`` over it; its JVM maps the
+    class archive (:mod:`cdcgen.spark.class_archive`) when there is one.
 
     Under spark-submit the master comes from the submit command (``--master``); run as a
     plain Python process it is ``$CDCGEN_SPARK_MASTER`` or ``local[2]``. On a cluster
@@ -107,7 +109,8 @@ def spark_session(app_name: str = "cdcgen", conf: Mapping[str, str] | None = Non
         builder = builder.master(os.environ.get("CDCGEN_SPARK_MASTER", "local[2]"))
     access = S3Access.from_env()  # where s3:// lakes are; the keys stay in the environment
     s3a = s3a_conf(access.endpoint_url, access.region)
-    for key, value in {**SMALL_MACHINE, **DELTA_CONF, **s3a, **(conf or {})}.items():
+    settings = with_class_archive({**SMALL_MACHINE, **DELTA_CONF, **s3a, **(conf or {})})
+    for key, value in settings.items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
