@@ -122,7 +122,12 @@ def exercise(java_options: str) -> None:
 
 
 def _run_exercise(home: Path, java_options: str) -> None:
-    env = {**os.environ, "SPARK_HOME": str(home), "CDCGEN_SPARK_CLASS_ARCHIVE": "off"}
+    env = {
+        **os.environ,
+        "SPARK_HOME": str(home),
+        "CDCGEN_SPARK_CLASS_ARCHIVE": "off",
+        "PYSPARK_PYTHON": sys.executable,  # its Python workers need this Python's pyarrow
+    }
     env.pop("CDCGEN_SPARK_MASTER", None)  # the archive is of a local driver
     command = [sys.executable, "-m", "cdcgen.spark.class_archive", java_options]
     done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
