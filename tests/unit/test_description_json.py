@@ -59,3 +59,20 @@ def test_a_description_without_entries_or_streams() -> None:
         np.array([5], dtype=np.int64), np.array([12], dtype=np.int64), np.array([0]), []
     )
     assert description_bytes(one) == _encoder_bytes(one)
+
+
+def test_a_stream_with_spaces_in_its_hex_stays_that_stream() -> None:
+    """``bytes.fromhex`` skips spaces: one 32-character text with spaces is 15 bytes,
+    and must not shift every stream after it."""
+    good = "00112233445566778899aabbccddeeff"
+    spaced = "00 112233445566778899aabbccddee "  # 32 characters, 15 bytes
+    obj = {
+        "entries": [
+            {"token_range_end": 1, "sharding_ignore_msb": 0, "streams": [spaced]},
+            {"token_range_end": 2, "sharding_ignore_msb": 0, "streams": [good]},
+        ]
+    }
+    columns = columns_from_json(obj)
+    assert columns.stream_count == 2
+    assert not columns.all_stream_ids_16_bytes()  # the validation reports its length
+    assert columns.stream_rows()[1] == (2, [bytes.fromhex(good)])

@@ -145,7 +145,7 @@ def _stored_arrays(stored: list[RawRow], shard_ordered: bool) -> GenerationArray
         ends.append(range_end)
         ignores.append(ignore_msb)
         counts.append(len(blobs) - before)
-    if not all(type(blob) is bytes for blob in blobs):
+    if not set(map(type, blobs)) <= {bytes}:  # loops in C, unlike all(... for ...)
         return None
     lengths = np.fromiter(map(len, blobs), dtype=np.int64, count=len(blobs))
     if np.any(lengths != STREAM_ID_SIZE):

@@ -206,12 +206,12 @@ class CqlDescriptionPublisher:
         a crash writes only what is missing), a different one is a :class:`PublishConflict`.
         """
         when = generation_timestamp(timestamp)
-        wanted = {end: frozenset(streams) for end, streams in rows}
+        wanted = dict(rows)
         if len(wanted) != len(rows):
             raise PublishError(f"generation {when.isoformat()} lists a range end twice")
         existing = self.read_streams(when)
         _check_conflict(when, wanted, existing)
-        missing = [(end, list(streams)) for end, streams in rows if end not in existing]
+        missing = [row for row in rows if row[0] not in existing] if existing else list(rows)
         self._write_stream_batches(when, missing)
         return len(missing)
 
@@ -242,14 +242,17 @@ class CqlDescriptionPublisher:
 
 
 def _check_conflict(
-    when: datetime, wanted: Mapping[int, frozenset[bytes]], existing: Mapping[int, frozenset[bytes]]
+    when: datetime, wanted: Mapping[int, Sequence[bytes]], existing: Mapping[int, frozenset[bytes]]
 ) -> None:
-    """Refuse to overwrite: every existing row must be one of the wanted rows, unchanged."""
+    """Refuse to overwrite: every existing row must be one of the wanted rows, unchanged.
+
+    Only the existing rows' streams are hashed: a first publication has none, and
+    hashing 1.6M streams for nothing cost half a second."""
     problems = []
     for end, streams in existing.items():
         if end not in wanted:
             problems.append(f"range_end {end} is published but not in this description")
-        elif streams != wanted[end]:
+        elif streams != frozenset(wanted[end]):
             problems.append(f"range_end {end} is published with different streams")
         if len(problems) >= 3:
             break

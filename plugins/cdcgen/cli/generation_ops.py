@@ -77,7 +77,9 @@ def validate_command(args: argparse.Namespace) -> int:
     (``CDCGEN_VALIDATION_ENGINE``; by default only for descriptions too big for SQLite)."""
     from cdcgen.config import PipelineConfig
     from cdcgen.validation.generation_suite import validate_description
+    from cdcgen.validation.gx_runner import start_gx_import
 
+    start_gx_import()  # while the files are read
     columns = load_columns(args.file)
     nodes = load_nodes(args.topology) if args.topology else None
     previous: Any = None

@@ -68,12 +68,12 @@ def columns_from_json(obj: Any) -> DescriptionColumns:
     ignore_array = np.array(ignores, dtype=np.int64)
     count_array = np.array(counts, dtype=np.int64)
     width = 2 * STREAM_ID_SIZE
-    if len(joined) == width * len(texts) and all(len(text) == width for text in texts):
+    if set(map(len, texts)) <= {width}:  # (map and set loop in C: 1.6M texts in ~50 ms)
         try:
             data = bytes.fromhex(joined)
         except ValueError:
             data = b""  # find the culprit below for a precise message
-        else:
+        if len(data) == STREAM_ID_SIZE * len(texts):  # fromhex skips spaces: "00 11 ..."
             offsets = np.zeros(end_array.shape[0] + 1, dtype=np.int64)
             np.cumsum(count_array, out=offsets[1:])
             blob_offsets = np.arange(

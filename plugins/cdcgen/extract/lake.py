@@ -34,9 +34,8 @@ from cdcgen.core.generation import Generation
 from cdcgen.core.ring import Ring, ring_from_json
 from cdcgen.core.time import from_millis
 from cdcgen.extract.description_columns import DescriptionColumns
-from cdcgen.extract.description_json import columns_from_json
 from cdcgen.extract.documents import ArtifactError as ArtifactError  # re-exported
-from cdcgen.extract.documents import document_path, read_document
+from cdcgen.extract.documents import document_path, read_description_document, read_document
 
 GENERATIONS_DIR = "generations"
 STREAM_SETS_DIR = "stream_sets"
@@ -134,7 +133,7 @@ class GenerationArtifact:
 
     def read_description(self) -> DescriptionColumns:
         """The description, after checking it is the one that was extracted."""
-        return columns_from_json(json.loads(read_document(self.lake, self.description_sha256)))
+        return read_description_document(self.lake, self.description_sha256)
 
     def read_ring(self) -> Ring | None:
         """The ring the generation was made for, if the extraction knew it."""

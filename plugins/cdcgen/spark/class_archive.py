@@ -14,7 +14,8 @@ file name carries a key of both (the JDK's ``release`` file, each jar's name and
 an archive of another JDK or another set of jars is never named. A JVM that still
 cannot map one starts without it (``-Xshare:auto``), only slower. The installer
 (``python -m cdcgen.spark.install``) writes the archive last, once every jar is in
-place, by running :func:`exercise` (a session doing what the jobs do), and keeps it
+place, by running :mod:`cdcgen.spark.archive_exercise` (a session doing what the jobs
+do), and keeps it
 only if a JVM started with ``-Xshare:on``, which fails rather than falls back, maps it.
 """
 
@@ -94,33 +95,6 @@ class ArchiveError(Exception):
     """The archive could not be written or the JVM would not map it."""
 
 
-def exercise(java_options: str) -> None:
-    """A local session doing what the jobs do (Delta and Parquet reads and writes, SQL,
-    Arrow both ways, a Python map), so the archive holds the classes they load."""
-    import pyarrow as pa
-
-    from cdcgen.spark.session import JobKind, job_conf, spark_session
-
-    conf = {**job_conf(JobKind.CHANGES_EXTRACT), DRIVER_OPTIONS: java_options}
-    spark = spark_session("cdcgen-class-archive", conf)
-    with tempfile.TemporaryDirectory(prefix="cdcgen-class-archive-") as scratch:
-        frame = spark.range(20_000).selectExpr(
-            "id",
-            "cast(id % 97 as int) AS bucket",
-            "unhex(hex(id)) AS blob",
-            "current_timestamp() AS at",
-        )
-        frame.write.format("delta").partitionBy("bucket").save(f"{scratch}/delta")
-        delta = spark.read.format("delta").load(f"{scratch}/delta")
-        delta.groupBy("bucket").count().toArrow()
-        frame.write.parquet(f"{scratch}/parquet")
-        spark.read.parquet(f"{scratch}/parquet").count()
-        spark.createDataFrame(pa.table({"k": [1, 2, 3]})).createOrReplaceTempView("small")
-        spark.sql("SELECT k, count(*) AS n FROM small GROUP BY k ORDER BY k").toArrow()
-        frame.mapInArrow(lambda batches: batches, frame.schema).count()
-    spark.stop()
-
-
 def _run_exercise(home: Path, java_options: str) -> None:
     env = {
         **os.environ,
@@ -129,7 +103,7 @@ def _run_exercise(home: Path, java_options: str) -> None:
         "PYSPARK_PYTHON": sys.executable,  # its Python workers need this Python's pyarrow
     }
     env.pop("CDCGEN_SPARK_MASTER", None)  # the archive is of a local driver
-    command = [sys.executable, "-m", "cdcgen.spark.class_archive", java_options]
+    command = [sys.executable, "-m", "cdcgen.spark.archive_exercise", java_options]
     done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise ArchiveError(f"{java_options}: {done.stderr.strip()[-2000:]}")
@@ -147,7 +121,3 @@ def _jdk_release() -> bytes | None:
         return None
     release = java.resolve().parent.parent / "release"
     return release.read_bytes() if release.is_file() else None
-
-
-if __name__ == "__main__":
-    exercise(sys.argv[1])
