@@ -16,6 +16,7 @@ either. This is the one module that reads GX's result objects: each becomes a
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import logging
 import os
 import re
@@ -122,6 +123,7 @@ def _import_quietly() -> None:
 def _import_gx() -> Any:
     """GX and the modules that register this project's expectations with it."""
     os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
+    _load_when_used("scipy.stats")
     import great_expectations as gx
     import great_expectations.data_context.types.base
 
@@ -129,6 +131,27 @@ def _import_gx() -> Any:
     from cdcgen.validation import change_expectations, generation_expectations  # noqa: F401
 
     return gx
+
+
+def _load_when_used(name: str) -> None:
+    """Make module ``name`` load on its first attribute access instead of on import.
+
+    GX's KL-divergence expectation imports ``scipy.stats`` (and with it scipy.spatial
+    and scipy.linalg) when GX is imported, about a second of the three GX takes, for
+    an expectation no suite here uses. Deferred, it loads only if something uses it.
+    """
+    if name in sys.modules:
+        return
+    parent_name, _, child = name.rpartition(".")
+    parent = importlib.import_module(parent_name)
+    spec = importlib.util.find_spec(name)
+    if spec is None or spec.loader is None:
+        return
+    spec.loader = importlib.util.LazyLoader(spec.loader)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    setattr(parent, child, module)
+    spec.loader.exec_module(module)
 
 
 def run_suites(
