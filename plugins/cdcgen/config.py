@@ -16,6 +16,7 @@ build them from explicit values; one explicit ``from_env(mapping)`` serves both.
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Mapping
 from datetime import timedelta
@@ -36,7 +37,11 @@ from pydantic import (
 )
 
 from cdcgen.core.generation import SourceMode
-from cdcgen.core.identifiers import check_identifier
+from cdcgen.core.identifiers import (
+    SCYLLA_DISTRIBUTED,
+    STATE_KEYSPACE_SETTING,
+    check_writable_keyspace,
+)
 from cdcgen.core.lake_uri import lake_uri
 from cdcgen.extensions import clock_sources
 from cdcgen.schema import SourceSchema
@@ -156,21 +161,30 @@ def _describe(cls: type[EnvSettings], exc: ValidationError) -> str:
     return "; ".join(problems)
 
 
+#: The longest duration a setting may take: beyond it a clock comparison means nothing.
+MAX_DURATION = timedelta(days=365)
+
+
 def seconds(value: Any) -> Any:
-    """Durations are given in seconds (a number, or its text)."""
+    """Durations are given in seconds (a number, or its text), finite and not negative: a
+    negative leeway or window would close before every clock has passed it."""
     if isinstance(value, str):
         try:
-            return timedelta(seconds=float(value))
+            value = float(value)
         except ValueError:
             raise ValueError("expected a number of seconds") from None
     if isinstance(value, int | float) and not isinstance(value, bool):
+        if not math.isfinite(value) or not 0 <= value <= MAX_DURATION.total_seconds():
+            raise ValueError(f"expected seconds between 0 and {MAX_DURATION.total_seconds():.0f}")
         return timedelta(seconds=value)
+    if isinstance(value, timedelta) and not timedelta(0) <= value <= MAX_DURATION:
+        raise ValueError(f"expected a duration between 0 and {MAX_DURATION}")
     return value
 
 
 class PipelineConfig(EnvSettings):
     contact_points: tuple[str, ...] = env("CDCGEN_CONTACT_POINTS", ("127.0.0.1",))
-    port: int = env("CDCGEN_PORT", 9042)
+    port: int = env("CDCGEN_PORT", 9042, ge=1, le=65535)
     #: Native protocol version; unset, the driver negotiates (ScyllaDB serves v4).
     protocol_version: int | None = env("CDCGEN_PROTOCOL_VERSION", None, ge=3, le=5)
     source_mode: SourceMode = env("CDCGEN_SOURCE_MODE", SourceMode.RAFT)
@@ -178,7 +192,10 @@ class PipelineConfig(EnvSettings):
     source_keyspace_prefix: str = env("CDCGEN_SOURCE_KEYSPACE_PREFIX", "")
     #: "cql" asks each node for now(); other sources are plugins (cdcgen.extensions).
     clock_source: str = env("CDCGEN_CLOCK_SOURCE", "cql")
-    target_keyspace: str = env("CDCGEN_TARGET_KEYSPACE", "system_distributed")
+    target_keyspace: str = env("CDCGEN_TARGET_KEYSPACE", SCYLLA_DISTRIBUTED)
+    #: The changes pipeline's checkpoints and watermark; unset, the target keyspace (which
+    #: then may not be ScyllaDB's system_distributed: no tables of ours go there).
+    state_keyspace: str | None = env(STATE_KEYSPACE_SETTING, None)
     #: A folder, or ``s3://bucket/prefix`` (cdcgen.adapters.lake_store: AWS_* reach it).
     lake_path: Annotated[str, BeforeValidator(lake_uri)] = env(
         "CDCGEN_LAKE_PATH", lake_uri(REPO_ROOT / "lake")
@@ -231,7 +248,18 @@ class PipelineConfig(EnvSettings):
     @field_validator("target_keyspace")
     @classmethod
     def _keyspace(cls, value: str) -> str:
-        return check_identifier(value, "keyspace")
+        allowed = frozenset({SCYLLA_DISTRIBUTED})
+        return check_writable_keyspace(value, "target keyspace", allowed=allowed)
+
+    @field_validator("state_keyspace")
+    @classmethod
+    def _state_keyspace(cls, value: str | None) -> str | None:
+        return None if value is None else check_writable_keyspace(value, "state keyspace")
+
+    @property
+    def checkpoint_keyspace(self) -> str:
+        """Where the changes pipeline keeps its state (checked again by its store)."""
+        return self.state_keyspace or self.target_keyspace
 
     @field_validator("clock_source")
     @classmethod

@@ -11,6 +11,7 @@ what lets the sandbox stand in for a cluster.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -195,3 +196,16 @@ def create_table_cql(table: Table, physical_name: str) -> str:
     options = TABLE_OPTIONS.get(table)
     suffix = f" WITH {options}" if options else ""
     return f"CREATE TABLE IF NOT EXISTS {keyspace}.{name} ({TABLE_COLUMNS[table]}){suffix}"
+
+
+def create_keyspace_cql(keyspace: str, replication: Mapping[str, object]) -> str:
+    """``CREATE KEYSPACE IF NOT EXISTS`` text: the name allow-listed, every replication key
+    and value a string literal with its quotes doubled, so an option cannot close its
+    literal and add CQL of its own."""
+    from cassandra.encoder import cql_quote
+
+    options = ", ".join(f"{cql_quote(str(k))}: {cql_quote(str(v))}" for k, v in replication.items())
+    return (
+        f"CREATE KEYSPACE IF NOT EXISTS {check_identifier(keyspace, 'keyspace')} "
+        f"WITH replication = {{{options}}}"
+    )

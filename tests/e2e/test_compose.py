@@ -302,6 +302,7 @@ def test_settings_point_at_scyllas_real_tables(services: dict[str, Any]) -> None
     assert config.source_schema == SourceSchema.scylla()
     assert config.clock_source == "cql"
     assert config.target_keyspace == "system_distributed"
+    assert config.checkpoint_keyspace == "cdcgen_state"  # no tables of ours in ScyllaDB's
     assert config.contact_points == SCYLLA_NODES
     assert config.source_mode.value == "raft"
 

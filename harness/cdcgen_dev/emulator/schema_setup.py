@@ -17,7 +17,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from cdcgen.core.identifiers import check_identifier
-from cdcgen.schema import TABLE_COLUMNS, SourceSchema, Table, create_table_cql
+from cdcgen.schema import (
+    TABLE_COLUMNS,
+    SourceSchema,
+    Table,
+    create_keyspace_cql,
+    create_table_cql,
+)
 from cdcgen_dev.emulator.state import SANDBOX_TABLE_COLUMNS, state_keyspace, state_table
 
 if TYPE_CHECKING:
@@ -43,14 +49,10 @@ def replication_factor(client: CqlClient) -> int:
 
 
 def create_keyspace(client: CqlClient, keyspace: str, rf: int | None = None) -> None:
-    """``CREATE KEYSPACE IF NOT EXISTS`` with SimpleStrategy (name allow-listed, RF an int)."""
-    check_identifier(keyspace, "keyspace")
+    """``CREATE KEYSPACE IF NOT EXISTS`` with SimpleStrategy, RF ``min(3, nodes)`` by default."""
     factor = int(replication_factor(client) if rf is None else rf)
-    ddl(
-        client,
-        f"CREATE KEYSPACE IF NOT EXISTS {keyspace} WITH replication = "
-        f"{{'class': 'SimpleStrategy', 'replication_factor': {factor}}}",
-    )
+    replication = {"class": "SimpleStrategy", "replication_factor": factor}
+    ddl(client, create_keyspace_cql(keyspace, replication))
 
 
 def metadata_tables(*, legacy_v1: bool) -> list[Table]:

@@ -1,4 +1,4 @@
-"""Bucket checkpoints and each table's consistency watermark, in the target keyspace.
+"""Bucket checkpoints and each table's consistency watermark, in the state keyspace.
 
 Two tables, created on first use::
 
@@ -14,7 +14,6 @@ watermark's holds everything up to it). Buckets are numbered as the lake records
 so a row per generation and bucket is all the state a table has, whatever its stream
 count. The watermark is YugabyteDB's "data consistency timestamp" for the table: every
 stream is in the lake up to it (:func:`cdcgen.core.watermark.consistency_watermark`).
-Users, the report and the next run read both through :class:`CqlCheckpointStore`.
 
 Writes are idempotent and only move forward, even when two writers race (a backfill
 next to the scheduled run) and without lightweight transactions: each checkpoint and
@@ -36,10 +35,12 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from cdcgen.core.cdc_log import TableRef
-from cdcgen.core.identifiers import check_identifier
+from cdcgen.core.identifiers import STATE_KEYSPACE_SETTING as STATE
+from cdcgen.core.identifiers import check_writable_keyspace
 from cdcgen.core.time import naive_as_utc, to_micros
 from cdcgen.core.watermark import BucketCheckpoint, TableProgress
 from cdcgen.core.windows import GenerationSpan, TableState
+from cdcgen.schema import create_keyspace_cql
 
 if TYPE_CHECKING:
     from cdcgen.adapters.cql import CqlClient
@@ -72,7 +73,7 @@ class CqlCheckpointStore:
 
     def __init__(self, client: CqlClient, keyspace: str) -> None:
         self._client = client
-        self._keyspace = check_identifier(keyspace, "target keyspace")
+        self._keyspace = check_writable_keyspace(keyspace, "state keyspace", setting=STATE)
         self._prepared: dict[str, Any] = {}
 
     def _name(self, table: str) -> str:
@@ -93,9 +94,8 @@ class CqlCheckpointStore:
         if replication is None:
             factor = min(3, max(1, self._client.node_count))
             replication = {"class": "SimpleStrategy", "replication_factor": factor}
-        options = ", ".join(f"'{k}': '{v}'" for k, v in replication.items())
         statements = [
-            f"CREATE KEYSPACE IF NOT EXISTS {self._keyspace} WITH replication = {{{options}}}",
+            create_keyspace_cql(self._keyspace, replication),
             *(
                 f"CREATE TABLE IF NOT EXISTS {self._name(table)} ({columns})"
                 for table, columns in _DDL.items()

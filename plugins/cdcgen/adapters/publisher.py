@@ -23,10 +23,16 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from cdcgen.adapters.writes import IdempotentWriter
-from cdcgen.core.identifiers import check_identifier
+from cdcgen.core.identifiers import SCYLLA_DISTRIBUTED, check_writable_keyspace
 from cdcgen.core.time import generation_timestamp, naive_as_utc
 from cdcgen.core.topology import TopologyDescription
-from cdcgen.schema import GENERATION_TIMESTAMPS_KEY, TABLET_VIEWS, Table, create_table_cql
+from cdcgen.schema import (
+    GENERATION_TIMESTAMPS_KEY,
+    TABLET_VIEWS,
+    Table,
+    create_keyspace_cql,
+    create_table_cql,
+)
 
 if TYPE_CHECKING:
     from cassandra.query import PreparedStatement
@@ -36,7 +42,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-SCYLLA_KEYSPACE = "system_distributed"
+SCYLLA_KEYSPACE = SCYLLA_DISTRIBUTED
 """ScyllaDB's own keyspace: its tables exist already and must never be created by us."""
 
 
@@ -89,7 +95,10 @@ class CqlDescriptionPublisher:
     ) -> None:
         chosen = keyspace or (config.target_keyspace if config else SCYLLA_KEYSPACE)
         self.client = client
-        self.keyspace = check_identifier(chosen, "target keyspace")
+        self.keyspace = check_writable_keyspace(
+            chosen, "target keyspace", allowed=frozenset({SCYLLA_KEYSPACE}),
+            setting="CDCGEN_TARGET_KEYSPACE",
+        )  # fmt: skip
         self.concurrency = concurrency or (config.publish_concurrency if config else 8)
         self.batch_bytes = batch_bytes
         self.writer = IdempotentWriter(client, self.concurrency, retries, retry_backoff)
@@ -113,10 +122,8 @@ class CqlDescriptionPublisher:
             self._tables_ready = True
             return
         factor = max(1, min(3, self.client.node_count))
-        self.client.session.execute(
-            f"CREATE KEYSPACE IF NOT EXISTS {self.keyspace} WITH replication = "
-            f"{{'class': 'SimpleStrategy', 'replication_factor': {factor}}}"
-        )
+        replication = {"class": "SimpleStrategy", "replication_factor": factor}
+        self.client.session.execute(create_keyspace_cql(self.keyspace, replication))
         for table in (Table.CDC_STREAMS_DESCRIPTIONS_V2, Table.CDC_GENERATION_TIMESTAMPS):
             self.client.session.execute(
                 create_table_cql(table, f"{self.keyspace}.{table.name_only}")

@@ -103,7 +103,7 @@ def table_adapters(
     :func:`reader_factory`). Creates the state tables when they are missing.
     """
     log_table = describe_log_table(client, table, config.source_schema, settings.log_partitioner)
-    checkpoints = CqlCheckpointStore(client, config.target_keyspace)
+    checkpoints = CqlCheckpointStore(client, config.checkpoint_keyspace)
     checkpoints.ensure_schema()
     readers = readers or reader_factory(config, settings, log_table)
     fanout = StreamFanout(
