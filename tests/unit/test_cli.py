@@ -182,7 +182,7 @@ def test_lookup_prints_streams(capsys: pytest.CaptureFixture[str], description_f
 @pytest.mark.parametrize(
     ("token", "message"),
     [
-        ("abc", "token 'abc' is not an integer"),
+        ("abc", "token 'abc' is not a decimal integer"),
         ("9223372036854775808", "outside the signed 64-bit"),
     ],
 )

@@ -59,7 +59,7 @@ def test_gossip_ring_has_no_shard_counts_and_a_token_owned_twice_is_refused() ->
     twice = Ring((RingNode("x", (5,)), RingNode("y", (5,))), GOSSIP_RING)
     with pytest.raises(InvalidTopology, match="owned by both"):
         twice.owners()
-    with pytest.raises(InvalidTopology, match="not an integer"):
+    with pytest.raises(InvalidTopology, match="not a decimal integer"):
         ring_from_rows([("h1", ["five"], 1, 0, "normal")], RAFT_RING)
 
 

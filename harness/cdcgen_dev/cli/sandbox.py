@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TypeAlias
 
-from cdcgen.cli import CliError
+from cdcgen.cli import CliError, decimal, finite
 
 SubParsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 Parser: TypeAlias = argparse.ArgumentParser
@@ -85,7 +85,7 @@ def add_up(commands: SubParsers) -> None:
         ),
     )
     parser.add_argument(
-        "--nodes", type=int, choices=(1, 3), default=1, help="how many nodes (default: 1)"
+        "--nodes", type=decimal, choices=(1, 3), default=1, help="how many nodes (default: 1)"
     )
     parser.add_argument(
         "--fresh", action="store_true", help="stop and delete this sandbox's data first"
@@ -102,7 +102,7 @@ def add_up(commands: SubParsers) -> None:
     )
     parser.add_argument(
         "--timeout",
-        type=float,
+        type=finite,
         default=None,
         metavar="SECONDS",
         help="give up waiting for readiness after this long (default: 240)",
@@ -166,7 +166,7 @@ def add_down(commands: SubParsers) -> None:
     parser.add_argument("--wipe", action="store_true", help="also delete all sandbox data")
     parser.add_argument(
         "--timeout",
-        type=float,
+        type=finite,
         default=30.0,
         metavar="SECONDS",
         help="wait this long for an orderly shutdown before killing (default: 30)",

@@ -27,7 +27,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-from cdcgen.cli import CliError
+from cdcgen.cli import CliError, decimal, finite
 
 if TYPE_CHECKING:
     from cdcgen.adapters.cql import CqlClient
@@ -49,7 +49,7 @@ def _add_connection(parser: argparse.ArgumentParser, *, timing: bool = False) ->
         metavar="HOSTS",
         help="comma-separated CQL hosts (default: $CDCGEN_CONTACT_POINTS or 127.0.0.1)",
     )
-    group.add_argument("--port", type=int, default=None, help="CQL port (default: 9042)")
+    group.add_argument("--port", type=decimal, default=None, help="CQL port (default: 9042)")
     group.add_argument(
         "--prefix",
         default=None,
@@ -59,7 +59,7 @@ def _add_connection(parser: argparse.ArgumentParser, *, timing: bool = False) ->
     if timing:
         group.add_argument(
             "--ring-delay",
-            type=float,
+            type=finite,
             default=None,
             metavar="SECONDS",
             help="ScyllaDB's ring_delay: a new generation starts 2*ring_delay+leeway after "
@@ -67,7 +67,7 @@ def _add_connection(parser: argparse.ArgumentParser, *, timing: bool = False) ->
         )
         group.add_argument(
             "--leeway",
-            type=float,
+            type=finite,
             default=None,
             metavar="SECONDS",
             help="generation_leeway: how far from its clock a coordinator accepts write "
@@ -156,12 +156,14 @@ def add_join_node(commands: SubParsers) -> None:
     )
     parser.add_argument("--mode", choices=MODES, default="raft", help="how generations are stored")
     parser.add_argument("--name", default=None, help="node name (default: nodeN)")
-    parser.add_argument("--shards", type=int, default=2, help="shards (CPU cores) of the node")
+    parser.add_argument("--shards", type=decimal, default=2, help="shards (CPU cores) of the node")
     parser.add_argument(
-        "--ignore-msb", type=int, default=12, help="murmur3_partitioner_ignore_msb_bits"
+        "--ignore-msb", type=decimal, default=12, help="murmur3_partitioner_ignore_msb_bits"
     )
-    parser.add_argument("--vnodes", type=int, default=16, help="number of random tokens")
-    parser.add_argument("--seed", type=int, default=None, help="seed: reproducible tokens and IDs")
+    parser.add_argument("--vnodes", type=decimal, default=16, help="number of random tokens")
+    parser.add_argument(
+        "--seed", type=decimal, default=None, help="seed: reproducible tokens and IDs"
+    )
     parser.add_argument(
         "--fault",
         action="append",
@@ -233,11 +235,11 @@ def add_create_table(commands: SubParsers) -> None:
     )
     parser.add_argument("--keyspace", default=None, help="keyspace (default: <prefix>ks)")
     parser.add_argument("--table", default="orders", help="table name")
-    parser.add_argument("--ttl", type=int, default=86_400, help="CDC TTL in seconds (0: none)")
+    parser.add_argument("--ttl", type=decimal, default=86_400, help="CDC TTL in seconds (0: none)")
     parser.add_argument(
-        "--tablets", type=int, default=None, metavar="N", help="tablet count (a power of two)"
+        "--tablets", type=decimal, default=None, metavar="N", help="tablet count (a power of two)"
     )
-    parser.add_argument("--seed", type=int, default=None, help="seed for tablet stream IDs")
+    parser.add_argument("--seed", type=decimal, default=None, help="seed for tablet stream IDs")
     _add_connection(parser)
     parser.set_defaults(func=create_table_command)
 
@@ -280,9 +282,9 @@ def add_workload(commands: SubParsers) -> None:
     )
     parser.add_argument("--keyspace", default=None, help="keyspace (default: <prefix>ks)")
     parser.add_argument("--table", default="orders", help="a table made by create-table")
-    parser.add_argument("--rate", type=float, default=200.0, help="writes per second")
-    parser.add_argument("--duration", type=float, default=10.0, help="seconds to run")
-    parser.add_argument("--keys", type=int, default=1000, help="distinct partition keys")
+    parser.add_argument("--rate", type=finite, default=200.0, help="writes per second")
+    parser.add_argument("--duration", type=finite, default=10.0, help="seconds to run")
+    parser.add_argument("--keys", type=decimal, default=1000, help="distinct partition keys")
     parser.add_argument("--hot-keys", action="store_true", help="80%% of writes on 20%% of keys")
     parser.add_argument(
         "--timestamps",
@@ -291,13 +293,13 @@ def add_workload(commands: SubParsers) -> None:
         help="who stamps writes: the coordinator's clock, or the client's (+ --client-skew)",
     )
     parser.add_argument(
-        "--client-skew", type=float, default=0.0, metavar="SECONDS", help="client clock offset"
+        "--client-skew", type=finite, default=0.0, metavar="SECONDS", help="client clock offset"
     )
     parser.add_argument("--coordinator", default=None, help="send every write via this node")
     parser.add_argument(
-        "--misroute", type=float, default=0.0, metavar="FRACTION", help="fault: wrong streams"
+        "--misroute", type=finite, default=0.0, metavar="FRACTION", help="fault: wrong streams"
     )
-    parser.add_argument("--seed", type=int, default=None, help="seed: reproducible writes")
+    parser.add_argument("--seed", type=decimal, default=None, help="seed: reproducible writes")
     _add_connection(parser, timing=True)
     parser.set_defaults(func=workload_command)
 
@@ -338,7 +340,7 @@ def add_skew_clock(commands: SubParsers) -> None:
         "for every node's clock.",
     )
     parser.add_argument("node", help="simulated node name, e.g. node2")
-    parser.add_argument("--seconds", type=float, required=True, help="offset in seconds")
+    parser.add_argument("--seconds", type=finite, required=True, help="offset in seconds")
     _add_connection(parser)
     parser.set_defaults(func=skew_clock_command)
 
@@ -441,7 +443,7 @@ def _add_resize(commands: SubParsers, name: str, split: bool) -> None:
     )
     parser.add_argument("--keyspace", default=None, help="keyspace (default: <prefix>ks)")
     parser.add_argument("--table", default="orders", help="table name")
-    parser.add_argument("--seed", type=int, default=None, help="seed for the new stream IDs")
+    parser.add_argument("--seed", type=decimal, default=None, help="seed for the new stream IDs")
     _add_connection(parser, timing=True)
     parser.set_defaults(func=resize_command, split=split)
 

@@ -12,9 +12,13 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import math
+import re
 import sys
 from collections.abc import Sequence
+from typing import Any, NoReturn
 
+from cdcgen.core.user_text import UnreadableJson, echo, load_json, parse_decimal
 from cdcgen.extensions import CLI_GROUPS, registered
 
 # Group modules, in the order they appear in --help (plugged-in groups follow).
@@ -26,12 +30,52 @@ GROUPS: tuple[str, ...] = (
 )
 
 
+_NUMBER = re.compile(r"-?[0-9]{1,15}(\.[0-9]{1,15})?([eE][-+]?[0-9]{1,3})?")
+
+
 class CliError(Exception):
     """A user-facing error: printed to stderr as one line, exit status 2."""
 
 
+class CliParser(argparse.ArgumentParser):
+    """argparse, with its usage errors in one line like every other error (sub-command
+    parsers are made of the same class)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} -h)\n")
+
+
+def decimal(text: str) -> int:
+    """An argparse ``type``: ASCII decimal only (``int`` also takes ' 5', '1_000', '٥')."""
+    try:
+        return parse_decimal(text, "value")
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def finite(text: str) -> float:
+    """An argparse ``type``: a plain decimal number (``float`` also takes 'inf', 'nan',
+    ' 1', '1_0', and an endless duration or rate is a runaway, not a setting)."""
+    if not _NUMBER.fullmatch(text) or not math.isfinite(value := float(text)):
+        raise argparse.ArgumentTypeError(f"{echo(text)} is not a finite decimal number")
+    return value
+
+
+def read_json_file(path: str, what: str) -> Any:
+    """Parse a JSON file (``-`` for stdin); unreadable or invalid files are user errors."""
+    try:
+        if path == "-":
+            return load_json(sys.stdin, f"{what} input")
+        with open(path, encoding="utf-8") as handle:
+            return load_json(handle, f"{what} file {path}")
+    except OSError as exc:
+        raise CliError(f"cannot read {what} file {path}: {exc.strerror or exc}") from exc
+    except UnreadableJson as exc:
+        raise CliError(str(exc)) from None
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = CliParser(
         prog="cdcgen",
         description="Follow ScyllaDB CDC generations: inspect stream IDs, build, look up, "
         "validate and publish generations, run the local sandbox.",

@@ -17,28 +17,15 @@ import json
 import random
 import sys
 from collections.abc import Callable
-from typing import Any, TypeAlias
+from typing import TypeAlias
 
-from cdcgen.cli import CliError
+from cdcgen.cli import CliError, decimal, read_json_file
 from cdcgen.core.generation_arrays import build_generation_arrays
-from cdcgen.core.tokens import InvalidToken, check_token
+from cdcgen.core.tokens import InvalidToken, parse_token
 from cdcgen.core.topology import InvalidDescription, InvalidTopology, TopologyDescription
 from cdcgen.core.topology_json import description_from_json, nodes_from_json
 
 SubParsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
-
-
-def read_json_file(path: str, what: str) -> Any:
-    """Parse a JSON file (``-`` for stdin); unreadable or invalid files are user errors."""
-    try:
-        if path == "-":
-            return json.load(sys.stdin)
-        with open(path, encoding="utf-8") as handle:
-            return json.load(handle)
-    except OSError as exc:
-        raise CliError(f"cannot read {what} file {path}: {exc.strerror or exc}") from exc
-    except json.JSONDecodeError as exc:
-        raise CliError(f"{what} file {path} is not valid JSON: {exc}") from exc
 
 
 def load_description(path: str) -> TopologyDescription:
@@ -62,7 +49,7 @@ def add_build(commands: SubParsers) -> None:
         "--topology", required=True, metavar="FILE", help="topology JSON ('-': stdin)"
     )
     parser.add_argument(
-        "--seed", type=int, default=None, help="seed for the random bits (reproducible IDs)"
+        "--seed", type=decimal, default=None, help="seed for the random bits (reproducible IDs)"
     )
     parser.set_defaults(func=build_command)
 
@@ -93,17 +80,11 @@ def add_lookup(commands: SubParsers) -> None:
     parser.set_defaults(func=lookup_command)
 
 
-def parse_token(text: str) -> int:
-    try:
-        return check_token(int(text))
-    except ValueError as exc:
-        if isinstance(exc, InvalidToken):
-            raise CliError(f"token {text!r}: {exc}") from exc
-        raise CliError(f"token {text!r} is not an integer") from exc
-
-
 def lookup_command(args: argparse.Namespace) -> int:
-    tokens = [parse_token(text) for text in args.tokens]
+    try:
+        tokens = [parse_token(text) for text in args.tokens]
+    except InvalidToken as exc:
+        raise CliError(str(exc)) from None
     description = load_description(args.description)
     for token in tokens:
         print(description.get_stream(token).hex)

@@ -18,7 +18,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-from cdcgen.cli import CliError
+from cdcgen.cli import CliError, decimal, read_json_file
 
 if TYPE_CHECKING:
     from cdcgen.config import PipelineConfig
@@ -129,7 +129,7 @@ def add_publish(commands: SubParsers) -> None:
         metavar="HOST",
         help="CQL nodes (default: $CDCGEN_CONTACT_POINTS)",
     )
-    parser.add_argument("--port", type=int, help="CQL port (default: $CDCGEN_PORT or 9042)")
+    parser.add_argument("--port", type=decimal, help="CQL port (default: $CDCGEN_PORT or 9042)")
     parser.set_defaults(func=publish_command)
 
 
@@ -234,11 +234,8 @@ def load_nodes(path: str) -> tuple[Node, ...]:
     from cdcgen.core.topology_json import nodes_from_json
 
     try:
-        with open(path, encoding="utf-8") as handle:
-            return nodes_from_json(json.load(handle))
-    except OSError as exc:
-        raise CliError(f"cannot read topology file {path}: {exc.strerror or exc}") from exc
-    except (json.JSONDecodeError, InvalidTopology) as exc:
+        return nodes_from_json(read_json_file(path, "topology"))
+    except InvalidTopology as exc:
         raise CliError(f"topology file {path}: {exc}") from exc
 
 

@@ -14,7 +14,7 @@ import argparse
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-from cdcgen.cli import CliError
+from cdcgen.cli import CliError, decimal
 from cdcgen.cli.generation_ops import connection_config, print_json_line
 from cdcgen.core.time import iso_millis, to_millis
 
@@ -50,7 +50,7 @@ def add_list(commands: SubParsers) -> None:
     which.add_argument("--source-only", action="store_true", help="skip the target")
     parser.add_argument("--keyspace", help="target keyspace (default: $CDCGEN_TARGET_KEYSPACE)")
     parser.add_argument("--contact-points", nargs="+", metavar="HOST", help="CQL nodes")
-    parser.add_argument("--port", type=int, help="CQL port")
+    parser.add_argument("--port", type=decimal, help="CQL port")
     parser.set_defaults(func=list_command)
 
 

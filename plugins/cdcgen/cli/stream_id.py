@@ -11,7 +11,7 @@ import argparse
 import json
 from typing import Any
 
-from cdcgen.cli import CliError
+from cdcgen.cli import CliError, decimal
 from cdcgen.core.stream_id import InvalidStreamId, StreamId
 from cdcgen.core.tokens import DEFAULT_IGNORE_MSB, InvalidSharding, check_sharding, shard_of
 
@@ -31,13 +31,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     decode.add_argument("stream_ids", nargs="+", metavar="HEX", help="32 hex digits, 0x optional")
     decode.add_argument(
         "--shards",
-        type=int,
+        type=decimal,
         default=None,
         help="shard count of the node; adds the shard owning each ID's token",
     )
     decode.add_argument(
         "--ignore-msb",
-        type=int,
+        type=decimal,
         default=DEFAULT_IGNORE_MSB,
         help=f"sharding ignore_msb bits of the node (default {DEFAULT_IGNORE_MSB})",
     )

@@ -25,7 +25,6 @@ import numpy.typing as npt
 
 from cdcgen.core.stream_id import (
     INDEX_SHIFT,
-    MAX_INDEX,
     RANDOM_BITS,
     RANDOM_SHIFT,
     STREAM_ID_SIZE,
@@ -35,11 +34,10 @@ from cdcgen.core.stream_id import (
 from cdcgen.core.token_arrays import Int64Array, find_first_token_for_shard_array
 from cdcgen.core.topology import (
     InvalidDescription,
-    InvalidTopology,
     Node,
     TokenRange,
     TopologyDescription,
-    token_owners,
+    generation_ring,
 )
 
 ByteMatrix = npt.NDArray[np.uint8]
@@ -153,12 +151,7 @@ class GenerationArrays:
 
 def build_generation_arrays(nodes: Sequence[Node], rng: random.Random) -> GenerationArrays:
     """Vectorized :func:`cdcgen.core.topology.make_generation` (identical output)."""
-    owners = token_owners(nodes)
-    if not owners:
-        raise InvalidTopology("cannot make a generation from a ring without tokens")
-    tokens = sorted(owners)
-    if len(tokens) - 1 > MAX_INDEX:
-        raise InvalidTopology(f"{len(tokens)} vnodes do not fit the 22-bit stream id index")
+    owners, tokens = generation_ring(nodes)
     ends = np.array(tokens, dtype=np.int64)
     starts = np.roll(ends, 1)  # entry 0 wraps: (T_last, T_0]
     shard_counts = np.array([owners[t].shard_count for t in tokens], dtype=np.int64)

@@ -26,7 +26,13 @@ from datetime import datetime
 from typing import Any
 
 from cdcgen.core.time import from_millis, to_millis
-from cdcgen.core.tokens import InvalidSharding, InvalidToken, check_sharding, check_token
+from cdcgen.core.tokens import (
+    InvalidSharding,
+    InvalidToken,
+    check_sharding,
+    check_token,
+    parse_token,
+)
 from cdcgen.core.topology import InvalidTopology, Node
 
 #: Where a ring was read from.
@@ -124,9 +130,9 @@ def ring_from_rows(
         if state in STATES_WITHOUT_RING_TOKENS or not texts:
             continue
         try:
-            tokens = tuple(sorted(int(text) for text in texts))
-        except ValueError as exc:
-            raise InvalidTopology(f"node {name}: a token is not an integer: {exc}") from exc
+            tokens = tuple(sorted(parse_token(text) for text in texts))
+        except InvalidToken as exc:
+            raise InvalidTopology(f"node {name}: {exc}") from None
         nodes.append(RingNode(name, tokens, shard_count, ignore_msb, state))
     return Ring(tuple(sorted(nodes, key=lambda n: n.name)), source, seen_at)
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+from cdcgen.core.user_text import echo, parse_decimal
+
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _LABEL_FORMAT = "%Y%m%dT%H%M%S."
 
@@ -109,10 +111,14 @@ def parse_time_label(text: str) -> datetime:
 def parse_moment(text: str, what: str = "time") -> datetime:
     """Milliseconds since the epoch, or ISO 8601 (``Z`` or an offset; naive means UTC)."""
     text = text.strip()
-    if text.lstrip("-").isdigit():
-        return from_millis(int(text))
+    digits = text.lstrip("-")
+    if digits.isascii() and digits.isdigit():
+        try:
+            return from_millis(parse_decimal(text, what))
+        except (ValueError, OverflowError) as exc:
+            raise InvalidTimestamp(f"{what}: not milliseconds since the epoch: {exc}") from None
     try:
         moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError as exc:
-        raise InvalidTimestamp(f"{what} {text!r}: {exc}") from None
+        raise InvalidTimestamp(f"{what} {echo(text)}: {exc}") from None
     return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)

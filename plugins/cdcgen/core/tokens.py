@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+from cdcgen.core.user_text import echo, parse_decimal
+
 MIN_TOKEN = -(2**63)
 MAX_TOKEN = 2**63 - 1
 DEFAULT_IGNORE_MSB = 12
@@ -25,6 +27,10 @@ DEFAULT_IGNORE_MSB = 12
 
 MAX_IGNORE_MSB = 63
 """Shifting a 64-bit token left by 64 or more is meaningless (and undefined in C++)."""
+
+MAX_SHARDS = 4096
+"""More shards than any node has (ScyllaDB runs one per CPU core): a larger count is a
+mistake, and a generation built for it would need gigabytes before anything checked it."""
 
 _TWO_64 = 2**64
 _MASK_64 = _TWO_64 - 1
@@ -41,20 +47,35 @@ class InvalidSharding(ValueError):
 def check_token(token: int, what: str = "token") -> int:
     """Return ``token`` if it is a signed 64-bit int, else raise :class:`InvalidToken`."""
     if isinstance(token, bool) or not isinstance(token, int):
-        raise InvalidToken(f"{what} {token!r} is not an integer")
+        raise InvalidToken(f"{what} {echo(token)} is not an integer")
     if not MIN_TOKEN <= token <= MAX_TOKEN:
-        raise InvalidToken(f"{what} {token} is outside the signed 64-bit range")
+        raise InvalidToken(f"{what} {echo(token)} is outside the signed 64-bit range")
     return token
 
 
+def parse_token(text: str, what: str = "token") -> int:
+    """A token typed as text (ASCII decimal, :func:`cdcgen.core.user_text.parse_decimal`)."""
+    try:
+        return check_token(parse_decimal(text, what), what)
+    except InvalidToken:
+        raise
+    except ValueError as exc:
+        raise InvalidToken(str(exc)) from None
+
+
 def check_sharding(shards: int, ignore_msb: int) -> None:
-    """Raise :class:`InvalidSharding` unless ``shards >= 1`` and ``0 <= ignore_msb <= 63``."""
-    if isinstance(shards, bool) or not isinstance(shards, int) or shards < 1:
-        raise InvalidSharding(f"shard count {shards!r} must be an integer >= 1")
+    """Raise :class:`InvalidSharding` unless ``1 <= shards <= MAX_SHARDS`` and
+    ``0 <= ignore_msb <= 63``."""
+    if isinstance(shards, bool) or not isinstance(shards, int) or not 1 <= shards <= MAX_SHARDS:
+        raise InvalidSharding(
+            f"shard count {echo(shards)} must be an integer from 1 to {MAX_SHARDS}"
+        )
     if isinstance(ignore_msb, bool) or not isinstance(ignore_msb, int):
-        raise InvalidSharding(f"ignore_msb {ignore_msb!r} is not an integer")
+        raise InvalidSharding(f"ignore_msb {echo(ignore_msb)} is not an integer")
     if not 0 <= ignore_msb <= MAX_IGNORE_MSB:
-        raise InvalidSharding(f"ignore_msb {ignore_msb} must be between 0 and {MAX_IGNORE_MSB}")
+        raise InvalidSharding(
+            f"ignore_msb {echo(ignore_msb)} must be between 0 and {MAX_IGNORE_MSB}"
+        )
 
 
 def _check_shard(shard: int, shards: int) -> None:

@@ -18,7 +18,7 @@ import random
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
-from cdcgen.core.stream_id import StreamId, new_stream_id
+from cdcgen.core.stream_id import MAX_INDEX, StreamId, new_stream_id
 from cdcgen.core.tokens import (
     InvalidSharding,
     InvalidToken,
@@ -166,6 +166,29 @@ def ring_tokens(nodes: Iterable[Node]) -> list[int]:
     return sorted(token_owners(nodes))
 
 
+MAX_GENERATION_STREAMS = 1 << 24
+"""Ten times the seed's largest cluster (1,638,400 streams): a ring asking for more is a
+mistake, refused before gigabytes are spent building it."""
+
+
+def generation_ring(nodes: Sequence[Node]) -> tuple[dict[int, Node], list[int]]:
+    """Owners by token and the sorted ring tokens of a new generation, or
+    :class:`InvalidTopology` when none can be made: no tokens, more vnodes than the
+    22-bit stream index holds, more than :data:`MAX_GENERATION_STREAMS` streams."""
+    owners = token_owners(nodes)
+    if not owners:
+        raise InvalidTopology("cannot make a generation from a ring without tokens")
+    if len(owners) - 1 > MAX_INDEX:
+        raise InvalidTopology(f"{len(owners)} vnodes do not fit the 22-bit stream id index")
+    streams = sum(node.shard_count for node in owners.values())
+    if streams > MAX_GENERATION_STREAMS:
+        raise InvalidTopology(
+            f"the ring asks for {streams:,} streams (shards x vnodes), "
+            f"more than the {MAX_GENERATION_STREAMS:,} a generation may have"
+        )
+    return owners, sorted(owners)
+
+
 def make_generation(nodes: Sequence[Node], rng: random.Random) -> TopologyDescription:
     """Build a new generation exactly as ``make_new_generation_description`` does.
 
@@ -175,10 +198,7 @@ def make_generation(nodes: Sequence[Node], rng: random.Random) -> TopologyDescri
     bits come from ``rng`` in entry order, then shard order, so a seed reproduces a
     generation (``cdcgen.core.generation_arrays`` draws in the same order).
     """
-    owners = token_owners(nodes)
-    if not owners:
-        raise InvalidTopology("cannot make a generation from a ring without tokens")
-    tokens = sorted(owners)
+    owners, tokens = generation_ring(nodes)
     entries = []
     for index, end in enumerate(tokens):
         start = tokens[index - 1]  # index 0 wraps to the last token: (T_last, T_0]

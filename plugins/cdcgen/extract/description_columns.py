@@ -27,6 +27,7 @@ from cdcgen.core.topology import (
     TokenRange,
     TopologyDescription,
 )
+from cdcgen.core.user_text import echo
 
 Int64Array = npt.NDArray[np.int64]
 ByteMatrix = npt.NDArray[np.uint8]
@@ -224,7 +225,7 @@ def token_value(value: Any, where: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise InvalidDescription(f"{where}: expected an integer, got {value!r}")
     if not MIN_TOKEN <= value <= MAX_TOKEN:
-        raise InvalidDescription(f"{where}: {value} is not a signed 64-bit token")
+        raise InvalidDescription(f"{where}: {echo(value)} is not a signed 64-bit token")
     return value
 
 
@@ -232,5 +233,5 @@ def ignore_msb_value(value: Any, where: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise InvalidDescription(f"{where}: expected an integer, got {value!r}")
     if not _INT16_MIN <= value <= _INT16_MAX:
-        raise InvalidDescription(f"{where}: {value} is out of range")
+        raise InvalidDescription(f"{where}: {echo(value)} is out of range")
     return value

@@ -16,6 +16,7 @@ import numpy as np
 
 from cdcgen.core.stream_id import STREAM_ID_SIZE
 from cdcgen.core.topology import InvalidDescription
+from cdcgen.core.user_text import UnreadableJson, load_json
 from cdcgen.extract.description_columns import (
     DescriptionColumns,
     hex_matrix,
@@ -126,9 +127,9 @@ def read_description_file(path: Path | str) -> DescriptionColumns:
     """Load a description JSON file into columns (``InvalidDescription`` names the problem)."""
     try:
         with open(path, encoding="utf-8") as handle:
-            obj = json.load(handle)
-    except json.JSONDecodeError as exc:
-        raise InvalidDescription(f"{path} is not valid JSON: {exc}") from exc
+            obj = load_json(handle, "the file")
+    except UnreadableJson as exc:
+        raise InvalidDescription(str(exc)) from None
     return columns_from_json(obj)
 
 
