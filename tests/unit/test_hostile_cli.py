@@ -143,3 +143,17 @@ def test_ring_tokens_read_from_the_cluster_are_plain_decimals() -> None:
     rows: list[tuple[str, Any, Any, Any, str]] = [("a", ["5", " 6"], 2, 12, "normal")]
     with pytest.raises(InvalidTopology, match="node a: token ' 6' is not a decimal"):
         ring_from_rows(rows, "test")
+
+
+def test_validate_never_deletes_a_report_folder_it_did_not_write(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, description: Path
+) -> None:
+    site = tmp_path / "reports"  # a report site: its index, its records
+    (site / "runs").mkdir(parents=True)
+    (site / "index.html").write_text("every run")
+    (site / "runs" / "run.json").write_text("{}")
+    err = fails_in_one_line(
+        capsys, "generation", "validate", str(description), "--report", str(site)
+    )
+    assert "holds files a validation did not write (runs)" in err
+    assert sorted(p.name for p in site.rglob("*")) == ["index.html", "run.json", "runs"]

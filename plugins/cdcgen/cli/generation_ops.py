@@ -76,6 +76,7 @@ def validate_command(args: argparse.Namespace) -> int:
     """Validate a description file; Spark starts only if the Spark engine is chosen
     (``CDCGEN_VALIDATION_ENGINE``; by default only for descriptions too big for SQLite)."""
     from cdcgen.config import PipelineConfig
+    from cdcgen.validation.docs_folder import ReportFolderError, check_docs_folder
     from cdcgen.validation.generation_suite import validate_description
     from cdcgen.validation.gx_runner import start_gx_import
 
@@ -90,6 +91,10 @@ def validate_command(args: argparse.Namespace) -> int:
     report = (
         Path(args.report) if args.report else config.report_dir / f"validate-{Path(args.file).stem}"
     )
+    try:
+        check_docs_folder(report)  # before any work; checked again where it is replaced
+    except ReportFolderError as exc:
+        raise CliError(str(exc)) from None
     result = validate_description(
         None,
         columns,

@@ -20,7 +20,6 @@ import importlib.util
 import logging
 import os
 import re
-import shutil
 import sys
 import threading
 import time
@@ -30,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from cdcgen.progress import Progress
+from cdcgen.validation.docs_folder import replace_docs_folder
 from cdcgen.validation.results import CheckOutcome, Row
 from cdcgen.validation.suites import SuiteError, SuiteSpec, check_name
 
@@ -180,9 +180,7 @@ def run_suites(
     )
 
     report_dir = report_dir.resolve()  # GX's site store refuses a relative folder
-    if (report_dir / "index.html").exists():
-        shutil.rmtree(report_dir)  # a re-validation replaces the generation's old Data Docs
-    report_dir.mkdir(parents=True, exist_ok=True)
+    replace_docs_folder(report_dir)  # a re-validation replaces the generation's old Data Docs
     context = gx.get_context(
         mode="ephemeral",
         project_config=DataContextConfig(
