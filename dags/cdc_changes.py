@@ -93,6 +93,7 @@ def cdc_changes() -> None:
             conn_id=SPARK_CONN_ID,
             application=CHANGES_EXTRACT.application,
             application_args=spark_args,
+            result_arg="--output",  # a file per attempt: a re-run never reads an old one
             conf=dict(CHANGES_EXTRACT.conf),
             env_vars=env_vars,
             name=CHANGES_EXTRACT.name,

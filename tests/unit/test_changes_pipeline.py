@@ -10,6 +10,7 @@ import pytest
 
 from cdcgen.config import PipelineConfig
 from cdcgen.core.generation import SourceMode
+from cdcgen.core.user_text import file_name
 from cdcgen.pipeline import changes
 
 START = datetime(2026, 11, 22, 10, 0, tzinfo=UTC)
@@ -70,7 +71,9 @@ def test_plan_gives_each_table_its_window_end_and_spark_job(tmp_path: Path) -> N
     assert args["--table"] == "shop.items" and args["--mode"] == "incremental"
     assert args["--interval-start"] == START.isoformat()
     assert args["--interval-end"] == END.isoformat()
-    assert Path(args["--output"]) == changes.result_path(config, args["--run-id"], "shop.items")
+    assert Path(args["--output"]) == changes.result_path(
+        config.report_dir, args["--run-id"], "shop.items"
+    )
     assert ":" not in Path(args["--output"]).parent.name  # a file-system-safe run folder
     assert first["env_vars"]["CDCGEN_TARGET_KEYSPACE"] == "tgt"
     with pytest.raises(ValueError, match="keyspace"):
@@ -87,7 +90,7 @@ def test_plan_gives_each_table_its_window_end_and_spark_job(tmp_path: Path) -> N
 
 
 def _result(config: PipelineConfig, run_id: str, table: str, **fields: object) -> None:
-    path = changes.result_path(config, run_id, table)
+    path = changes.result_path(config.report_dir, run_id, table)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({"table": table, **fields}))
 
@@ -112,7 +115,7 @@ def test_summary_counts_rows_and_names_every_problem(tmp_path: Path) -> None:
     assert [p.split(":")[0] for p in summary["problems"]] == ["ks.b", "ks.c"]
     assert "not extracted" in summary["problems"][1]
     assert summary["watermarks"]["ks.a"] == "2026-11-22T10:15:00+00:00"
-    written = json.loads((tmp_path / changes.SUMMARIES_DIR / "r1.json").read_text())
+    written = json.loads((tmp_path / changes.SUMMARIES_DIR / f"{file_name('r1')}.json").read_text())
     assert written == summary
 
     passing = changes.changes_run_summary(config, "r1", planned[:1])

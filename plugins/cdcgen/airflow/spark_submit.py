@@ -30,26 +30,41 @@ from cdcgen.airflow.connections import SOURCE_CONN_ID
 from cdcgen.airflow.hooks import CdcSourceHook
 from cdcgen.airflow.lake_connection import lake_connection_env
 from cdcgen.config import PipelineConfig
+from cdcgen.pipeline.result_files import open_attempt
 from cdcgen.spark.class_archive import with_class_archive
 
 
 class CdcSparkSubmitOperator(SparkSubmitOperator):
     """A spark-submit whose job connects to the ``cdc_conn_id`` cluster as its user."""
 
-    def __init__(self, *, cdc_conn_id: str = SOURCE_CONN_ID, **kwargs: Any) -> None:
+    def __init__(
+        self, *, cdc_conn_id: str = SOURCE_CONN_ID, result_arg: str | None = None, **kwargs: Any
+    ) -> None:
+        """``result_arg``: the job argument naming its result file, which then becomes
+        the file of this attempt (:mod:`cdcgen.pipeline.result_files`)."""
         super().__init__(**kwargs)
         self.cdc_conn_id = cdc_conn_id
+        self.result_arg = result_arg
 
     def execute(self, context: Any) -> Any:
         config = CdcSourceHook(self.cdc_conn_id).get_config()
         with credentials_env(config) as credentials:
             planned, planned_conf = dict(self.env_vars or {}), self.conf
+            planned_args = list(self.application_args or [])
             self.env_vars = {**planned, **credentials, **lake_connection_env()}
             self.conf = with_class_archive(planned_conf or {})  # this machine's, not the parser's
+            self.application_args = self._attempt_args(planned_args, context["ti"].try_number)
             try:
                 return super().execute(context)
             finally:
                 self.env_vars, self.conf = planned, planned_conf
+                self.application_args = planned_args
+
+    def _attempt_args(self, args: list[str], attempt: int) -> list[str]:
+        if self.result_arg is None or self.result_arg not in args[:-1]:
+            return args
+        at = args.index(self.result_arg) + 1
+        return [*args[:at], str(open_attempt(args[at], attempt)), *args[at + 1 :]]
 
 
 @contextmanager

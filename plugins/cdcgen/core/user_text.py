@@ -10,6 +10,7 @@ files are read by :func:`load_json`, whose errors are one line whatever the file
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from typing import IO, Any
@@ -56,3 +57,15 @@ def load_json(handle: IO[str], where: str) -> Any:
         raise UnreadableJson(f"{where} holds a number of thousands of digits") from None
     except RecursionError:
         raise UnreadableJson(f"{where} nests deeper than any description does") from None
+
+
+_UNSAFE_IN_FILE_NAMES = re.compile(r"[^A-Za-z0-9_.-]+")
+
+
+def file_name(text: str) -> str:
+    """A file or folder name standing for ``text`` (a run id, a table): readable, never
+    ``.``/``..`` or hidden, and different for different texts: the readable part drops
+    characters (``:`` and ``_`` both become ``_``), so a digest of the whole text follows."""
+    readable = _UNSAFE_IN_FILE_NAMES.sub("_", text).lstrip(".")[:80]
+    digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=6).hexdigest()
+    return f"{readable}-{digest}" if readable else digest

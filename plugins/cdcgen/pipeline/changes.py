@@ -1,9 +1,10 @@
 """The ``cdc_changes`` pipeline, one function per DAG step: plan the tables, summarise.
 
 The extraction itself is ``spark/extract_changes.py`` (spark-submit), which calls
-:func:`cdcgen.changes.job.run_changes_job` and writes its JSON result to the file
-:func:`result_path` names; this module decides what each run extracts (and hands the
-job its whole configuration as ``CDCGEN_*`` variables) and reads those files back.
+:func:`cdcgen.changes.job.run_changes_job` and writes its JSON result to a file of
+:mod:`cdcgen.pipeline.result_files` (one per attempt); this module decides what each
+run extracts (and hands the job its whole configuration as ``CDCGEN_*`` variables) and
+reads those files back.
 Like the generations steps (:mod:`.detect`, :mod:`.publish`), it knows nothing of
 Airflow; it returns plain JSON because the plan travels through XCom and mapped task
 groups.
@@ -24,7 +25,6 @@ confidence window (the DAG's wait step, :func:`window_end_ms`).
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
@@ -37,13 +37,11 @@ from cdcgen.changes.settings import ChangesSettings
 from cdcgen.config import PipelineConfig
 from cdcgen.core.cdc_log import TableRef
 from cdcgen.core.time import floor_ms, to_millis
-from cdcgen.pipeline.run_summary import safe_name, write_summary
+from cdcgen.pipeline.result_files import read_result, result_path
+from cdcgen.pipeline.run_summary import write_summary
 from cdcgen.spark.session import submit_env
 
 log = logging.getLogger(__name__)
-
-#: Under the report directory: one folder per run, one result file per table.
-RESULTS_DIR = "changes-results"
 
 #: Under the report directory: one summary per run (``make demo`` reads the newest).
 SUMMARIES_DIR = "summaries/changes"
@@ -102,11 +100,6 @@ def configured_tables(config: PipelineConfig, requested: str = "") -> list[str]:
     return found
 
 
-def result_path(config: PipelineConfig, run_id: str, table: str) -> Path:
-    """Where the extract job of ``table`` in run ``run_id`` writes its JSON result."""
-    return Path(config.report_dir) / RESULTS_DIR / safe_name(run_id) / f"{safe_name(table)}.json"
-
-
 def plan(
     config: PipelineConfig,
     *,
@@ -136,7 +129,7 @@ def plan(
             "--mode": mode,
             "--run-id": run_id,
             "--dag-id": dag_id,
-            "--output": str(result_path(config, run_id, table)),
+            "--output": str(result_path(config.report_dir, run_id, table)),
         }
         planned.append(
             {
@@ -156,18 +149,6 @@ def plan(
         ", ".join(p["table"] for p in planned),
     )
     return planned
-
-
-def read_result(config: PipelineConfig, run_id: str, table: str) -> dict[str, Any] | None:
-    """The extract job's result for ``table`` in this run, or ``None`` if it wrote none."""
-    path = result_path(config, run_id, table)
-    try:
-        data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return None
-    except (OSError, ValueError) as exc:
-        return {"table": table, "status": "failed", "error": f"unreadable result {path}: {exc}"}
-    return data
 
 
 def colocation_verdict(result: Mapping[str, Any]) -> str | None:
@@ -196,7 +177,7 @@ def changes_run_summary(
         problems.append("planning failed: no table was examined")
     for item in planned or ():
         table = str(item["table"])
-        result = read_result(config, run_id, table)
+        result = read_result(config.report_dir, run_id, table)
         if result is None:
             problems.append(f"{table}: not extracted (its wait or Spark job failed)")
             tables[table] = {"status": "not extracted"}

@@ -11,12 +11,12 @@ known; ``ring_unknown``: those validated without one).
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from cdcgen.core.generation import Generation
+from cdcgen.core.user_text import file_name
 from cdcgen.pipeline.outcomes import ValidationOutcome
 from cdcgen.pipeline.publish import PublicationOutcome
 
@@ -122,14 +122,9 @@ def generations_run_summary(
     }
 
 
-def safe_name(text: str) -> str:
-    """A run id as a file name."""
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", text)
-
-
 def write_summary(folder: Path, run_id: str, summary: Mapping[str, Any]) -> Path:
     """``<folder>/<run id>.json``, replacing an earlier one of the same run."""
     folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{safe_name(run_id)}.json"
+    path = folder / f"{file_name(run_id)}.json"
     path.write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     return path
