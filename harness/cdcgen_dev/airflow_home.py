@@ -99,7 +99,11 @@ def write_config(home: Path) -> Path:
         out[section] = dict(values)
     out["core"]["fernet_key"] = fernet_key
     out["api_auth"] = {"jwt_secret": jwt_secret}
-    with path.open("w") as handle:
+    # It holds the secrets: readable by this user only, from its first byte (a file
+    # written earlier with the umask's mode is narrowed too).
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.fchmod(descriptor, 0o600)
+    with os.fdopen(descriptor, "w") as handle:
         handle.write("# Written by cdcgen_dev.airflow_home; edits are overwritten.\n")
         out.write(handle)
     return path

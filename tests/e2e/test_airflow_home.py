@@ -38,6 +38,14 @@ def test_config_points_airflow_at_this_repository(tmp_path: Path) -> None:
     assert (again["core"]["fernet_key"], again["api_auth"]["jwt_secret"]) == secrets
 
 
+def test_the_config_holding_the_secrets_is_readable_by_its_owner_only(tmp_path: Path) -> None:
+    path = write_config(tmp_path)
+    assert path.stat().st_mode & 0o777 == 0o600
+    path.chmod(0o644)  # a home written by an earlier version
+    write_config(tmp_path)
+    assert path.stat().st_mode & 0o777 == 0o600
+
+
 def test_env_defines_both_connections_as_json(tmp_path: Path) -> None:
     env = airflow_env(tmp_path, base={"PATH": "/usr/bin"})
     assert env["AIRFLOW_HOME"] == str(tmp_path)

@@ -64,6 +64,40 @@ def test_files_outside_the_report_dir_are_not_served(client: TestClient, tmp_pat
     assert client.get("/missing.html").status_code == 404
 
 
+@pytest.mark.parametrize(
+    "path",
+    [
+        "docs/%00",
+        "docs/index.html%00.png",
+        "%00",
+        "docs/%0aindex.html",
+        "x" * 5000,
+        ".cdcgen-data-docs",
+        "docs/.cdcgen-data-docs",
+        ".env",
+        "runs/.r.json.partial",
+        "docs/..%2f..%2fetc%2fpasswd",
+        "hidden/index.html",
+    ],
+)
+def test_hostile_paths_get_a_404_never_a_500_nor_a_hidden_file(
+    client: TestClient, tmp_path: Path, path: str
+) -> None:
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "index.html").write_text("<p>data docs</p>")
+    for hidden in (tmp_path / ".env", tmp_path / "docs" / ".cdcgen-data-docs"):
+        hidden.write_text("SECRET=1")
+    (tmp_path / ".cdcgen-data-docs").write_text("marker")
+    (tmp_path / "runs").mkdir()
+    (tmp_path / "runs" / ".r.json.partial").write_text("{}")
+    (tmp_path / ".secret").mkdir()
+    (tmp_path / "hidden").symlink_to(tmp_path / ".secret")  # a link to a hidden folder
+    (tmp_path / ".secret" / "index.html").write_text("SECRET")
+    response = client.get(f"/{path}")
+    assert response.status_code == 404, response.text
+    assert "SECRET" not in response.text
+
+
 def test_lazy_app_builds_the_real_app_once() -> None:
     built: list[int] = []
 

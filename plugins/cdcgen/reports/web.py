@@ -8,7 +8,8 @@ Routes (under the plugin's url prefix, ``/cdcgen-reports``):
 
 Files are served by a route rather than a ``StaticFiles`` mount so the route's
 dependencies apply: inside Airflow every request must carry a valid Airflow
-token (the UI's cookie when the page is shown in its iframe).  FastAPI is imported
+token (the UI's cookie when the page is shown in its iframe) of a user allowed to read
+DAG runs. Hidden files and names no file can have are a 404.  FastAPI is imported
 when the app is first called, so loading the plugin costs the scheduler, the
 DAG processor and the workers nothing.
 """
@@ -16,7 +17,7 @@ DAG processor and the workers nothing.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, MutableMapping
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import quote
 
@@ -60,28 +61,41 @@ def page_for_run(report_dir: Path, dag_id: str, run_id: str) -> str | None:
 
 
 def resolve_file(report_dir: Path, path: str) -> Path | None:
-    """The file ``path`` names inside ``report_dir``; None if outside it or missing."""
-    root = report_dir.resolve()
-    candidate = (root / path).resolve()
-    if not candidate.is_relative_to(root):
+    """The file ``path`` names inside ``report_dir``; None if outside it, missing, hidden
+    (a part starting with ``.``: markers, partial writes, anyone's dotfiles) or not a name
+    a file can have (a NUL byte, a control character, too long for the file system)."""
+    parts = PurePosixPath(path).parts
+    if any(part.startswith(".") for part in parts) or not path.isprintable():
         return None
-    if candidate.is_dir():
-        candidate = candidate / INDEX
-    return candidate if candidate.is_file() else None
+    root = report_dir.resolve()
+    try:
+        candidate = (root / path).resolve()
+        if not candidate.is_relative_to(root):
+            return None
+        if any(part.startswith(".") for part in candidate.relative_to(root).parts):
+            return None  # a link inside the folder that leads to a hidden one
+        if candidate.is_dir():
+            candidate = candidate / INDEX
+        return candidate if candidate.is_file() else None
+    except (OSError, ValueError):
+        return None
 
 
 def create_app(
     report_dir: Callable[[], Path] = default_report_dir, *, require_login: bool = True
 ) -> Any:
-    """The FastAPI app; ``require_login`` adds Airflow's "authenticated user" dependency."""
+    """The FastAPI app; ``require_login`` adds Airflow's permission check: the user may
+    read DAG runs (of the DAG a ``/runs/{dag_id}/...`` request names), as the reports
+    are about them; being logged in is not enough."""
     from fastapi import Depends, FastAPI, HTTPException
     from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse
 
     dependencies = []
     if require_login:
-        from airflow.api_fastapi.core_api.security import requires_authenticated
+        from airflow.api_fastapi.auth.managers.models.resource_details import DagAccessEntity
+        from airflow.api_fastapi.core_api.security import requires_access_dag
 
-        dependencies.append(Depends(requires_authenticated()))
+        dependencies.append(Depends(requires_access_dag("GET", DagAccessEntity.RUN)))
     app = FastAPI(
         title="cdcgen reports",
         dependencies=dependencies,
