@@ -46,6 +46,41 @@ def parse_reports(airflow_template_home: Path) -> dict[str, dict[str, Any]]:
     return reports
 
 
+BAD_SETTINGS = {
+    "CDCGEN_LEEWAY_SECONDS": "-5",
+    "CDCGEN_CONFIDENCE_WINDOW_SECONDS": "inf",
+    "CDCGEN_PORT": "nine",
+    "CDCGEN_CLOCK_SOURCE": "sundial",
+    "CDCGEN_TARGET_KEYSPACE": "system",
+}
+
+
+@pytest.mark.parametrize("dag_file", [p.name for p in DAG_FILES])
+def test_bad_settings_fail_runs_not_the_parsing_of_dag_files(
+    airflow_template_home: Path, dag_file: str
+) -> None:
+    from cdcgen.airflow.generation_steps import run_config
+    from cdcgen.config import ConfigError
+
+    env = {**airflow_env(airflow_template_home), **BAD_SETTINGS}
+    result = subprocess.run(
+        [sys.executable, str(PROBE), str(REPO_ROOT / "dags" / dag_file)],
+        env=env, capture_output=True, text=True, timeout=180, check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    report = json.loads(result.stdout.strip().splitlines()[-1])
+    assert report["import_errors"] == {} and report["dag_ids"]
+    connection = {k: v for k, v in env.items() if k.startswith("AIRFLOW_CONN_")}
+    for variable, value in BAD_SETTINGS.items():  # ... and a run says what is wrong
+        if variable == "CDCGEN_PORT":
+            continue  # the connection's port is the one a run uses
+        with pytest.MonkeyPatch.context() as patched:
+            for name, text in {**connection, variable: value}.items():
+                patched.setenv(name, text)
+            with pytest.raises(ConfigError, match=f"{variable}='{value}'"):
+                run_config({})
+
+
 def test_there_are_dags() -> None:
     assert [p.name for p in DAG_FILES if p.name == "cdc_generations.py"]
 

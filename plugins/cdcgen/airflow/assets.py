@@ -1,29 +1,50 @@
 """The Assets the DAGs share: what ``cdc_generations`` publishes, what ``cdc_changes`` follows.
 
 One definition for both DAG files (a DAG file must not import another), built from the
-environment only, so parsing does no I/O.
+environment only, so parsing does no I/O. Parsing reads the one setting the Assets need
+(the target keyspace), not the whole configuration: a bad value of another setting must
+fail the runs that use it, with its message, not make the DAG files fail to import.
 """
 
 from __future__ import annotations
 
+import logging
+import os
+
 from airflow.sdk import Asset, AssetAlias
 
-from cdcgen.config import PipelineConfig
+from cdcgen.config import ConfigError, PipelineConfig
+
+log = logging.getLogger(__name__)
 
 
 def asset_uri(settings: PipelineConfig) -> str:
     """The Asset each publication updates: the target's generation-timestamps table."""
-    return f"cdc://{settings.target_keyspace}/cdc_generation_timestamps"
+    return published_generations(settings).uri
 
 
 def published_generations(settings: PipelineConfig | None = None) -> Asset:
     """The target's ``cdc_generation_timestamps``: updated once per published generation."""
-    settings = settings or PipelineConfig.from_env()
+    keyspace = settings.target_keyspace if settings else _target_keyspace_from_env()
     return Asset(
-        name=f"{settings.target_keyspace}.cdc_generation_timestamps",
-        uri=asset_uri(settings),
+        name=f"{keyspace}.cdc_generation_timestamps",
+        uri=f"cdc://{keyspace}/cdc_generation_timestamps",
         group="cdc",
     )
+
+
+def _target_keyspace_from_env() -> str:
+    """The target keyspace setting alone; a bad one names the default's Asset (its runs
+    fail with the setting's message when they read the configuration)."""
+    variable = PipelineConfig.env_names()["target_keyspace"]
+    default = str(PipelineConfig.model_fields["target_keyspace"].default)
+    try:
+        return PipelineConfig.validated(
+            {variable: os.environ.get(variable) or default}
+        ).target_keyspace
+    except ConfigError as exc:
+        log.warning("the DAGs' Assets use %s: %s", default, exc)
+        return default
 
 
 #: A task emits one event per Asset outlet; through this alias, one per generation.
