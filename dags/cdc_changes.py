@@ -66,7 +66,8 @@ from cdcgen.airflow.spark_submit import CdcSparkSubmitOperator
             "",
             type="string",
             title="Lake path",
-            description="Where the changes go; empty: CDCGEN_LAKE_PATH or lake/.",
+            description="Where the changes go; empty: CDCGEN_LAKE_PATH or lake/. Absolute, "
+            "inside CDCGEN_LAKE_PATH or a CDCGEN_LAKE_ROOTS root.",
         ),
     },
 )

@@ -74,7 +74,8 @@ PUBLISHED = published_generations()  # environment only: no I/O at parse time
             "",
             type="string",
             title="Lake path",
-            description="Where the extract job writes; empty: CDCGEN_LAKE_PATH or lake/.",
+            description="Where the extract job writes; empty: CDCGEN_LAKE_PATH or lake/. "
+            "Absolute, inside CDCGEN_LAKE_PATH or a CDCGEN_LAKE_ROOTS root.",
         ),
     },
 )

@@ -54,6 +54,7 @@ OPTIONAL_SETTINGS: frozenset[str] = frozenset(
         "CDCGEN_TLS_CERT_FILE",
         "CDCGEN_TLS_KEY_FILE",
         "CDCGEN_TLS_VERIFY_HOSTNAME",
+        "CDCGEN_LAKE_ROOTS",  # none but the configured lake: the default is the safe one
     }
 )
 

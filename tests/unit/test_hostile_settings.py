@@ -13,6 +13,7 @@ from cdcgen.adapters.publisher import CqlDescriptionPublisher
 from cdcgen.config import ConfigError, PipelineConfig
 from cdcgen.core.cdc_log import TableRef
 from cdcgen.core.identifiers import check_identifier, is_system_keyspace
+from cdcgen.core.lake_uri import LakeUriError, run_lake
 from cdcgen.schema import create_keyspace_cql
 
 NO_CLIENT = cast(Any, None)  # refused before any I/O: the constructors never touch it
@@ -99,3 +100,33 @@ def test_durations_given_as_values_are_held_to_the_same_rule() -> None:
 def test_ports_and_clock_sources_are_checked(variable: str, value: str) -> None:
     with pytest.raises(ConfigError, match=f"{variable}='{value}'"):
         PipelineConfig.from_env({variable: value})
+
+
+@pytest.mark.parametrize(
+    ("requested", "said"),
+    [
+        ("relative/lake", "give an absolute folder"),
+        ("~/lake", "give an absolute folder"),
+        ("/etc", "outside the lakes this deployment allows"),
+        ("/data/lake/../../etc", "outside the lakes"),
+        ("/data/lakeside", "outside the lakes"),  # a sibling sharing the prefix
+        ("s3://other-bucket/lake", "outside the lakes"),
+        ("s3://lakes/prefix-other", "outside the lakes"),
+        ("http://example.com/lake", "give an absolute folder"),
+    ],
+)
+def test_a_runs_lake_path_stays_inside_the_allowed_lakes(requested: str, said: str) -> None:
+    config = PipelineConfig.from_env(
+        {"CDCGEN_LAKE_PATH": "/data/lake", "CDCGEN_LAKE_ROOTS": "s3://lakes/prefix, /srv/lakes/"}
+    )
+    roots = (config.lake_path, *config.lake_roots)
+    assert roots == ("/data/lake", "s3://lakes/prefix", "/srv/lakes")
+    with pytest.raises(LakeUriError, match=said):
+        run_lake(requested, roots)
+
+
+def test_lakes_inside_the_allowed_ones_are_taken_normalised() -> None:
+    roots = ("/data/lake", "s3://lakes/prefix")
+    assert run_lake("/data/lake", roots) == "/data/lake"
+    assert run_lake("/data/lake/backfill/../tenant-a/", roots) == "/data/lake/tenant-a"
+    assert run_lake(" s3://lakes/prefix/tenant-b/ ", roots) == "s3://lakes/prefix/tenant-b"

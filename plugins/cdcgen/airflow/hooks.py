@@ -21,6 +21,7 @@ from airflow.sdk import BaseHook
 from cdcgen.airflow.connections import SOURCE_CONN_ID
 from cdcgen.airflow.lake_connection import use_lake_connection
 from cdcgen.config import ConfigError, PipelineConfig, env_text
+from cdcgen.core.lake_uri import LakeUriError, run_lake
 
 if TYPE_CHECKING:
     from cdcgen.adapters.cql import CqlClient
@@ -109,10 +110,14 @@ class CdcSourceHook(BaseHook):
 
     def config_for_run(self, params: Mapping[str, Any]) -> PipelineConfig:
         """The connection's configuration with a run's Params applied (``lake_path``)."""
-        overrides: dict[str, Any] = {}
-        if params.get("lake_path"):
-            overrides["lake_path"] = str(params["lake_path"])  # a folder or s3://...
-        return self.get_config(**overrides)
+        config = self.get_config()
+        if not params.get("lake_path"):
+            return config
+        roots = (config.lake_path, *config.lake_roots)
+        try:
+            return config.with_overrides(lake_path=run_lake(str(params["lake_path"]), roots))
+        except LakeUriError as exc:
+            raise ConfigError(str(exc)) from None
 
     @contextmanager
     def get_client(self, config: PipelineConfig | None = None) -> Iterator[CqlClient]:

@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from cdcgen.config import REPO_ROOT, EnvSettings
+from cdcgen.config import REPO_ROOT
+from cdcgen.env_settings import EnvSettings
 from cdcgen.spark.session import JobKind, submit_conf, submit_env
 
 

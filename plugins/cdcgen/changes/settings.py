@@ -13,9 +13,9 @@ from typing import Any, Literal
 
 from pydantic import field_validator
 
-from cdcgen.config import EnvSettings, env
 from cdcgen.core.cdc_log import LogPartitioner
 from cdcgen.core.read_strategy import ReadStrategy
+from cdcgen.env_settings import EnvSettings, env
 
 Consistency = Literal["ONE", "LOCAL_ONE", "QUORUM", "LOCAL_QUORUM", "ALL"]
 

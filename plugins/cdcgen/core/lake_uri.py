@@ -43,3 +43,29 @@ def lake_uri(value: str | os.PathLike[str] | Any) -> str:
 
 def is_local(uri: str) -> bool:
     return not uri.startswith(S3_SCHEME)
+
+
+def is_within(uri: str, root: str) -> bool:
+    """Whether the normalised lake ``uri`` is ``root`` or lies under it."""
+    if is_local(uri) != is_local(root):
+        return False
+    if is_local(uri):
+        return os.path.commonpath([uri, root]) == root
+    return uri == root or uri.startswith(root.rstrip("/") + "/")
+
+
+def run_lake(requested: str, roots: tuple[str, ...]) -> str:
+    """A lake a run asks for (the ``lake_path`` Param), accepted only as an absolute folder
+    or ``s3://`` location inside one of ``roots`` (the configured lake and
+    ``CDCGEN_LAKE_ROOTS``): whoever may trigger a run must not point its writes, and the
+    maintenance DAG's vacuum, at any folder the workers can reach."""
+    text = requested.strip()
+    if not (text.startswith(S3_SCHEME) or os.path.isabs(text)):
+        raise LakeUriError(f"lake_path {text!r}: give an absolute folder or s3://bucket/prefix")
+    uri = lake_uri(os.path.normpath(text) if is_local(text) else text)
+    if not any(is_within(uri, lake_uri(root)) for root in roots):
+        raise LakeUriError(
+            f"lake_path {uri} is outside the lakes this deployment allows "
+            f"({', '.join(roots)}; add roots with CDCGEN_LAKE_ROOTS)"
+        )
+    return uri
