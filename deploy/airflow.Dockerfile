@@ -34,10 +34,12 @@ COPY --chown=airflow:0 expectations/ /opt/cdcgen/expectations/
 # psycopg2-binary and asyncpg are the metadata database's sync and async drivers
 # (the base image has them; pinned here so the constraints cannot drop them).
 # Then Delta Lake's and S3A's jars and the lake's log store into PySpark's jars/
-# (cdcgen.spark.install), for Spark drivers and the master and worker alike.
+# (cdcgen.spark.install), for Spark drivers and the master and worker alike, and the
+# vendored scripts and styles of GX's Data Docs (cdcgen.validation.docs_assets).
 RUN pip install --no-cache-dir -c /opt/cdcgen/constraints.txt \
       -e "/opt/cdcgen[stack]" "psycopg2-binary==2.9.13" "asyncpg==0.32.0" \
  && pip check \
- && python -m cdcgen.spark.install
+ && python -m cdcgen.spark.install \
+ && python -m cdcgen.validation.docs_assets
 
 WORKDIR /opt/cdcgen

@@ -62,6 +62,9 @@ fi
 # compiled there (checked every time: a reinstalled pyspark comes without them); a
 # no-op when all are there with the pinned hashes.
 .venv/bin/python -m cdcgen.spark.install
+# The scripts and styles GX's Data Docs load, from the npm registry, SHA-256 pinned, so
+# the pages load nothing from a CDN (a no-op once installed).
+.venv/bin/python -m cdcgen.validation.docs_assets
 
 # moto's S3 server (the object-store tests' S3) in a virtualenv of its own: its
 # botocore cannot share .venv's pinned python-dateutil. Stamped like .venv.

@@ -93,3 +93,41 @@ def test_pages_render_and_screenshots_show_them(site: tuple[str, Path], tmp_path
 def test_using_a_browser_that_is_not_started_fails_clearly(tmp_path: Path) -> None:
     with pytest.raises(StackError, match="not started"):
         Browser(tmp_path).open("about:blank")
+
+
+def test_data_docs_load_nothing_from_outside(tmp_path: Path) -> None:
+    """GX's pages, vendored (cdcgen.validation.docs_assets): every script and style comes
+    from the site itself, and they run (jQuery, bootstrap-table)."""
+    import json
+    import random
+
+    from cdcgen.cli import main
+    from cdcgen.core.generation_arrays import build_generation_arrays
+    from cdcgen.core.topology import Node
+
+    nodes = (Node("a", 2, 12, (-100, 5 * 10**18)),)
+    description = tmp_path / "description.json"
+    arrays = build_generation_arrays(nodes, random.Random(1))
+    description.write_text(json.dumps(arrays.description_json()))
+    assert (
+        main(["generation", "validate", str(description), "--report", str(tmp_path / "docs")]) == 0
+    )
+    pages = list((tmp_path / "docs").rglob("*.html"))
+    assert pages and not [p for p in pages if 'src="http' in p.read_text()]
+    handler = functools.partial(_QuietHandler, directory=str(tmp_path))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    base = f"http://127.0.0.1:{server.server_address[1]}"
+    try:
+        with Browser(tmp_path / "browser", width=1200, height=900) as browser:
+            for page in ("index.html", *(str(p.relative_to(tmp_path / "docs")) for p in pages)):
+                browser.open(f"{base}/docs/{page}")
+                browser.wait_for_text(["Expectation"], timeout=60)
+                assert browser.script("return typeof window.jQuery") == "function", page
+                loaded = browser.script(
+                    "return performance.getEntriesByType('resource').map(e => e.name)"
+                )
+                assert loaded and all(url.startswith(base) for url in loaded), loaded
+            assert browser.script("return typeof $.fn.bootstrapTable") == "function"
+    finally:
+        server.shutdown()

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from cdcgen.progress import Progress
+from cdcgen.validation.docs_assets import vendor_data_docs
 from cdcgen.validation.docs_folder import replace_docs_folder
 from cdcgen.validation.results import CheckOutcome, Row
 from cdcgen.validation.suites import SuiteError, SuiteSpec, check_name
@@ -250,6 +251,7 @@ def run_suites(
             )
     started = time.monotonic()
     context.build_data_docs(site_names=[SITE_NAME])
+    vendor_data_docs(report_dir)  # nothing loaded from a CDN
     log.info("Data Docs built in %.1f s: %s", time.monotonic() - started, report_dir)
     return outcomes, report_dir / "index.html"
 
