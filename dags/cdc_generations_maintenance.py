@@ -6,7 +6,10 @@
    `cdc_generation_timestamps`, then write the `rewritten` marker, after which
    readers (and `cdc_generations`) use the V2 tables. Skipped for other modes.
 2. **expire_superseded**: set `expired` on published generations that are
-   superseded and older than every CDC table's TTL (ScyllaDB never writes it).
+   superseded and older than every CDC table's TTL (ScyllaDB never writes it); with
+   `CDCGEN_PRUNE_EXPIRED_AFTER_SECONDS` set, delete the description rows of those
+   expired that long ago (timestamp row first), never in ScyllaDB's own
+   `system_distributed` and never a generation a changes table still reads.
 3. **vacuum_lake**: delete the lake's files that Delta commits replaced more than
    7 days ago (longer than any run), so time travel reaches back a week.
 
@@ -39,7 +42,10 @@ def cdc_generations_maintenance() -> None:
     def rewrite_v1(params=None):
         return steps.rewrite_v1(params)
 
-    @task(doc_md="`expired` on superseded generations past every CDC table's TTL.")
+    @task(
+        doc_md="`expired` on superseded generations past every CDC table's TTL; "
+        "their description rows deleted when CDCGEN_PRUNE_EXPIRED_AFTER_SECONDS is set."
+    )
     def expire_superseded(params=None):
         return steps.expire_superseded(params)
 

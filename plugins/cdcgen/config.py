@@ -71,6 +71,9 @@ class PipelineConfig(EnvSettings):
     generation_leeway: timedelta = env("CDCGEN_LEEWAY_SECONDS", timedelta(seconds=5))
     confidence_window: timedelta = env("CDCGEN_CONFIDENCE_WINDOW_SECONDS", timedelta(seconds=30))
     clock_wait_timeout: timedelta = env("CDCGEN_CLOCK_WAIT_TIMEOUT_SECONDS", timedelta(minutes=10))
+    #: Unset: expired generations keep their description rows (ScyllaDB's behaviour).
+    #: Set: the maintenance DAG deletes them this long after they expired.
+    prune_expired_after: timedelta | None = env("CDCGEN_PRUNE_EXPIRED_AFTER_SECONDS", None)
     publish_concurrency: int = env("CDCGEN_PUBLISH_CONCURRENCY", 8, ge=1)
     #: Which engine flags a generation's rows before GX checks them: ``sql`` (SQLite,
     #: in-process, no JVM), ``spark``, or ``auto``: SQLite up to

@@ -13,7 +13,7 @@ import os
 from collections.abc import Mapping
 from datetime import timedelta
 from enum import Enum
-from typing import Any, ClassVar, Self
+from typing import Any, ClassVar, Self, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
@@ -77,7 +77,9 @@ class EnvSettings(BaseModel):
     def _durations_in_seconds(cls, value: Any, info: ValidationInfo) -> Any:
         """Every duration setting is given in seconds (a number, or its text)."""
         field = cls.model_fields.get(info.field_name or "")
-        return seconds(value) if field is not None and field.annotation is timedelta else value
+        if field is None or timedelta not in (field.annotation, *get_args(field.annotation)):
+            return value
+        return None if value is None else seconds(value)
 
     def with_overrides(self, **changes: Any) -> Self:
         """A copy with ``changes`` applied, validated like everything else."""

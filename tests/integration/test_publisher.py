@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from cdcgen.adapters.cql import CqlClient, connect
-from cdcgen.adapters.expiry import expire_superseded
+from cdcgen.adapters.expiry import expire_superseded, prune_descriptions
 from cdcgen.adapters.publisher import (
     CqlDescriptionPublisher,
     PublishConflict,
@@ -187,6 +187,39 @@ def test_expire_marks_superseded_generations_past_every_ttl(
     assert expire_superseded(publisher, tables, now=now + timedelta(days=1)) == []  # set once
     assert publisher.publish(stamps[0], _generation(10, vnodes=1, nodes=1))  # re-publish keeps it
     assert {g.time: g.expired for g in publisher.published_generations()} == state
+
+
+def test_pruning_deletes_long_expired_descriptions_timestamp_first(
+    client: CqlClient, keyspace: str
+) -> None:
+    publisher = CqlDescriptionPublisher(client, keyspace=keyspace)
+    stamps = [T0 + timedelta(hours=h) for h in range(4)]
+    for i, stamp in enumerate(stamps):
+        publisher.publish(stamp, _generation(20 + i, vnodes=1, nodes=1))
+    tables = [CdcTable(TableRef("ks", "orders"), 3600)]
+    now = stamps[3] + timedelta(hours=2)
+    expire_superseded(publisher, tables, now=now)  # the first three expire
+    # A consumer still reads the second generation: it and its successors stay.
+    kept_for_consumer = prune_descriptions(
+        publisher, timedelta(0), needed_from=stamps[1] + timedelta(minutes=5), now=now
+    )
+    assert kept_for_consumer == [stamps[0]]
+    assert [g.time for g in publisher.published_generations()] == stamps[1:]
+    assert _streams_table(client, keyspace, stamps[0]) == {}
+    # A prune killed between its two deletes left the second's streams behind; a
+    # publication in progress has written the streams of a new one, not its timestamp.
+    client.session.execute(
+        f"DELETE FROM {keyspace}.cdc_generation_timestamps WHERE key = 0 AND time = %s",
+        (stamps[1],),
+    )
+    in_progress = stamps[3] + timedelta(hours=1)
+    publisher.write_streams(in_progress, rows_of(_generation(30, vnodes=1, nodes=1)))
+    deleted = prune_descriptions(publisher, timedelta(0), now=now)
+    assert deleted == [stamps[1], stamps[2]]  # the orphan, then the expired one
+    assert [g.time for g in publisher.published_generations()] == [stamps[3]]  # the newest
+    assert _streams_table(client, keyspace, stamps[3]) != {}
+    assert _streams_table(client, keyspace, in_progress) != {}, "an unpublished one is kept"
+    assert prune_descriptions(publisher, timedelta(0), now=now) == []
 
 
 def test_tablets_views_publish_current_closed_and_opened_streams(

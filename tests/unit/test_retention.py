@@ -19,6 +19,7 @@ from cdcgen.core.retention import (
     expirations,
     expiry_time,
     generations_to_rewrite,
+    prunable,
 )
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -136,3 +137,23 @@ def test_rewrite_choice_is_scyllas_partition_point_procedure(
     ]
     now = T0 + now_day * DAY
     assert generations_to_rewrite(stamps, tables, now) == scylla_rewrite_choice(stamps, tables, now)
+
+
+def test_pruning_takes_long_expired_superseded_generations_a_consumer_is_past() -> None:
+    t = [T0 + timedelta(days=d) for d in range(4)]
+    published = [
+        (t[0], t[1] + timedelta(hours=1)),  # expired long ago
+        (t[1], t[2] + timedelta(hours=1)),  # expired long ago
+        (t[2], t[3] - timedelta(minutes=1)),  # expired, but only just
+        (t[3], None),  # the newest: never
+    ]
+    now = t[3]
+    assert prunable(published, now, timedelta(hours=1)) == [t[0], t[1]]
+    assert prunable(published, now, timedelta(0)) == [t[0], t[1], t[2]]
+    assert prunable(published, now, timedelta(days=30)) == []
+    # A consumer whose watermark is inside t[1]'s span still reads it.
+    assert prunable(published, now, timedelta(0), needed_from=t[1] + timedelta(hours=5)) == [t[0]]
+    assert prunable(published, now, timedelta(0), needed_from=t[1]) == [t[0]]
+    assert prunable([(t[3] - timedelta(days=9), t[0]), (t[3], t[3])], now, timedelta(0)) == [
+        t[3] - timedelta(days=9)
+    ]  # the newest is kept even when marked

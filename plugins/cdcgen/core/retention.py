@@ -12,6 +12,9 @@ rows never expire, only the creation time bounds them; the 10 s absorb clock dri
 * Expiry (the seed's TODO, which ScyllaDB never does): a generation ``g`` superseded at
   ``T`` can hold rows only from before ``T``; once every table's bound has passed ``T``,
   ``g`` is empty everywhere and its ``expired`` column may be set.
+* Pruning (when configured): the description rows of a generation expired long enough
+  ago may be deleted, never the newest one's, nor those of a generation a consumer of
+  ours still reads (its successor starts after the earliest watermark).
 """
 
 from __future__ import annotations
@@ -105,4 +108,24 @@ def expirations(
         instant = expiry_time(following, tables)
         if instant is not None and instant <= now:
             result.append(Expiry(current, instant))
+    return result
+
+
+def prunable(
+    published: Sequence[tuple[datetime, datetime | None]],
+    now: datetime,
+    after: timedelta,
+    needed_from: datetime | None = None,
+) -> list[datetime]:
+    """Generations (``(time, expired)`` as published) whose description rows may go:
+    expired at least ``after`` before ``now``, superseded (never the newest), and over
+    before ``needed_from``, the earliest instant a consumer still reads from (a table's
+    watermark; ``None``: no consumer state is known)."""
+    result = []
+    for (time, expired), (following, _) in itertools.pairwise(sorted(published)):
+        if expired is None or expired > now - after:
+            continue
+        if needed_from is not None and following > needed_from:
+            continue
+        result.append(time)
     return result

@@ -13,10 +13,15 @@ from __future__ import annotations
 
 import logging
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cdcgen.config import PipelineConfig
 from cdcgen.core.generation import SourceMode
+from cdcgen.core.time import EPOCH
+
+if TYPE_CHECKING:
+    from cdcgen.adapters.cql import CqlClient
+    from cdcgen.adapters.publisher import CqlDescriptionPublisher
 
 log = logging.getLogger(__name__)
 
@@ -64,13 +69,41 @@ def expire_superseded(config: PipelineConfig) -> dict[str, Any]:
 
     with client_for(config) as client:
         tables = CdcCatalog(client, config.source_schema).tables()
-        marked = mark_expired(CqlDescriptionPublisher(client, config), tables)
+        publisher = CqlDescriptionPublisher(client, config)
+        marked = mark_expired(publisher, tables)
+        pruned = prune(config, client, publisher)
     result = {
         "cdc_tables": len(tables),
         "expired": {e.timestamp.isoformat(): e.expired.isoformat() for e in marked},
+        "pruned": pruned,
     }
     log.info("expired %d superseded generation(s): %s", len(marked), result["expired"])
     return result
+
+
+def prune(
+    config: PipelineConfig, client: CqlClient, publisher: CqlDescriptionPublisher
+) -> list[str] | str:
+    """Delete the description rows of generations expired ``prune_expired_after`` ago, when
+    that is set, never in ScyllaDB's own ``system_distributed`` and never a generation a
+    table of the changes pipeline still reads (one with no watermark yet holds all back)."""
+    from cdcgen.adapters.checkpoints import PROGRESS_TABLE, CqlCheckpointStore
+    from cdcgen.adapters.expiry import prune_descriptions
+
+    if config.prune_expired_after is None:
+        return "not configured (CDCGEN_PRUNE_EXPIRED_AFTER_SECONDS)"
+    if not publisher.owns_schema:
+        return "not pruned: ScyllaDB owns the description tables of system_distributed"
+    needed_from = None
+    state = client.cluster.metadata.keyspaces.get(config.state_keyspace or config.target_keyspace)
+    if state is not None and PROGRESS_TABLE in state.tables:
+        progress = CqlCheckpointStore(client, state.name).all_progress()
+        marks = [p.watermark for p in progress]
+        known = [mark for mark in marks if mark is not None]
+        needed_from = EPOCH if len(known) < len(marks) else (min(known) if known else None)
+    deleted = prune_descriptions(publisher, config.prune_expired_after, needed_from=needed_from)
+    log.info("deleted the description rows of %d expired generation(s)", len(deleted))
+    return [t.isoformat() for t in deleted]
 
 
 def vacuum_lake(config: PipelineConfig, retention: timedelta = LAKE_RETENTION) -> dict[str, Any]:
