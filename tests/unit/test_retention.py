@@ -12,7 +12,7 @@ from datetime import UTC, datetime, timedelta
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cdcgen.adapters.publisher import batches_by_size
+from cdcgen.adapters.writes import batches_by_size
 from cdcgen.core.cdc_log import CdcTable, TableRef
 from cdcgen.core.retention import (
     CLOCK_DRIFT,

@@ -66,6 +66,11 @@ class CqlClient:
         )
         return bool(list(rows))
 
+    def hosts_down(self) -> list[str]:
+        """Addresses of the nodes the driver currently sees down."""
+        hosts = self.cluster.metadata.all_hosts()
+        return sorted(str(host.endpoint.address) for host in hosts if not host.is_up)
+
     def close(self) -> None:
         self.cluster.shutdown()
 

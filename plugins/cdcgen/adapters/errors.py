@@ -33,6 +33,25 @@ class AccessRefused(Exception):
     """
 
 
+class ReplicasUnavailable(Exception):
+    """Terminal once retries are spent: too few replicas alive for the consistency level;
+    the message names the level, the counts and the nodes the driver sees down."""
+
+
+def unavailable(exc: BaseException, hosts_down: list[str]) -> ReplicasUnavailable | None:
+    """The :class:`ReplicasUnavailable` an ``Unavailable`` answer means, else None."""
+    from cassandra import ConsistencyLevel, Unavailable
+
+    if not isinstance(exc, Unavailable):
+        return None
+    level = ConsistencyLevel.value_to_name.get(exc.consistency or -1, str(exc.consistency))
+    down = ", ".join(sorted(hosts_down)) or "none yet seen by the driver"
+    return ReplicasUnavailable(
+        f"{level} needs {exc.required_replicas} replica(s), {exc.alive_replicas} alive; "
+        f"nodes down: {down}"
+    )
+
+
 def refusal(cause: BaseException) -> str | None:
     """Why a node refused the connection for its credentials or TLS, or None.
 

@@ -17,12 +17,13 @@ A generation already (even partly) published with *different* streams is refused
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from cdcgen.adapters.writes import IdempotentWriter
+from cdcgen.adapters.errors import unavailable
+from cdcgen.adapters.writes import DEFAULT_BATCH_BYTES, IdempotentWriter, batches_by_size
 from cdcgen.core.identifiers import SCYLLA_DISTRIBUTED, check_writable_keyspace
 from cdcgen.core.time import generation_timestamp, naive_as_utc
 from cdcgen.core.topology import TopologyDescription
@@ -45,14 +46,6 @@ log = logging.getLogger(__name__)
 SCYLLA_KEYSPACE = SCYLLA_DISTRIBUTED
 """ScyllaDB's own keyspace: its tables exist already and must never be created by us."""
 
-
-DEFAULT_BATCH_BYTES = 256_000
-"""About 200 ranges of 64 streams per batch. Measured on the sandbox with the seed's
-1.6-million-stream generation (25,600 rows): 1 MB batches with 20 in flight overload the
-connection (the driver reports it busy, rounds of retries follow); 256 kB with 8 in
-flight wrote the rows in a fifth of the time single-row inserts took."""
-
-_ROW_OVERHEAD = 64  # key, clustering and set framing of one row, roughly
 
 STREAMS_V2 = Table.CDC_STREAMS_DESCRIPTIONS_V2.name_only
 TIMESTAMPS = Table.CDC_GENERATION_TIMESTAMPS.name_only
@@ -144,7 +137,13 @@ class CqlDescriptionPublisher:
         return statement
 
     def _run(self, cql: str, params: Sequence[Any] = ()) -> Any:
-        return self.client.session.execute(self._statement(cql), tuple(params))
+        try:
+            return self.client.session.execute(self._statement(cql), tuple(params))
+        except Exception as exc:  # Unavailable: say which nodes are down
+            named = unavailable(exc, self.client.hosts_down())
+            if named is None:
+                raise
+            raise named from exc
 
     # --- reading ----------------------------------------------------------------------
 
@@ -273,26 +272,3 @@ def _check_conflict(
 def rows_of(description: TopologyDescription) -> list[tuple[int, list[bytes]]]:
     """``(range_end, [stream blobs])`` of every entry: the rows this module publishes."""
     return [(e.range_end, [s.raw for s in e.streams]) for e in description.entries]
-
-
-def batches_by_size(
-    rows: Iterable[tuple[int, Sequence[bytes]]], max_bytes: int = DEFAULT_BATCH_BYTES
-) -> list[list[tuple[int, Sequence[bytes]]]]:
-    """Group ``(range_end, streams)`` rows into batches of about ``max_bytes`` each.
-
-    A row larger than ``max_bytes`` (an entry with tens of thousands of shards) goes
-    alone: rows are never split, a description row is written whole or not at all.
-    """
-    batches: list[list[tuple[int, Sequence[bytes]]]] = []
-    current: list[tuple[int, Sequence[bytes]]] = []
-    size = 0
-    for row in rows:
-        row_size = _ROW_OVERHEAD + sum(len(blob) + 4 for blob in row[1])
-        if current and size + row_size > max_bytes:
-            batches.append(current)
-            current, size = [], 0
-        current.append(row)
-        size += row_size
-    if current:
-        batches.append(current)
-    return batches

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from cdcgen.adapters.errors import is_transient
+from cdcgen.adapters.errors import is_transient, unavailable
 from cdcgen.progress import Progress
 
 if TYPE_CHECKING:
@@ -23,6 +23,14 @@ log = logging.getLogger(__name__)
 
 #: Statements per progress step (a publication batch is up to ~1 MB of ranges).
 PROGRESS_SLICE = 32
+
+DEFAULT_BATCH_BYTES = 256_000
+"""About 200 ranges of 64 streams per batch. Measured on the sandbox with the seed's
+1.6-million-stream generation (25,600 rows): 1 MB batches with 20 in flight overload the
+connection (the driver reports it busy, rounds of retries follow); 256 kB with 8 in
+flight wrote the rows in a fifth of the time single-row inserts took."""
+
+_ROW_OVERHEAD = 64  # key, clustering and set framing of one row, roughly
 
 
 class IdempotentWriter:
@@ -79,7 +87,11 @@ class IdempotentWriter:
                 if not is_transient(error):
                     raise error
             if attempt == self.retries:
-                raise failed[0][1]
+                error = failed[0][1]
+                named = unavailable(error, self.client.hosts_down())
+                if named is not None:
+                    raise named from error
+                raise error
             concurrency = max(1, concurrency // 2)
             log.warning(
                 "%d of %d writes timed out (%s); retrying with %d in flight",
@@ -90,3 +102,26 @@ class IdempotentWriter:
             )
             time.sleep(self.retry_backoff * 2**attempt)
             pending = [statement for statement, _ in failed]
+
+
+def batches_by_size(
+    rows: Iterable[tuple[int, Sequence[bytes]]], max_bytes: int = DEFAULT_BATCH_BYTES
+) -> list[list[tuple[int, Sequence[bytes]]]]:
+    """Group ``(range_end, streams)`` rows into batches of about ``max_bytes`` each.
+
+    A row larger than ``max_bytes`` (an entry with tens of thousands of shards) goes
+    alone: rows are never split, a description row is written whole or not at all.
+    """
+    batches: list[list[tuple[int, Sequence[bytes]]]] = []
+    current: list[tuple[int, Sequence[bytes]]] = []
+    size = 0
+    for row in rows:
+        row_size = _ROW_OVERHEAD + sum(len(blob) + 4 for blob in row[1])
+        if current and size + row_size > max_bytes:
+            batches.append(current)
+            current, size = [], 0
+        current.append(row)
+        size += row_size
+    if current:
+        batches.append(current)
+    return batches
