@@ -37,6 +37,7 @@ from cdcgen.core.tablets import (
 from cdcgen.core.topology import Node, TopologyDescription, make_generation
 from cdcgen.schema import (
     CDC_LOCAL_REWRITTEN_KEY,
+    GENERATION_TIMESTAMPS_KEY,
     SourceSchema,
     Table,
     create_table_cql,
@@ -209,8 +210,8 @@ def test_pruning_deletes_long_expired_descriptions_timestamp_first(
     # A prune killed between its two deletes left the second's streams behind; a
     # publication in progress has written the streams of a new one, not its timestamp.
     client.session.execute(
-        f"DELETE FROM {keyspace}.cdc_generation_timestamps WHERE key = 0 AND time = %s",
-        (stamps[1],),
+        f"DELETE FROM {keyspace}.cdc_generation_timestamps WHERE key = %s AND time = %s",
+        (GENERATION_TIMESTAMPS_KEY, stamps[1]),
     )
     in_progress = stamps[3] + timedelta(hours=1)
     publisher.write_streams(in_progress, rows_of(_generation(30, vnodes=1, nodes=1)))

@@ -158,7 +158,10 @@ def test_publication_survives_a_node_down_and_names_the_nodes_when_two_are(
         cluster.sandbox.stop_node(3, kill=True)
         _wait_until_down(client, {nodes[2]})
         assert publisher.publish(WHEN, generation())  # QUORUM: two of three
-        cluster.sandbox.stop_node(2, kill=True)
+        # Orderly this time: a node killed within commitlog_sync_period (10 s, periodic,
+        # as on ScyllaDB) of a write may lose it, and the write above had only nodes 1
+        # and 2; losing it there is the database's durability contract, not publication's.
+        cluster.sandbox.stop_node(2)
         _wait_until_down(client, {nodes[1], nodes[2]})
         later = WHEN.replace(hour=13)
         started = time.monotonic()
@@ -169,8 +172,7 @@ def test_publication_survives_a_node_down_and_names_the_nodes_when_two_are(
         assert "QUORUM needs 2 replica(s), 1 alive" in message
         assert nodes[1] in message and nodes[2] in message
     finally:
-        cluster.sandbox.start_node(2)
-        cluster.sandbox.start_node(3)
+        cluster.sandbox.up()  # both back (one at a time would wait for the other)
     # The next run, every node back, completes what the refused one could not.
     assert CqlDescriptionPublisher(client, keyspace=keyspace).publish(later, generation())
     assert {WHEN, later} <= CqlDescriptionPublisher(

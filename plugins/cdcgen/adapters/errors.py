@@ -42,6 +42,10 @@ def unavailable(exc: BaseException, hosts_down: list[str]) -> ReplicasUnavailabl
     """The :class:`ReplicasUnavailable` an ``Unavailable`` answer means, else None."""
     from cassandra import ConsistencyLevel, Unavailable
 
+    # The driver tries the next host on Unavailable: with one host left it reports
+    # NoHostAvailable holding each host's answer.
+    answers = list((getattr(exc, "errors", None) or {}).values())
+    exc = next((a for a in answers if isinstance(a, Unavailable)), exc)
     if not isinstance(exc, Unavailable):
         return None
     level = ConsistencyLevel.value_to_name.get(exc.consistency or -1, str(exc.consistency))

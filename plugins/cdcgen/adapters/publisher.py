@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from cdcgen.adapters.errors import unavailable
 from cdcgen.adapters.writes import DEFAULT_BATCH_BYTES, IdempotentWriter, batches_by_size
 from cdcgen.core.identifiers import SCYLLA_DISTRIBUTED, check_writable_keyspace
 from cdcgen.core.time import generation_timestamp, naive_as_utc
@@ -137,13 +136,7 @@ class CqlDescriptionPublisher:
         return statement
 
     def _run(self, cql: str, params: Sequence[Any] = ()) -> Any:
-        try:
-            return self.client.session.execute(self._statement(cql), tuple(params))
-        except Exception as exc:  # Unavailable: say which nodes are down
-            named = unavailable(exc, self.client.hosts_down())
-            if named is None:
-                raise
-            raise named from exc
+        return self.writer.execute_one(self._statement(cql), params)
 
     # --- reading ----------------------------------------------------------------------
 
