@@ -117,8 +117,11 @@ def changes_result(scn: Scenario, table: str) -> dict[str, Any]:
     """The newest result file the extract job wrote for ``table``."""
     import json
 
-    folder = Path(scn.config.report_dir) / "changes-results"
-    files = sorted(folder.glob(f"*/{table}.json"), key=lambda p: p.stat().st_mtime)
+    from cdcgen.core.user_text import file_name
+    from cdcgen.pipeline.result_files import RESULTS_DIR
+
+    folder = Path(scn.config.report_dir) / RESULTS_DIR
+    files = sorted(folder.glob(f"*/{file_name(table)}.*json"), key=lambda p: p.stat().st_mtime)
     assert files, f"no result file for {table} under {folder}"
     result: dict[str, Any] = json.loads(files[-1].read_text())
     return result
