@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from cdcgen.adapters.publisher import STREAMS_V2, TIMESTAMPS
 from cdcgen.core.cdc_log import CdcTable
@@ -61,17 +61,10 @@ def prune_descriptions(
     clock = now or datetime.now(UTC)
     published = publisher.published_generations()
     chosen = prunable([(g.time, g.expired) for g in published], clock, after, needed_from)
-    session, keyspace = publisher.client.session, publisher.keyspace
-    consistency = publisher.client.metadata_consistency
-
-    def run(cql: str, *values: object) -> Any:
-        statement = session.prepare(cql)
-        statement.consistency_level = consistency
-        return session.execute(statement, values)
-
+    keyspace, run = publisher.keyspace, publisher.run
     for time in chosen:
-        run(f"DELETE FROM {keyspace}.{TIMESTAMPS} WHERE key = ? AND time = ?", KEY, time)
-        run(f"DELETE FROM {keyspace}.{STREAMS_V2} WHERE time = ?", time)
+        run(f"DELETE FROM {keyspace}.{TIMESTAMPS} WHERE key = ? AND time = ?", (KEY, time))
+        run(f"DELETE FROM {keyspace}.{STREAMS_V2} WHERE time = ?", (time,))
     remaining = [g.time for g in published if g.time not in chosen]
     if remaining:
         partitions = run(f"SELECT DISTINCT time FROM {keyspace}.{STREAMS_V2}")
@@ -81,6 +74,6 @@ def prune_descriptions(
             if t < min(remaining) and t not in chosen
         )
         for time in orphans:
-            run(f"DELETE FROM {keyspace}.{STREAMS_V2} WHERE time = ?", time)
+            run(f"DELETE FROM {keyspace}.{STREAMS_V2} WHERE time = ?", (time,))
         chosen = sorted([*chosen, *orphans])
     return chosen

@@ -135,14 +135,15 @@ class CqlDescriptionPublisher:
             self._prepared[cql] = statement
         return statement
 
-    def _run(self, cql: str, params: Sequence[Any] = ()) -> Any:
+    def run(self, cql: str, params: Sequence[Any] = ()) -> Any:
+        """One statement on the target, prepared once, at the metadata consistency, retried."""
         return self.writer.execute_one(self._statement(cql), params)
 
     # --- reading ----------------------------------------------------------------------
 
     def published_generations(self) -> list[PublishedGeneration]:
         """Every row of ``cdc_generation_timestamps``, oldest first."""
-        rows = self._run(
+        rows = self.run(
             f"SELECT time, expired FROM {self.keyspace}.{TIMESTAMPS} WHERE key = ?",
             (GENERATION_TIMESTAMPS_KEY,),
         )
@@ -158,7 +159,7 @@ class CqlDescriptionPublisher:
         return {g.time for g in self.published_generations()}
 
     def is_published(self, timestamp: datetime) -> bool:
-        rows = self._run(
+        rows = self.run(
             f"SELECT time FROM {self.keyspace}.{TIMESTAMPS} WHERE key = ? AND time = ?",
             (GENERATION_TIMESTAMPS_KEY, generation_timestamp(timestamp)),
         )
@@ -166,14 +167,14 @@ class CqlDescriptionPublisher:
 
     def mark_expired(self, timestamp: datetime, expired: datetime) -> None:
         """Set a published generation's ``expired`` column."""
-        self._run(
+        self.run(
             f"UPDATE {self.keyspace}.{TIMESTAMPS} SET expired = ? WHERE key = ? AND time = ?",
             (expired, GENERATION_TIMESTAMPS_KEY, generation_timestamp(timestamp)),
         )
 
     def read_streams(self, timestamp: datetime) -> dict[int, frozenset[bytes]]:
         """The published (possibly partial) streams of a generation, by range end."""
-        rows = self._run(
+        rows = self.run(
             f"SELECT range_end, streams FROM {self.keyspace}.{STREAMS_V2} WHERE time = ?",
             (generation_timestamp(timestamp),),
         )
@@ -216,7 +217,7 @@ class CqlDescriptionPublisher:
 
     def write_timestamp(self, timestamp: datetime) -> None:
         """Step 2, only once step 1 succeeded: the row that makes the generation visible."""
-        self._run(
+        self.run(
             f"INSERT INTO {self.keyspace}.{TIMESTAMPS} (key, time) VALUES (?, ?)",
             (GENERATION_TIMESTAMPS_KEY, generation_timestamp(timestamp)),
         )

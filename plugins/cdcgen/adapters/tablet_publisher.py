@@ -47,7 +47,7 @@ class TabletsPublisher(CqlDescriptionPublisher):
             wanted = {(int(state), stream.raw) for _, state, stream in view.rows()}
             existing = {
                 (r.stream_state, bytes(r.stream_id))
-                for r in self._run(
+                for r in self.run(
                     f"SELECT stream_state, stream_id FROM {self.keyspace}.{TABLET_STREAMS} "
                     "WHERE keyspace_name = ? AND table_name = ? AND timestamp = ?",
                     (keyspace_name, table_name, when),
@@ -61,7 +61,7 @@ class TabletsPublisher(CqlDescriptionPublisher):
                     + ", ".join(f"state {s} {b.hex()}" for s, b in extra)
                 )
             self._write_tablet_rows(keyspace_name, table_name, when, sorted(wanted - existing))
-            self._run(
+            self.run(
                 f"INSERT INTO {self.keyspace}.{TABLET_TIMESTAMPS} "
                 "(keyspace_name, table_name, timestamp) VALUES (?, ?, ?)",
                 (keyspace_name, table_name, when),
@@ -90,7 +90,7 @@ class TabletsPublisher(CqlDescriptionPublisher):
         self.writer.execute(statements, "rows", f"publish {keyspace_name}.{table_name}")
 
     def published_tablet_timestamps(self, keyspace_name: str, table_name: str) -> list[datetime]:
-        rows = self._run(
+        rows = self.run(
             f"SELECT timestamp FROM {self.keyspace}.{TABLET_TIMESTAMPS} "
             "WHERE keyspace_name = ? AND table_name = ?",
             (keyspace_name, table_name),
@@ -101,7 +101,7 @@ class TabletsPublisher(CqlDescriptionPublisher):
         self, keyspace_name: str, table_name: str, timestamp: datetime
     ) -> frozenset[bytes]:
         """The current streams published for one stream set."""
-        rows = self._run(
+        rows = self.run(
             f"SELECT stream_state, stream_id FROM {self.keyspace}.{TABLET_STREAMS} "
             "WHERE keyspace_name = ? AND table_name = ? AND timestamp = ?",
             (keyspace_name, table_name, generation_timestamp(timestamp)),

@@ -95,7 +95,7 @@ def prune(
     if not publisher.owns_schema:
         return "not pruned: ScyllaDB owns the description tables of system_distributed"
     needed_from = None
-    state = client.cluster.metadata.keyspaces.get(config.state_keyspace or config.target_keyspace)
+    state = client.cluster.metadata.keyspaces.get(config.checkpoint_keyspace)
     if state is not None and PROGRESS_TABLE in state.tables:
         progress = CqlCheckpointStore(client, state.name).all_progress()
         marks = [p.watermark for p in progress]
