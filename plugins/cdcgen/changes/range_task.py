@@ -22,6 +22,7 @@ from cdcgen.changes.read_task import ReadJob, batch_builder
 from cdcgen.changes.window_index import WindowIndex, stream_keys
 from cdcgen.core.cdc_log import micros_of_timeuuid
 from cdcgen.spark.fanout import task_items
+from cdcgen.spark.worker_heap import freeze_once
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -43,6 +44,7 @@ def read_ranges(
 
     reader = job.readers()
     builder = batch_builder(job, reader)
+    freeze_once()  # the worker's long-lived heap, out of the collector's walks
     windows = index.value
     generations = pa.array([p[0] for p in windows.placements], pa.string())
     labels = pa.array([p[1] for p in windows.placements], pa.string())

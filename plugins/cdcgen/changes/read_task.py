@@ -20,6 +20,7 @@ from cdcgen.changes.stream_reads import ReaderFactory, StreamRead
 from cdcgen.core.log_table import LogTable
 from cdcgen.ports import ChangeLogReader
 from cdcgen.spark.fanout import task_items
+from cdcgen.spark.worker_heap import freeze_once
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -58,6 +59,7 @@ def read_changes(
     """
     reader = job.readers()
     builder = batch_builder(job, reader)
+    freeze_once()  # the worker's long-lived heap, out of the collector's walks
     segments: list[tuple[list[Any], Placement]] = []
     buffered = 0
     written: Counter[str] = Counter()
