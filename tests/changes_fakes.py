@@ -242,6 +242,7 @@ class MemoryChangesLake:
         self.recorded_buckets: int | None = None
         self.writes = 0
         self.version_number = -1  # a Delta table's first commit is version 0
+        self.history: dict[int, dict[LakeWindow, list[Change]]] = {}  # time travel
         self._fail_on_write = fail_on_write
         self._die_after_write = die_after_write
 
@@ -290,9 +291,18 @@ class MemoryChangesLake:
             raise InjectedFault("injected fault: the driver died before checkpointing")
         return commit
 
+    def revert(self, commit: LakeCommit) -> LakeCommit:
+        assert commit.version == self.version_number, "another commit followed"
+        previous = {} if commit.previous is None else self.history[commit.previous]
+        self.partitions = {window: list(rows) for window, rows in previous.items()}
+        self.events.append(f"revert {commit.version}")
+        return self._commit(Counter())
+
     def _commit(self, counters: Counter[str]) -> LakeCommit:
+        before = self.version()
         self.version_number += 1
-        return LakeCommit(self.version_number, counters)
+        self.history[self.version_number] = {w: list(r) for w, r in self.partitions.items()}
+        return LakeCommit(self.version_number, counters, before)
 
     def rows(self) -> list[Change]:
         return sorted(c for rows in self.partitions.values() for c in rows)

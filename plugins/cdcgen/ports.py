@@ -173,10 +173,12 @@ class ChangeLogReader(Protocol):
 @dataclass(frozen=True)
 class LakeCommit:
     """One commit of a table's changes: the table version that holds it, and what the
-    write counted (``rows:<generation>``, ``queries``, ``retries``)."""
+    write counted (``rows:<generation>``, ``queries``, ``retries``), and the version
+    before it (None: the commit created the table)."""
 
     version: int
     counters: Counter[str]
+    previous: int | None = None
 
 
 class ChangesLake(Protocol):
@@ -208,4 +210,10 @@ class ChangesLake(Protocol):
     def write(self, windows: Sequence[Window], replacing: Sequence[LakeWindow] = ()) -> LakeCommit:
         """Reads ``windows`` and commits their rows in place of whatever the table held
         for them and for ``replacing`` (windows to drop in the same commit)."""
+        ...
+
+    def revert(self, commit: LakeCommit) -> LakeCommit:
+        """Undoes ``commit`` in a new commit: the table holds what it held before it
+        (nothing, if ``commit`` created it), while ``commit``'s version stays readable
+        by time travel. Refuses when another commit followed ``commit``."""
         ...

@@ -195,6 +195,7 @@ def test_every_change_lands_once_and_misrouted_rows_are_named(
 
         store = CqlCheckpointStore(client, scn.config.target_keyspace)
         progress = store.progress(TableRef(KEYSPACE, "orders"))
+        bad_checkpoints = store.checkpoints(TableRef(KEYSPACE, "orders_bad"))
     assert progress.watermark is not None
     assert progress.watermark.isoformat() == orders["watermark"]
     assert progress.watermark > workload.switch  # past the generation switch
@@ -205,6 +206,9 @@ def test_every_change_lands_once_and_misrouted_rows_are_named(
     assert workload.misrouted > 0
     # The run's checks page (on the report site) names the misrouted rows.
     result = changes_result(scn, TABLES["bad"])
+    # Its failing jobs were quarantined (reverted), and no checkpoint names their versions.
+    assert result["quarantined_versions"]
+    assert not {c.lake_version for c in bad_checkpoints} & set(result["quarantined_versions"])
     (colocation,) = [c for c in result["checks"]["checks"] if "colocation" in c["check"]]
     assert colocation["observed"] >= workload.misrouted and colocation["samples"]
     page = Path(result["checks"]["page"]).read_text()

@@ -50,7 +50,7 @@ from cdcgen.changes.lake import STATS_COLUMNS, DeltaChangesLake
 from cdcgen.changes.layout import read_delta, table_root
 from cdcgen.changes.report import changes_report, record_changes_run
 from cdcgen.changes.result import ExtractionResult
-from cdcgen.changes.run import ChangesRequest, extract_changes
+from cdcgen.changes.run import ChangesRequest, extract_changes, run_changes
 from cdcgen.changes.settings import ChangesSettings
 from cdcgen.config import PipelineConfig
 from cdcgen.core.cdc_log import LogPartitioner, TableRef
@@ -59,6 +59,7 @@ from cdcgen.core.watermark import BucketCheckpoint
 from cdcgen.core.windows import DataExpired, Interval, Mode, WindowKind
 from cdcgen.schema import SourceSchema
 from cdcgen.spark.session import JobKind, job_session
+from cdcgen.validation.results import ChangesInvalid
 from cdcgen_dev.emulator import (
     SandboxCluster,
     WorkloadSpec,
@@ -416,6 +417,33 @@ def test_misrouted_rows_fail_colocation_and_are_named(
     )
     lake = built.lake.dataset()
     assert lake.count() == len(source_rows(world, "orders_bad"))
+
+
+def test_rows_failing_the_checks_are_quarantined_before_any_checkpoint(
+    spark: Any, world: World, tmp_path: Path
+) -> None:
+    """The whole run, checks included: the misrouted rows fail colocation, so the job's
+    commit is reverted (time travel still reads it) and nothing is checkpointed."""
+    config = world.config("t_quarantine", tmp_path / "lake", tmp_path / "reports")
+    ref = TableRef(KEYSPACE, "orders_bad")
+    built = adapters(spark, world, config, table="orders_bad")
+    request = ChangesRequest(ref, Interval(world.start, world.end), run_id="quarantine-1")
+    with pytest.raises(ChangesInvalid) as caught:
+        run_changes(request, built.ports(), config, SETTINGS, cdc_ttl=built.log_table.ttl)
+    output = caught.value.output
+    assert output is not None and output["status"] == "row checks failed"
+    (quarantined,) = output["quarantined_versions"]
+    assert output["lake_versions"] == [quarantined, quarantined + 1]
+    assert built.checkpoints.checkpoints(ref) == []
+    watermark = built.checkpoints.progress(ref).watermark  # at most the table's start
+    assert watermark is None or watermark <= min(
+        datetime.fromisoformat(w["start"]) for w in output["windows"]
+    )
+    assert built.lake.dataset().count() == 0  # the current version no longer holds them
+    assert built.lake.dataset(quarantined).count() == len(source_rows(world, "orders_bad"))
+    page = Path(output["report"]).read_text()
+    assert f"the rows of lake version {quarantined} failed the row checks" in page
+    assert Path(output["report"]).is_file()
 
 
 def test_state_only_moves_forward_and_prunes_what_the_watermark_implies(world: World) -> None:

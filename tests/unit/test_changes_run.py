@@ -31,7 +31,7 @@ from changes_fakes import (
     MemoryCheckpointStore,
 )
 
-from cdcgen.changes.result import ExtractionResult
+from cdcgen.changes.result import ExtractionResult, JobRows
 from cdcgen.changes.run import (
     ChangesPorts,
     ChangesRequest,
@@ -341,57 +341,89 @@ def test_a_window_past_the_cdc_ttl_fails_before_anything_is_written(world: World
 
 
 class FixedVerdict:
-    """Row checks that return one verdict and remember what they were asked to check."""
+    """Row checks that fail the jobs numbered in ``failing`` (every job if ``passed`` is
+    False) and remember what they were asked to check: ``(result, job)`` pairs."""
 
-    def __init__(self, passed: bool, report_dir: Path) -> None:
+    def __init__(self, passed: bool, report_dir: Path, failing: Iterable[int] = ()) -> None:
         self.passed = passed
+        self.failing = set(failing)
         self.report_dir = report_dir
-        self.checked: list[ExtractionResult] = []
+        self.checked: list[tuple[ExtractionResult, JobRows | None]] = []
 
-    def check(self, result: ExtractionResult) -> ValidationResult:
-        self.checked.append(result)
+    def check(self, result: ExtractionResult, job: JobRows | None = None) -> ValidationResult:
+        self.checked.append((result, job))
+        passed = self.passed and (job is None or job.number not in self.failing)
         row = {"stream_hex": "ab" * 16, "cdc_time": "t", "batch_seq_no": 0, "base_key": "k"}
-        samples = () if self.passed else (row,)
+        samples = () if passed else (row,)
         check = CheckOutcome(
-            "changes_rows", "expect_x", "colocation", self.passed, len(samples), samples
+            "changes_rows", "expect_x", "colocation", passed, len(samples), samples
         )
-        return ValidationResult(self.passed, [check], self.report_dir / "index.html", "summary")
+        return ValidationResult(passed, [check], self.report_dir / "index.html", "summary")
 
 
-def run(world: World, checks: FixedVerdict, interval: Interval = FIRST) -> dict[str, Any]:
-    request = ChangesRequest(TABLE, interval, dag_id="cdc_changes", run_id="run-1")
+def run(
+    world: World, checks: FixedVerdict, interval: Interval = FIRST, run_id: str = "run-1"
+) -> dict[str, Any]:
+    request = ChangesRequest(TABLE, interval, dag_id="cdc_changes", run_id=run_id)
     return run_changes(
         request, world.ports(checks=checks), world.config, SETTINGS, cdc_ttl=None, now=LATE
     )
 
 
-def test_a_run_checks_what_it_wrote_and_records_itself(world: World) -> None:
+def test_a_run_checks_each_job_before_checkpointing_it_and_records_itself(world: World) -> None:
     checks = FixedVerdict(True, world.tmp / "docs")
     output = run(world, checks)
-    (checked,) = checks.checked
-    assert checked.windows and checked.generations == tuple(SPANS)
-    assert output["status"] == "done" and output["rows_written"] == checked.rows_written
-    assert output["checks"] == {
-        "passed": True,
-        "summary": "summary",
-        "data_docs": str(world.tmp / "docs" / "index.html"),
-        "checks": [{"check": "colocation", "passed": True, "observed": 0, "samples": []}],
-        "failed": [],
-    }
+    result = checks.checked[0][0]
+    jobs = [job for _, job in checks.checked]
+    assert result.windows and result.generations == tuple(SPANS)
+    assert all(job is not None for job in jobs) and len(jobs) == result.jobs > 1
+    assert [job.number for job in jobs if job] == list(range(1, len(jobs) + 1))
+    checked = [w for job in jobs if job for w in job.windows]
+    assert len(checked) == len(result.windows) and set(checked) == set(result.windows)
+    assert [job.version for job in jobs if job] == result.lake_versions
+    # Each job was checked before its buckets were checkpointed (the saves follow it).
+    assert len(world.store.events.named("save")) == len(jobs)
+    assert output["status"] == "done" and output["rows_written"] == result.rows_written
+    assert output["checks"]["passed"] is True and output["checks"]["failed"] == []
+    assert output["checks"]["summary"] == "; ".join(
+        f"job {n}: summary" for n in range(1, len(jobs) + 1)
+    )
+    assert output["quarantined_versions"] == []
     assert Path(str(output["report"])).is_file()
     # Nothing new to read: no check runs, still a success.
     idle = run(world, checks)
-    assert len(checks.checked) == 1 and idle["status"] == "done" and "checks" not in idle
+    assert len(checks.checked) == len(jobs) and idle["status"] == "done" and "checks" not in idle
 
 
-def test_failed_row_checks_fail_the_run_after_checkpointing_and_recording(world: World) -> None:
-    checks = FixedVerdict(False, world.tmp / "docs")
+def test_rows_failing_the_checks_are_quarantined_and_never_checkpointed(world: World) -> None:
+    checks = FixedVerdict(True, world.tmp / "docs", failing={2})
     with pytest.raises(ChangesInvalid) as caught:
         run(world, checks)
     output = caught.value.output
     assert output is not None and output["status"] == "row checks failed"
     assert output["checks"]["failed"] == ["colocation [changes_rows.expect_x]: 1 offending row(s)"]
+    assert [c["check"] for c in output["checks"]["checks"]] == ["colocation"]  # one per check
     assert output["checks"]["checks"][0]["samples"][0]["stream_hex"] == "ab" * 16
     assert Path(output["report"]).is_file()
-    # The rows stay written and acknowledged: the failure is about them, not their copy.
+    # Job 2 failed: reverted right after its commit, never checkpointed; the other jobs
+    # were checked and checkpointed.
+    jobs = [job for _, job in checks.checked if job is not None]
+    assert len(jobs) == len(checks.checked) > 2
+    failed = jobs[1]
+    assert output["quarantined_versions"] == [failed.version]
+    assert failed.version + 1 in output["lake_versions"]  # the revert
+    saved = {c.bucket for c in world.store.checkpoints(TABLE)}
+    assert saved == {w.bucket for job in jobs if job is not failed for w in job.windows}
+    assert not saved & {w.bucket for w in failed.windows}
+    # The table's current version no longer holds the failed job's rows; time travel does.
+    held = set(world.lake.windows())
+    assert not held & {w.lake_window for w in failed.windows}
+    assert {w.lake_window for w in failed.windows} <= set(world.lake.history[failed.version])
+    # The watermark never passes them: it stays before the failed buckets' windows.
+    watermark = world.store.progress(TABLE).watermark
+    assert watermark is None or watermark <= min(w.start for w in failed.windows)
+    # The next run, with good rows, reads those windows again and completes the interval.
+    output = run(world, FixedVerdict(True, world.tmp / "docs"), run_id="run-2")
+    assert output["status"] == "done"
+    world.assert_lake_holds_exactly(FIRST)
     assert world.store.progress(TABLE).watermark == FIRST.end

@@ -21,7 +21,12 @@ from collections.abc import Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from cdcgen.adapters.delta_tables import commit_marker, commit_version, table_version
+from cdcgen.adapters.delta_tables import (
+    DeltaLogError,
+    commit_marker,
+    commit_version,
+    table_version,
+)
 from cdcgen.adapters.lake_store import LakeLocation, LakeRoot
 from cdcgen.changes.layout import (
     PARTITION_COLUMNS,
@@ -94,16 +99,35 @@ class DeltaChangesLake:
         return table_version(self._root)
 
     def remove(self, windows: Sequence[LakeWindow]) -> LakeCommit:
+        return self._commit_statement(
+            f"DELETE FROM delta.`{self._root.spark_uri}` WHERE {window_predicate(windows)}"
+        )
+
+    def revert(self, commit: LakeCommit) -> LakeCommit:
+        """Delta's ``RESTORE`` to the version before ``commit`` (a ``DELETE`` of every row
+        when ``commit`` created the table), only while ``commit`` is the latest version:
+        restoring over another writer's commit would drop it."""
+        current = table_version(self._root)
+        if current != commit.version:
+            raise DeltaLogError(
+                f"{self._root.uri}: not reverting version {commit.version}, the table is at "
+                f"version {current}"
+            )
+        table = f"delta.`{self._root.spark_uri}`"
+        if commit.previous is None:
+            return self._commit_statement(f"DELETE FROM {table}")
+        return self._commit_statement(f"RESTORE TABLE {table} TO VERSION AS OF {commit.previous}")
+
+    def _commit_statement(self, statement: str) -> LakeCommit:
+        """Runs one committing SQL statement; its version, found by a marker."""
         marker, before = commit_marker(), table_version(self._root)
         key = "spark.databricks.delta.commitInfo.userMetadata"
         self._spark.conf.set(key, marker)
         try:
-            self._spark.sql(
-                f"DELETE FROM delta.`{self._root.spark_uri}` WHERE {window_predicate(windows)}"
-            )
+            self._spark.sql(statement)
         finally:
             self._spark.conf.unset(key)
-        return LakeCommit(commit_version(self._root, marker, before), Counter())
+        return LakeCommit(commit_version(self._root, marker, before), Counter(), before)
 
     def write(self, windows: Sequence[Window], replacing: Sequence[LakeWindow] = ()) -> LakeCommit:
         """One Spark job: read every stream of ``windows`` and commit the rows in place
@@ -151,7 +175,7 @@ class DeltaChangesLake:
             for shared_value in broadcasts:
                 shared_value.unpersist()
         counted: Counter[str] = counters.value
-        return LakeCommit(commit_version(self._root, marker, before), counted)
+        return LakeCommit(commit_version(self._root, marker, before), counted, before)
 
     @property
     def ranges(self) -> RangeFanout | None:

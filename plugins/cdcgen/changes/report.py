@@ -67,6 +67,12 @@ def changes_report(
         notes.insert(0, error)
     if result.garbage_removed:
         notes.append(f"removed {result.garbage_removed} unacknowledged window directories")
+    for version in result.quarantined_versions:
+        notes.append(
+            f"quarantined: the rows of lake version {version} failed the row checks and were "
+            "reverted (time travel to that version reads them); nothing of them is "
+            "checkpointed, so the next run reads those windows again"
+        )
     return ChangesReport(
         status=RunStatus.FAILED if failed else RunStatus.SUCCESS,
         window_start=result.interval.start,

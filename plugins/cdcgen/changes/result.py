@@ -16,6 +16,18 @@ from typing import Any
 
 from cdcgen.core.cdc_log import TableRef
 from cdcgen.core.windows import GenerationSpan, Interval, Mode, Window, WindowPlan
+from cdcgen.validation.results import ValidationResult
+
+
+@dataclass(frozen=True)
+class JobRows:
+    """One job's rows as the row checks see them: its windows, in the version that
+    holds them, job ``number`` of ``jobs`` in the run."""
+
+    number: int
+    jobs: int
+    windows: tuple[Window, ...]
+    version: int
 
 
 @dataclass
@@ -40,6 +52,10 @@ class ExtractionResult:
     phases: dict[str, float] = field(default_factory=dict)
     #: The spans the run planned over (the row checks map rows to streams with them).
     generations: tuple[GenerationSpan, ...] = ()
+    #: The row checks' verdict on each job written, in order (empty: not checked).
+    checks: list[ValidationResult] = field(default_factory=list)
+    #: Versions whose rows failed the checks and were reverted (readable by time travel).
+    quarantined_versions: list[int] = field(default_factory=list)
 
     @property
     def windows(self) -> tuple[Window, ...]:
@@ -97,6 +113,7 @@ class ExtractionResult:
             "garbage_removed": self.garbage_removed,
             "lake_format": "delta",
             "lake_versions": list(self.lake_versions),
+            "quarantined_versions": list(self.quarantined_versions),
             "watermark": None if self.watermark is None else self.watermark.isoformat(),
             "seconds": round(self.seconds, 3),
             "phases": {k: round(v, 3) for k, v in self.phases.items()},

@@ -1,6 +1,7 @@
 """The row checks of a run, on Spark: the :class:`~.run.RowChecks` the orchestrator calls.
 
-Reads back everything the run wrote (:meth:`~.lake.DeltaChangesLake.dataset`), shapes
+Reads back what a job of the run wrote (:meth:`~.lake.DeltaChangesLake.dataset` at the
+job's version; the orchestrator checks each job before checkpointing it), shapes
 it for the row expectations and, when asked, counts the same windows on the source
 (:mod:`.row_frames`), then runs the change suites
 (:func:`cdcgen.validation.change_rows.validate_change_frames`), which render Data Docs
@@ -14,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from cdcgen.changes.lake import DeltaChangesLake
 from cdcgen.changes.range_counts import range_counts_frame
-from cdcgen.changes.result import ExtractionResult
+from cdcgen.changes.result import ExtractionResult, JobRows
 from cdcgen.changes.row_frames import (
     change_rows_frame,
     source_counts_frame,
@@ -57,16 +58,22 @@ class SparkRowChecks:
         """Where the run's Data Docs and checks page go."""
         return self._report_dir / "changes" / result.table.qualified / slug(result.run_id)
 
-    def check(self, result: ExtractionResult) -> ValidationResult:
+    def check(self, result: ExtractionResult, job: JobRows | None = None) -> ValidationResult:
+        """``job``'s windows at its version (Data Docs in the run's folder, or in
+        ``job-N/`` under it for a run of several jobs); without, every window of the
+        run at its last version."""
         target = self.report_dir(result)
-        windows = list(result.windows)
+        if job is not None and job.jobs > 1:
+            target = target / f"job-{job.number}"
+        windows = list(result.windows if job is None else job.windows)
+        version = result.lake_version if job is None else job.version
         if not windows or not self._lake.windows():
             return ValidationResult(
                 True, [], target / "index.html", "no window extracted: nothing to check"
             )
         spark = self._spark
         rows = change_rows_frame(
-            self._lake.dataset(result.lake_version),  # exactly what this run committed
+            self._lake.dataset(version),  # exactly what this run committed
             windows_frame(spark, windows, self._leeway_us),
             GenerationMapper(result.generations),
             self._partition_key,

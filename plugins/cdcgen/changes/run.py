@@ -12,13 +12,18 @@ one table and one interval:
    starts the first time;
 3. write the windows job by job (groups of buckets), each job one commit of the lake,
    the first one also dropping the windows a killed run left unacknowledged (the plan's
-   garbage); checkpoint a job's buckets only after its commit returned: a kill before
-   the commit leaves nothing visible, a kill after it leaves windows the next run
-   treats as unacknowledged and replaces, so a resume neither loses nor duplicates a
-   change, and no checkpoint is ever ahead of the lake;
+   garbage); check the job's rows (:class:`RowChecks`), then checkpoint its buckets:
+   a kill before the commit leaves nothing visible, a kill after it leaves windows the
+   next run treats as unacknowledged and replaces, so a resume neither loses nor
+   duplicates a change, and no checkpoint is ever ahead of the lake. Rows that fail the
+   checks are quarantined: the job's commit is reverted (its version stays readable by
+   time travel, for whoever investigates) and nothing of it is checkpointed, so neither
+   its buckets' checkpoints nor the watermark pass bad rows and the next run reads
+   those windows again instead of starting after them; the other jobs go on, and the
+   run fails at its end, naming every offending row;
 4. recompute and store the consistency watermark, and prune the checkpoint rows it
    implies;
-5. check the rows written (:class:`RowChecks`) and record the run on the report site.
+5. record the run, and the checks' verdicts, on the report site.
 
 A backfill re-extracts acknowledged windows exactly and never moves checkpoints or
 the watermark. Errors keep their classes: :class:`~cdcgen.core.windows.DataExpired` and
@@ -37,27 +42,26 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
 from cdcgen.changes.report import record_changes_run
-from cdcgen.changes.result import ExtractionResult, Phases
+from cdcgen.changes.result import ExtractionResult, JobRows, Phases
 from cdcgen.changes.settings import ChangesSettings
+from cdcgen.changes.verdicts import checks_json, combined
 from cdcgen.config import PipelineConfig
 from cdcgen.core.cdc_log import TableRef
 from cdcgen.core.planner import plan_windows
 from cdcgen.core.watermark import BucketCheckpoint, consistency_watermark
 from cdcgen.core.windows import DataExpired, Interval, Mode, Window, WindowPolicy
-from cdcgen.ports import ChangesLake, CheckpointStore, ClockReader, GenerationSource
+from cdcgen.ports import ChangesLake, CheckpointStore, ClockReader, GenerationSource, LakeCommit
 from cdcgen.progress import Progress
 from cdcgen.validation.results import ChangesInvalid, ValidationResult
 
 log = logging.getLogger(__name__)
 
-#: Offending rows per check carried in the run's JSON (the report pages list them all).
-SAMPLES_IN_OUTPUT = 5
-
 
 class RowChecks(Protocol):
-    """Validates the rows a run wrote (the Great Expectations row suites, on Spark)."""
+    """Validates the rows a run wrote (the Great Expectations row suites, on Spark):
+    one job's (``job``), or every window of the run at its last version."""
 
-    def check(self, result: ExtractionResult) -> ValidationResult: ...
+    def check(self, result: ExtractionResult, job: JobRows | None = None) -> ValidationResult: ...
 
 
 @dataclass(frozen=True)
@@ -156,7 +160,8 @@ def extract_changes(
 
 def _write_jobs(ports: ChangesPorts, settings: ChangesSettings, result: ExtractionResult) -> None:
     """Write the plan's windows job by job, one commit each (the first also drops the
-    plan's garbage); checkpoint each job right after its commit."""
+    plan's garbage); check each job's rows, then checkpoint it, or quarantine it when
+    its rows fail the checks."""
     table = result.table
     garbage = result.plan.garbage
     if not result.windows:
@@ -171,7 +176,8 @@ def _write_jobs(ports: ChangesPorts, settings: ChangesSettings, result: Extracti
         every=0.0,  # one line per Spark job: jobs take seconds to minutes each
         label=f"{table} {result.mode.value}",
     )
-    for number, windows in enumerate(job_groups(result.windows, settings.buckets_per_job), 1):
+    groups = job_groups(result.windows, settings.buckets_per_job)
+    for number, windows in enumerate(groups, 1):
         streams = sum(len(w.streams) for w in windows)
         commit = ports.lake.write(windows, replacing=garbage if number == 1 else ())
         counters = commit.counters
@@ -182,6 +188,13 @@ def _write_jobs(ports: ChangesPorts, settings: ChangesSettings, result: Extracti
         log.info("%s job %d done: %s", table, number, dict(counters))
         rows = sum(c for k, c in counters.items() if k.startswith("rows:"))
         progress.advance(streams, rows=rows)
+        if ports.row_checks is not None:
+            job = JobRows(number, len(groups), tuple(windows), commit.version)
+            verdict = ports.row_checks.check(result, job)
+            result.checks.append(verdict)
+            if not verdict.passed:
+                _quarantine(ports.lake, commit, result)
+                continue
         if result.mode is Mode.INCREMENTAL:
             ports.checkpoints.save(
                 table,
@@ -199,6 +212,20 @@ def _write_jobs(ports: ChangesPorts, settings: ChangesSettings, result: Extracti
             )
 
 
+def _quarantine(lake: ChangesLake, commit: LakeCommit, result: ExtractionResult) -> None:
+    """Take a job's rows that failed the checks out of the table's current version."""
+    reverted = lake.revert(commit)
+    result.add_commit(reverted.version)
+    result.quarantined_versions.append(commit.version)
+    log.error(
+        "%s: rows of lake version %d failed the row checks; quarantined (version %d "
+        "reverts them, time travel still reads them); nothing of them is checkpointed",
+        result.table,
+        commit.version,
+        reverted.version,
+    )
+
+
 def run_changes(
     request: ChangesRequest,
     ports: ChangesPorts,
@@ -208,7 +235,7 @@ def run_changes(
     cdc_ttl: timedelta | None,
     now: datetime | None = None,
 ) -> dict[str, Any]:
-    """A whole run: extract, check the rows written, record the run on the report site.
+    """A whole run: extract (checking each job's rows), record it on the report site.
 
     Returns the extraction's JSON plus ``checks`` (passed, summary, Data Docs), the
     report page and the ``status``. Raises :class:`ChangesInvalid` (carrying that JSON
@@ -220,9 +247,8 @@ def run_changes(
         log.error("%s", exc)
         raise
     output = result.to_json()
-    checks = None
-    if ports.row_checks is not None and result.windows:
-        checks = ports.row_checks.check(result)
+    checks = combined(result.checks) if result.checks else None
+    if checks is not None:
         output["checks"] = checks_json(checks)
     page = record_changes_run(config.report_dir, result, checks, dag_id=request.dag_id)
     output["report"] = str(page)
@@ -232,23 +258,3 @@ def run_changes(
         failure.output = output  # what was written and why it failed, for the caller
         raise failure
     return output
-
-
-def checks_json(checks: ValidationResult) -> dict[str, Any]:
-    """The row checks' verdicts as the run's JSON carries them (a few rows per check)."""
-    return {
-        "passed": checks.passed,
-        "summary": checks.summary,
-        "data_docs": str(checks.report_index),
-        "checks": [
-            {
-                "check": c.check,
-                "passed": c.passed,
-                "observed": c.observed,
-                "samples": [dict(row) for row in c.samples[:SAMPLES_IN_OUTPUT]],
-            }
-            for c in checks.checks
-        ],
-        "failed": [c.describe() for c in checks.failures],
-        **({} if checks.page is None else {"page": str(checks.page)}),
-    }

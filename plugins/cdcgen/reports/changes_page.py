@@ -54,6 +54,10 @@ def lake_versions(record: ChangesReport) -> str:
     return "; ".join(f"{name}: {', '.join(str(v) for v in v_)}" for name, v_ in written)
 
 
+#: Runs whose notes the page lists, newest first.
+NOTED_RUNS = 20
+
+
 def render_changes_page(records: Sequence[ChangesReport], root: str = "") -> str:
     latest = latest_per_table(records)
     total_rows = sum(r.total_rows for r in records)
@@ -127,4 +131,12 @@ def render_changes_page(records: Sequence[ChangesReport], root: str = "") -> str
     ]
     headers = ("recorded at", "status", "run", "window", "rows", "lake versions", "expectations")
     body.append(table(headers, run_rows, (4,)) if run_rows else '<p class="muted">None.</p>')
+    noted = [r for r in sorted(records, key=lambda r: r.created_at, reverse=True) if r.notes]
+    if noted:  # what a run wants a person to know: quarantined rows, pending windows
+        items = [
+            f"<li>{esc(r.run_id or '—')}: {esc(n)}</li>"
+            for r in noted[:NOTED_RUNS]
+            for n in r.notes
+        ]
+        body += ["<h2>Notes of the latest runs</h2><ul>", *items, "</ul>"]
     return page("Changes", "".join(body), root=root)

@@ -1,0 +1,67 @@
+"""A changes run's row-check verdicts: one per job, combined into the run's, as JSON.
+
+The orchestrator (:mod:`.run`) checks each job's rows before checkpointing it; the run's
+JSON and its report carry one verdict, with one outcome per check over every job.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+from cdcgen.validation.results import CheckOutcome, ValidationResult
+
+#: Offending rows per check carried in the run's JSON (the report pages list them all).
+SAMPLES_IN_OUTPUT = 5
+
+
+def combined(verdicts: Sequence[ValidationResult]) -> ValidationResult:
+    """One verdict for a run from its jobs' (each job's Data Docs in its own folder):
+    one outcome per check, its offending rows and counts summed over the jobs; the
+    report links the first failing job's Data Docs, else the last one's."""
+    if len(verdicts) == 1:
+        return verdicts[0]
+    merged: dict[tuple[str, str, str], CheckOutcome] = {}
+    for check in (c for v in verdicts for c in v.checks):
+        key = (check.suite, check.expectation, check.check)
+        seen = merged.get(key)
+        merged[key] = check if seen is None else _merged(seen, check)
+    shown = next((v for v in verdicts if not v.passed), verdicts[-1])
+    return ValidationResult(
+        all(v.passed for v in verdicts),
+        list(merged.values()),
+        shown.report_index,
+        "; ".join(f"job {n}: {v.summary}" for n, v in enumerate(verdicts, 1)),
+        sorted({skip for v in verdicts for skip in v.skipped}),
+        shown.page,
+    )
+
+
+def _merged(a: CheckOutcome, b: CheckOutcome) -> CheckOutcome:
+    """Two jobs' outcomes of one check: counts of offending rows add up."""
+    counts = isinstance(a.observed, int) and isinstance(b.observed, int)
+    observed = a.observed + b.observed if counts else b.observed  # type: ignore[operator]
+    return replace(
+        a, passed=a.passed and b.passed, observed=observed, samples=a.samples + b.samples
+    )
+
+
+def checks_json(checks: ValidationResult) -> dict[str, Any]:
+    """The row checks' verdicts as the run's JSON carries them (a few rows per check)."""
+    return {
+        "passed": checks.passed,
+        "summary": checks.summary,
+        "data_docs": str(checks.report_index),
+        "checks": [
+            {
+                "check": c.check,
+                "passed": c.passed,
+                "observed": c.observed,
+                "samples": [dict(row) for row in c.samples[:SAMPLES_IN_OUTPUT]],
+            }
+            for c in checks.checks
+        ],
+        "failed": [c.describe() for c in checks.failures],
+        **({} if checks.page is None else {"page": str(checks.page)}),
+    }
