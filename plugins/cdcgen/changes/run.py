@@ -247,7 +247,8 @@ def run_changes(
         log.error("%s", exc)
         raise
     output = result.to_json()
-    checks = combined(result.checks) if result.checks else None
+    label = f"{result.table.qualified} {result.run_id}"
+    checks = combined(result.checks, label) if result.checks else None
     if checks is not None:
         output["checks"] = checks_json(checks)
     page = record_changes_run(config.report_dir, result, checks, dag_id=request.dag_id)

@@ -6,20 +6,24 @@ JSON and its report carry one verdict, with one outcome per check over every job
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
+from cdcgen.reports.checks_page import write_checks_page
 from cdcgen.validation.results import CheckOutcome, ValidationResult
 
 #: Offending rows per check carried in the run's JSON (the report pages list them all).
 SAMPLES_IN_OUTPUT = 5
 
 
-def combined(verdicts: Sequence[ValidationResult]) -> ValidationResult:
-    """One verdict for a run from its jobs' (each job's Data Docs in its own folder):
-    one outcome per check, its offending rows and counts summed over the jobs; the
-    report links the first failing job's Data Docs, else the last one's."""
+def combined(verdicts: Sequence[ValidationResult], label: str) -> ValidationResult:
+    """One verdict for a run from its jobs' (each job's Data Docs and checks page in its
+    own folder, ``<run>/job-N/``): one outcome per check, its offending rows and counts
+    summed over the jobs, on a checks page of the run's own in ``<run>/`` that links the
+    first failing job's Data Docs (else the last one's)."""
     if len(verdicts) == 1:
         return verdicts[0]
     merged: dict[tuple[str, str, str], CheckOutcome] = {}
@@ -28,13 +32,20 @@ def combined(verdicts: Sequence[ValidationResult]) -> ValidationResult:
         seen = merged.get(key)
         merged[key] = check if seen is None else _merged(seen, check)
     shown = next((v for v in verdicts if not v.passed), verdicts[-1])
+    checks = list(merged.values())
+    skipped = sorted({skip for v in verdicts for skip in v.skipped})
+    pages = [v.page for v in verdicts if v.page is not None]
+    page = None
+    if pages:
+        run_dir = Path(os.path.commonpath([p.parent.parent for p in pages]))
+        page = write_checks_page(run_dir, label, checks, skipped, shown.report_index)
     return ValidationResult(
         all(v.passed for v in verdicts),
-        list(merged.values()),
+        checks,
         shown.report_index,
         "; ".join(f"job {n}: {v.summary}" for n, v in enumerate(verdicts, 1)),
-        sorted({skip for v in verdicts for skip in v.skipped}),
-        shown.page,
+        skipped,
+        page,
     )
 
 
