@@ -115,12 +115,15 @@ class DeltaChangesLake:
             )
         table = f"delta.`{self._root.spark_uri}`"
         if commit.previous is None:
-            return self._commit_statement(f"DELETE FROM {table}")
-        return self._commit_statement(f"RESTORE TABLE {table} TO VERSION AS OF {commit.previous}")
+            return self._commit_statement(f"DELETE FROM {table}", current)
+        restore = f"RESTORE TABLE {table} TO VERSION AS OF {commit.previous}"
+        return self._commit_statement(restore, current)
 
-    def _commit_statement(self, statement: str) -> LakeCommit:
-        """Runs one committing SQL statement; its version, found by a marker."""
-        marker, before = commit_marker(), table_version(self._root)
+    def _commit_statement(self, statement: str, before: int | None = None) -> LakeCommit:
+        """Runs one committing SQL statement; its version, found by a marker. ``before``:
+        the table's version, when the caller just read it."""
+        marker = commit_marker()
+        before = table_version(self._root) if before is None else before
         key = "spark.databricks.delta.commitInfo.userMetadata"
         self._spark.conf.set(key, marker)
         try:

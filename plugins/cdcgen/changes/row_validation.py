@@ -23,6 +23,7 @@ from cdcgen.changes.row_frames import (
     windows_frame,
 )
 from cdcgen.changes.stream_reads import StreamFanout
+from cdcgen.changes.verdicts import job_report_dir
 from cdcgen.core.expected_streams import GenerationMapper
 from cdcgen.reports.records import slug
 from cdcgen.validation.change_rows import validate_change_frames
@@ -64,7 +65,7 @@ class SparkRowChecks:
         run at its last version."""
         target = self.report_dir(result)
         if job is not None and job.jobs > 1:
-            target = target / f"job-{job.number}"
+            target = job_report_dir(target, job.number)
         windows = list(result.windows if job is None else job.windows)
         version = result.lake_version if job is None else job.version
         if not windows or not self._lake.windows():

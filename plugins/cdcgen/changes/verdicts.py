@@ -6,7 +6,6 @@ JSON and its report carry one verdict, with one outcome per check over every job
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -17,6 +16,12 @@ from cdcgen.validation.results import CheckOutcome, ValidationResult
 
 #: Offending rows per check carried in the run's JSON (the report pages list them all).
 SAMPLES_IN_OUTPUT = 5
+
+
+def job_report_dir(run_dir: Path, job: int) -> Path:
+    """Where job ``job`` of a run of several jobs puts its Data Docs and checks page;
+    the run's own checks page (:func:`combined`) goes in ``run_dir``."""
+    return run_dir / f"job-{job}"
 
 
 def combined(verdicts: Sequence[ValidationResult], label: str) -> ValidationResult:
@@ -37,7 +42,7 @@ def combined(verdicts: Sequence[ValidationResult], label: str) -> ValidationResu
     pages = [v.page for v in verdicts if v.page is not None]
     page = None
     if pages:
-        run_dir = Path(os.path.commonpath([p.parent.parent for p in pages]))
+        run_dir = pages[0].parent.parent  # <run>/job-N/checks.html (job_report_dir)
         page = write_checks_page(run_dir, label, checks, skipped, shown.report_index)
     return ValidationResult(
         all(v.passed for v in verdicts),
@@ -51,8 +56,8 @@ def combined(verdicts: Sequence[ValidationResult], label: str) -> ValidationResu
 
 def _merged(a: CheckOutcome, b: CheckOutcome) -> CheckOutcome:
     """Two jobs' outcomes of one check: counts of offending rows add up."""
-    counts = isinstance(a.observed, int) and isinstance(b.observed, int)
-    observed = a.observed + b.observed if counts else b.observed  # type: ignore[operator]
+    first, second = a.observed, b.observed
+    observed = first + second if isinstance(first, int) and isinstance(second, int) else second
     return replace(
         a, passed=a.passed and b.passed, observed=observed, samples=a.samples + b.samples
     )
