@@ -14,15 +14,15 @@ from cassandra import cqltypes
 from cassandra.metadata import Murmur3Token
 
 from cdcgen.adapters.delta_tables import DeltaLogError, commit_version
+from cdcgen.changes.base_tokens import BaseKeyHasher
 from cdcgen.changes.columns import (
-    BaseKeyHasher,
     LakeBatchBuilder,
     Placement,
     arrow_type_and_converter,
     column_specs,
-    day_label,
     lake_schema,
 )
+from cdcgen.changes.derived_columns import day_label
 from cdcgen.changes.layout import (
     LAYOUT_FILE,
     PARTITION_COLUMNS,
@@ -82,15 +82,14 @@ def test_timeuuid_write_time_and_day_label() -> None:
 
 
 def test_base_key_hash_matches_cassandra_tokens() -> None:
-    specs = column_specs(
-        [("ks", "t", "pk", cqltypes.Int32Type), ("ks", "t", "name", cqltypes.UTF8Type)]
-    )
-    single = BaseKeyHasher(specs, ["pk"], 4)
-    assert single.token([1]) == -4069959284402364209  # cassandra-from-jars.md
-    assert single.token([None]) is None
-    compound = BaseKeyHasher(specs, ["pk", "name"], 4)
+    single = BaseKeyHasher([cqltypes.Int32Type], 4)
+    assert single.tokens([[1, None]]).to_pylist() == [-4069959284402364209, None]  # jars.md
+    compound = BaseKeyHasher([cqltypes.Int32Type, cqltypes.UTF8Type], 4)
     composite = b"\x00\x04\x00\x00\x00\x01\x00" + b"\x00\x01a\x00"
-    assert compound.token([1, "a"]) == Murmur3Token.from_key(composite).value
+    assert compound.tokens([[1, 2], ["a", None]]).to_pylist() == [
+        Murmur3Token.from_key(composite).value,
+        None,
+    ]
 
 
 LOG_METADATA = [

@@ -20,44 +20,27 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
-from cdcgen.adapters.stream_routing import murmur3_token
+from cdcgen.changes.base_tokens import BaseKeyHasher
+from cdcgen.changes.derived_columns import day_labels, operation_names, timeuuid_texts
 from cdcgen.core.cdc_log import (
     BATCH_SEQ_NO,
     OPERATION,
     STREAM_ID,
     TIME,
-    micros_of_timeuuid,
-    operation_name,
+    micros_of_timeuuids,
+    timeuuid_bytes,
 )
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
-MICROS_PER_DAY = 86_400_000_000
-
 EXTRA_COLUMNS = ("write_time", "operation_name", "base_token")
 PARTITION_VALUES = ("date", "generation", "window", "bucket")
 
 Converter = Callable[[Any], Any]
-
-
-def day_label(micros: int) -> str:
-    """``YYYY-MM-DD`` (UTC) of a microsecond timestamp."""
-    return datetime.fromtimestamp(micros // MICROS_PER_DAY * 86_400, tz=UTC).strftime("%Y-%m-%d")
-
-
-def day_labels(micros: pa.Int64Array) -> pa.Array:
-    """:func:`day_label` of every value, computed once per distinct day."""
-    import numpy as np
-    import pyarrow as pa
-
-    days = micros.to_numpy(zero_copy_only=False) // MICROS_PER_DAY
-    distinct, inverse = np.unique(days, return_inverse=True)
-    labels = pa.array([day_label(int(d) * MICROS_PER_DAY) for d in distinct], pa.string())
-    return labels.take(pa.array(inverse.astype(np.int64)))
 
 
 def _text(value: Any) -> Any:
@@ -180,29 +163,6 @@ def lake_schema(specs: Sequence[ColumnSpec], with_partitions: bool = True) -> pa
     return pa.schema(fields)
 
 
-class BaseKeyHasher:
-    """Murmur3 of a base partition key from the log row's key columns.
-
-    Serializes each value with the driver's own type (exactly what the driver does for a
-    routing key) and, for a compound key, composes them as Cassandra does: per component
-    a 2-byte length, the bytes, a 0x00 byte.
-    """
-
-    def __init__(self, specs: Sequence[ColumnSpec], partition_key: Sequence[str], protocol: int):
-        by_name = {s.name: s for s in specs}
-        self._types = [by_name[name].cqltype for name in partition_key]
-        self._protocol = protocol
-
-    def token(self, values: Sequence[Any]) -> int | None:
-        if any(v is None for v in values):
-            return None
-        parts = [t.serialize(v, self._protocol) for t, v in zip(self._types, values, strict=True)]
-        if len(parts) == 1:
-            return murmur3_token(parts[0])
-        key = b"".join(len(p).to_bytes(2, "big") + p + b"\x00" for p in parts)
-        return murmur3_token(key)
-
-
 @dataclass(frozen=True)
 class Placement:
     """The partition values of one stream read's rows (``date`` comes per row)."""
@@ -234,7 +194,7 @@ class LakeBatchBuilder:
         self._op = names.index(OPERATION)
         self.stream_column = names.index(STREAM_ID)
         self._pk = [names.index(n) for n in partition_key]
-        self._hasher = BaseKeyHasher(self._specs, partition_key, protocol)
+        self._hasher = BaseKeyHasher([self._specs[i].cqltype for i in self._pk], protocol)
 
     def unique_rows(self, rows: Sequence[Sequence[Any]], seen: set[tuple[Any, Any]]) -> list[Any]:
         """Rows whose (``cdc$time``, ``cdc$batch_seq_no``) was not seen in this stream yet."""
@@ -254,7 +214,6 @@ class LakeBatchBuilder:
 
         rows = [row for segment, _ in segments for row in segment]
         columns = self.columns(rows)
-        micros = [micros_of_timeuuid(t) for t in columns[self.time_column]]
         which = pa.array(np.repeat(np.arange(len(segments)), [len(s) for s, _ in segments]))
         places = [p for _, p in segments]
         partitions = (
@@ -262,32 +221,36 @@ class LakeBatchBuilder:
             pa.array([p.window for p in places], pa.string()).take(which),
             pa.array([p.bucket for p in places], pa.int32()).take(which),
         )
-        return self.batch(columns, micros, partitions)
+        return self.batch(columns, timeuuid_bytes(columns[self.time_column]), partitions)
 
     def columns(self, rows: Sequence[Sequence[Any]]) -> list[Sequence[Any]]:
-        """Driver rows as one value sequence per selected column."""
-        return list(zip(*rows, strict=True)) if rows else [() for _ in self._specs]
+        """Driver rows as one value sequence per selected column (a column at a time:
+        ``zip(*rows)`` over a whole batch measured 2.5x slower)."""
+        return [list(map(itemgetter(number), rows)) for number in range(len(self._specs))]
 
     def batch(
         self,
         columns: Sequence[Sequence[Any]],
-        micros: Sequence[int] | Any,
+        times: Any,
         partitions: tuple[pa.Array, pa.Array, pa.Array],
     ) -> pa.RecordBatch:
-        """A record batch from column values (:meth:`columns`), their write times
-        (microseconds) and their ``generation``, ``window`` and ``bucket`` arrays."""
+        """A record batch from column values (:meth:`columns`), their ``cdc$time`` bytes
+        (``uint8[n, 16]``, :func:`~cdcgen.core.cdc_log.timeuuid_bytes`) and their
+        ``generation``, ``window`` and ``bucket`` arrays."""
         import pyarrow as pa
 
         arrays = []
-        for spec, values in zip(self._specs, columns, strict=True):
+        for number, (spec, values) in enumerate(zip(self._specs, columns, strict=True)):
+            if number == self.time_column:
+                arrays.append(timeuuid_texts(times))
+                continue
             if spec.convert is not None:
                 values = tuple(spec.convert(v) for v in values)
             arrays.append(pa.array(values, type=spec.arrow))
-        written = pa.array(micros, type=pa.int64())
+        written = pa.array(micros_of_timeuuids(times), type=pa.int64())
         arrays.append(written.cast(pa.timestamp("us", tz="UTC")))
-        arrays.append(pa.array([operation_name(op) for op in columns[self._op]], pa.string()))
-        keys = zip(*(columns[i] for i in self._pk), strict=True)
-        arrays.append(pa.array([self._hasher.token(k) for k in keys], type=pa.int64()))
+        arrays.append(operation_names(columns[self._op]))
+        arrays.append(self._hasher.tokens([columns[i] for i in self._pk]))
         arrays.append(day_labels(written))
         arrays.extend(partitions)
         return pa.RecordBatch.from_arrays(arrays, schema=self._schema)

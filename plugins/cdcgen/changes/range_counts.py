@@ -25,7 +25,7 @@ from cdcgen.changes.range_reads import RangeFanout, RangeRead
 from cdcgen.changes.row_frames import SOURCE_COUNTS_SCHEMA
 from cdcgen.changes.stream_reads import ReaderFactory
 from cdcgen.changes.window_index import WindowIndex, stream_keys
-from cdcgen.core.cdc_log import micros_of_timeuuid
+from cdcgen.core.cdc_log import micros_of_timeuuids, timeuuid_bytes
 from cdcgen.spark.fanout import fan_out, task_items
 
 if TYPE_CHECKING:
@@ -55,7 +55,7 @@ def _range_count_task(
             if not page:
                 continue
             keys = stream_keys([bytes(row[0]) for row in page])
-            times = np.fromiter((micros_of_timeuuid(row[1]) for row in page), np.int64, len(page))
+            times = micros_of_timeuuids(timeuuid_bytes([row[1] for row in page]))
             code = windows.assign(keys, times)
             keep = code >= 0
             codes.append(code[keep])

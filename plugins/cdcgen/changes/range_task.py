@@ -20,7 +20,7 @@ import numpy as np
 from cdcgen.changes.range_reads import RangeRead
 from cdcgen.changes.read_task import ReadJob, batch_builder
 from cdcgen.changes.window_index import WindowIndex, stream_keys
-from cdcgen.core.cdc_log import micros_of_timeuuid
+from cdcgen.core.cdc_log import micros_of_timeuuids, timeuuid_bytes
 from cdcgen.spark.fanout import task_items
 from cdcgen.spark.worker_heap import freeze_once
 
@@ -50,7 +50,7 @@ def read_ranges(
     labels = pa.array([p[1] for p in windows.placements], pa.string())
     buckets = pa.array([p[2] for p in windows.placements], pa.int32())
     rows: list[Any] = []
-    micros: list[np.ndarray[Any, Any]] = []
+    times: list[np.ndarray[Any, Any]] = []  # cdc$time bytes, page by page
     codes: list[np.ndarray[Any, Any]] = []
     written: Counter[str] = Counter()
     placed = np.zeros(len(windows.placements), dtype=np.int64)
@@ -59,11 +59,11 @@ def read_ranges(
         code = pa.array(np.concatenate(codes))
         batch = builder.batch(
             builder.columns(rows),
-            np.concatenate(micros),
+            np.concatenate(times),
             (generations.take(code), labels.take(code), buckets.take(code)),
         )
         rows.clear()
-        micros.clear()
+        times.clear()
         codes.clear()
         return batch
 
@@ -73,21 +73,17 @@ def read_ranges(
         for page in pages:
             if not page:
                 continue
-            times = np.fromiter(
-                (micros_of_timeuuid(row[builder.time_column]) for row in page),
-                dtype=np.int64,
-                count=len(page),
-            )
+            raw = timeuuid_bytes([row[builder.time_column] for row in page])
             streams = stream_keys([row[builder.stream_column] for row in page])
-            code = windows.assign(streams, times)
+            code = windows.assign(streams, micros_of_timeuuids(raw))
             keep = code >= 0
             kept = int(keep.sum())
             written["rows_dropped"] += len(page) - kept
             if kept < len(page):
-                page, times, code = list(compress(page, keep)), times[keep], code[keep]
+                page, raw, code = list(compress(page, keep)), raw[keep], code[keep]
             if kept:
                 rows.extend(page)
-                micros.append(times)
+                times.append(raw)
                 codes.append(code)
                 placed += np.bincount(code, minlength=len(placed))
             if len(rows) >= job.batch_rows:
