@@ -5,7 +5,8 @@ generated) is started once for this module and stopped after it unless it was al
 running. One emulated raft cluster on it goes through both DAGs with the credentials on
 the ``cdc_source`` connection (login, password, ``tls_ca_file``), which reach every
 session: the tasks, the inline trigger, the Spark driver and its Python workers. Then
-the password is looked for everywhere it must not be. Refusals are checked by the
+the password is looked for everywhere it must not be, including the command lines and
+environments of the processes while they run. Refusals are checked by the
 message a user reads: a wrong password, and a client that does not trust the CA.
 """
 
@@ -19,6 +20,7 @@ from pathlib import Path
 
 import pytest
 from dag_scenarios import RING_DELAY, Scenario, assert_ok
+from process_watch import SPARK_SUBMIT, ProcessWatch
 
 from cdcgen.core.generation import SourceMode
 from cdcgen_dev.cassandra.secure import SecureEndpoint, SecureSandbox
@@ -79,27 +81,34 @@ def test_both_dags_run_with_password_and_tls(secure_scenario: Scenario) -> None:
         source_rows = len(list(client.session.execute(f"SELECT pk FROM {TABLE}_scylla_cdc_log")))
     assert written.log_rows > 0 and source_rows > 0
 
-    run, summary = scn.run()
-    assert_ok(run)
-    assert summary["generations_published"] == 1
-    assert scn.compare().matching == 1
+    password = Path(str(scn.config.password_file)).read_text().encode()
+    with ProcessWatch(password) as watch:
+        run, summary = scn.run()
+        assert_ok(run)
+        assert summary["generations_published"] == 1
+        assert scn.compare().matching == 1
 
-    changes, changes_summary = scn.run_dag(
-        "cdc_changes",
-        conf={"tables": TABLE},
-        extra={"confidence_window_seconds": 1},
-        summaries=scn.config.report_dir / "summaries" / "changes",
-    )
-    assert_ok(changes)
+        changes, changes_summary = scn.run_dag(
+            "cdc_changes",
+            conf={"tables": TABLE},
+            extra={"confidence_window_seconds": 1},
+            summaries=scn.config.report_dir / "summaries" / "changes",
+        )
+        assert_ok(changes)
     table = changes_summary["tables"][TABLE]
     assert table["status"] == "done" and table["colocation"] == "passed", changes_summary
     assert table["rows"] == source_rows
 
-    # The password is nowhere a user could read it: the runs' output, the reports, the
-    # lake, the Airflow metadata DB (XCom, rendered task fields, trigger kwargs).
-    password = Path(str(scn.config.password_file)).read_text().encode()
+    # No process had the password in its command line, and no Spark process (the
+    # connection holds it, in this Airflow's environment) had it in its environment;
+    # the watch saw spark-submit's JVM and the Python it starts.
+    assert not watch.leaks, watch.leaks
+    assert any(SPARK_SUBMIT in argv for argv in watch.spark.values()), watch.spark
+    assert any("python" in argv.split(" ")[0] for argv in watch.spark.values()), watch.spark
+    # Nor anywhere a user could read it: the runs' output, the reports, the lake, the
+    # task logs, the Airflow metadata DB (XCom, rendered task fields, trigger kwargs).
     places = {"output": (run.output + changes.output).encode()}
-    for root in (scn.config.report_dir, scn.config.lake_path):
+    for root in (scn.config.report_dir, scn.config.lake_path, scn.home / "logs"):
         places |= {str(p): p.read_bytes() for p in Path(root).rglob("*") if p.is_file()}
     with sqlite3.connect(scn.home / "airflow.db") as db:
         for table in ("xcom", "rendered_task_instance_fields", "trigger", "task_instance"):

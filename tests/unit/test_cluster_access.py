@@ -13,7 +13,7 @@ import pytest
 from cdcgen.adapters.cluster_access import ClusterAccess, access_for
 from cdcgen.airflow.connections import source_connection_for
 from cdcgen.airflow.hooks import config_from_connection
-from cdcgen.airflow.spark_submit import credentials_env
+from cdcgen.airflow.spark_submit import credentials_env, without_inherited_secrets
 from cdcgen.config import ConfigError, PipelineConfig
 
 SECRET = "pa55-w0rd-xyz"
@@ -110,6 +110,30 @@ def test_spark_jobs_get_a_private_password_file_that_outlives_nothing() -> None:
     assert not path.exists() and not path.parent.exists()
     with credentials_env(PipelineConfig()) as nothing:
         assert nothing == {}
+
+
+def test_spark_submit_inherits_no_secret_of_the_airflow_process() -> None:
+    environ = {
+        "AIRFLOW_CONN_CDC_SOURCE": '{"password": "' + SECRET + '"}',
+        "AIRFLOW_VAR_API_TOKEN": SECRET,
+        "AIRFLOW__CORE__FERNET_KEY": SECRET,
+        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"postgresql://a:{SECRET}@db/airflow",
+        "CDCGEN_PASSWORD": SECRET,
+        "AIRFLOW_HOME": "/opt/airflow",
+        "CDCGEN_LAKE_PATH": "/lake",
+        "PATH": "/usr/bin",
+    }
+    before = dict(environ)
+    with without_inherited_secrets(environ):
+        assert environ == {
+            "AIRFLOW_HOME": "/opt/airflow",
+            "CDCGEN_LAKE_PATH": "/lake",
+            "PATH": "/usr/bin",
+        }
+    assert environ == before
+    with pytest.raises(RuntimeError), without_inherited_secrets(environ):
+        raise RuntimeError("spark-submit failed")
+    assert environ == before
 
 
 def test_tls_context_verifies_hostnames_unless_told_not_to(tmp_path: Path) -> None:

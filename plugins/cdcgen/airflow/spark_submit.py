@@ -12,13 +12,21 @@ access (:mod:`cdcgen.airflow.lake_connection`) is added the same way, as the ``A
 variables the AWS SDKs of Spark's S3A, delta-rs and pyarrow read; only the spark-submit
 process and what it starts see them. The driver maps this machine's class archive
 (:mod:`cdcgen.spark.class_archive`) when it has one.
+
+spark-submit inherits the Airflow process's environment, which may hold other secrets:
+connections and variables defined as ``AIRFLOW_CONN_*`` / ``AIRFLOW_VAR_*`` (the source
+connection's password among them), Airflow's settings (``AIRFLOW__*``: the Fernet key,
+the JWT secret, the database URL) and a ``CDCGEN_PASSWORD``. None of it is the job's
+business, and every process Spark starts would carry it (readable in ``/proc``, in a
+core dump, by anything it runs), so those variables are left out of spark-submit's
+environment (:func:`without_inherited_secrets`).
 """
 
 from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, MutableMapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -54,11 +62,16 @@ class CdcSparkSubmitOperator(SparkSubmitOperator):
             self.env_vars = {**planned, **credentials, **lake_connection_env()}
             self.conf = with_class_archive(planned_conf or {})  # this machine's, not the parser's
             self.application_args = self._attempt_args(planned_args, context["ti"].try_number)
+            # The hook resolves the Spark connection (maybe an AIRFLOW_CONN_ variable)
+            # when it is built: before the environment loses those.
+            self._hook = self._get_hook()
             try:
-                return super().execute(context)
+                with without_inherited_secrets():
+                    return super().execute(context)
             finally:
                 self.env_vars, self.conf = planned, planned_conf
                 self.application_args = planned_args
+                self._hook = None
 
     def _attempt_args(self, args: list[str], attempt: int) -> list[str]:
         if self.result_arg is None or self.result_arg not in args[:-1]:
@@ -84,3 +97,29 @@ def credentials_env(config: PipelineConfig) -> Iterator[dict[str, str]]:
     finally:
         path.unlink(missing_ok=True)
         folder.rmdir()
+
+
+#: What spark-submit must not inherit (prefixes and names of environment variables).
+SECRET_PREFIXES = ("AIRFLOW_CONN_", "AIRFLOW_VAR_", "AIRFLOW__")
+SECRET_NAMES = frozenset({"CDCGEN_PASSWORD"})
+
+
+def is_inherited_secret(name: str) -> bool:
+    """True for a variable of the Airflow process that may hold a secret."""
+    return name.startswith(SECRET_PREFIXES) or name in SECRET_NAMES
+
+
+@contextmanager
+def without_inherited_secrets(
+    environ: MutableMapping[str, str] = os.environ,
+) -> Iterator[None]:
+    """``environ`` without its secret-bearing variables inside, as it was after.
+
+    SparkSubmitHook starts spark-submit with a copy of ``os.environ`` plus the job's
+    variables and has no way to leave one out, so they are taken out for the length of
+    the submit (a task runs alone in its process)."""
+    removed = {name: environ.pop(name) for name in list(environ) if is_inherited_secret(name)}
+    try:
+        yield
+    finally:
+        environ.update(removed)
