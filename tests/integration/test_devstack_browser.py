@@ -49,8 +49,15 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
 
 
 def _browser_processes() -> list[psutil.Process]:
-    me = psutil.Process()
-    return [p for p in me.children(recursive=True) if "chrom" in p.name().lower()]
+    """Chromium's processes among ours; one that exits while they are listed is not."""
+    found = []
+    for process in psutil.Process().children(recursive=True):
+        try:
+            if "chrom" in process.name().lower():
+                found.append(process)
+        except psutil.NoSuchProcess:
+            continue
+    return found
 
 
 def _still_running(processes: list[psutil.Process], timeout: float = 15.0) -> list[psutil.Process]:
