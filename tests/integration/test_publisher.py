@@ -8,6 +8,7 @@ every re-run, never an overwrite with different streams.
 from __future__ import annotations
 
 import random
+import re
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -112,6 +113,17 @@ def test_different_streams_for_a_published_generation_are_refused(
     with pytest.raises(PublishConflict, match="refusing to overwrite"):
         publisher.publish(T0, _generation(1, shards=5))  # same ring size, other streams
     assert _streams_table(client, keyspace, T0) == _expected(original)
+
+
+def test_a_generation_without_description_rows_is_never_published(
+    client: CqlClient, keyspace: str
+) -> None:
+    publisher = CqlDescriptionPublisher(client, keyspace=keyspace)
+    for rows in ([], [(1, [])]):
+        with pytest.raises(PublishError, match=re.escape(T0.isoformat()) + ".*no stream"):
+            publisher.publish_rows(T0, rows)
+    assert publisher.published_timestamps() == set()
+    assert _streams_table(client, keyspace, T0) == {}
 
 
 class Crash(Exception):

@@ -176,6 +176,15 @@ def test_raft_generations_read_back_exactly(sandbox: SandboxCluster, client: Cql
     assert refs[-1].id == gap.generation.id
     with pytest.raises(CorruptGeneration, match=re.escape(gap.generation.id) + ".*gap in the ring"):
         source.read_description(refs[-1])
+    # Committed with not one description row: refused by name (rows are written before
+    # the commit, so none at QUORUM is not a write in progress).
+    empty = sandbox.join_node(
+        SourceMode.RAFT, vnodes=4, seed=6, faults=[GenerationFault(FaultKind.PARTIAL_ROWS, 0)]
+    )
+    ref = source.list_generations()[-1]
+    assert ref.id == empty.generation.id
+    with pytest.raises(CorruptGeneration, match=re.escape(ref.id) + ".*has no rows"):
+        source.read_arrays(ref)
 
 
 # --- gossip ---------------------------------------------------------------------------------
@@ -217,6 +226,15 @@ def test_gossip_generations_and_partial_writes(sandbox: SandboxCluster, client: 
     # After a restart the source only knows what it is told plus the current ID.
     restarted = GossipGenerationSource(client, sandbox.schema, known=refs)
     assert restarted.list_generations() == [*refs, ref]
+
+    # Not one row yet: as ScyllaDB's nodes do (the generation is incomplete, read again).
+    empty = sandbox.join_node(
+        SourceMode.GOSSIP, vnodes=4, seed=14, faults=[GenerationFault(FaultKind.PARTIAL_ROWS, 0)]
+    )
+    latest = source.list_generations()[-1]
+    assert latest.id == empty.generation.id
+    with pytest.raises(IncompleteGeneration, match=re.escape(latest.label) + r": 0 of \d+ desc"):
+        source.read_arrays(latest)
 
 
 # --- legacy V1 and the rewrite --------------------------------------------------------------

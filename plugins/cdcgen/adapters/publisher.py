@@ -187,7 +187,14 @@ class CqlDescriptionPublisher:
         return self.publish_rows(timestamp, rows_of(description))
 
     def publish_rows(self, timestamp: datetime, rows: StreamRows) -> int:
-        """Publish ``(range_end, [stream blob, ...])`` rows, then the timestamp row."""
+        """Publish ``(range_end, [stream blob, ...])`` rows, then the timestamp row.
+
+        A generation without rows is refused before anything is written: its timestamp
+        alone would send consumers to a generation with no streams (ScyllaDB's consumer
+        libraries fail on one), and every newer generation would wait behind it."""
+        if not rows or not any(streams for _, streams in rows):
+            when = generation_timestamp(timestamp).isoformat()
+            raise PublishError(f"generation {when} has no stream description rows: not published")
         written = self.write_streams(timestamp, rows)
         self.write_timestamp(timestamp)
         log.info(
