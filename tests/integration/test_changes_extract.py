@@ -310,9 +310,12 @@ def test_every_row_lands_once_in_key_order_and_reruns_are_idempotent(
     assert before == first.rows_written  # as of the first run: its rows only
     # A reader without Spark (delta-rs) reads exactly the rows Spark reads.
     assert_delta_rs_reads_what_spark_reads(built.lake)
-    # The table keeps file statistics on the log's key columns, not on all 32 first.
+    # The table keeps file statistics on the write time only.
     properties = DeltaTable(str(built.lake.root)).metadata().configuration
-    assert properties["delta.dataSkippingNumIndexedCols"] == STATS_COLUMNS
+    assert properties["delta.dataSkippingStatsColumns"] == STATS_COLUMNS
+    adds = DeltaTable(str(built.lake.root)).get_add_actions(flatten=True)
+    minimums = {c.removeprefix("min.") for c in adds.column_names if c.startswith("min.")}
+    assert minimums == {"write_time"}
 
     # A window older than the CDC TTL fails loudly, with what to do.
     with pytest.raises(DataExpired, match="Re-bootstrap"):

@@ -38,8 +38,8 @@ T0 = datetime(2026, 11, 22, tzinfo=UTC)
 def test_window_query_is_one_partition_and_a_time_slice() -> None:
     query = LOG.window_query()
     assert query == (
-        'SELECT "cdc$stream_id", "cdc$time", "cdc$batch_seq_no", "cdc$operation", "pk", "v" '
-        'FROM shop.orders_scylla_cdc_log WHERE "cdc$stream_id" = ? '
+        'SELECT "cdc$stream_id", timeuuidAsBlob("cdc$time") AS "cdc$time", "cdc$batch_seq_no", '
+        '"cdc$operation", "pk", "v" FROM shop.orders_scylla_cdc_log WHERE "cdc$stream_id" = ? '
         'AND "cdc$time" >= minTimeuuid(?) AND "cdc$time" < minTimeuuid(?)'
     )
     assert " IN " not in query and "TOKEN" not in query.upper()

@@ -147,9 +147,13 @@ GREGORIAN_OFFSET_100NS = 0x01B21DD213814000
 """100 ns intervals between 1582-10-15 and 1970-01-01."""
 
 
-def timeuuid_bytes(values: Sequence[UUID]) -> npt.NDArray[np.uint8]:
-    """UUIDs as one ``uint8[n, 16]`` array of their bytes (big-endian, as on the wire)."""
-    return np.frombuffer(b"".join([value.bytes for value in values]), np.uint8).reshape(-1, 16)
+def timeuuid_bytes(values: Sequence[UUID | bytes]) -> npt.NDArray[np.uint8]:
+    """UUIDs, or their 16 bytes each (as ``timeuuidAsBlob`` reads them), as one
+    ``uint8[n, 16]`` array of their bytes (big-endian, as on the wire)."""
+    joined = b"".join([v if isinstance(v, bytes) else v.bytes for v in values])
+    if len(joined) != 16 * len(values):
+        raise ValueError(f"{len(values)} time UUIDs cannot take {len(joined)} bytes")
+    return np.frombuffer(joined, np.uint8).reshape(-1, 16)
 
 
 def micros_of_timeuuids(raw: npt.NDArray[np.uint8]) -> npt.NDArray[np.int64]:

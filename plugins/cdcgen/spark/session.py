@@ -53,8 +53,6 @@ _KIND_CONF: Mapping[JobKind, Mapping[str, str]] = {
     JobKind.GENERATION_EXTRACT: {},
     JobKind.CHANGES_EXTRACT: {
         "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
-        # Statistics of new lake tables on the log's key columns only (changes.lake).
-        "spark.databricks.delta.properties.defaults.dataSkippingNumIndexedCols": "3",
         "spark.python.worker.reuse": "true",
         "spark.sql.sources.partitionColumnTypeInference.enabled": "false",
     },
