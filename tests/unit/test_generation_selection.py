@@ -82,8 +82,9 @@ def _plan(
     detected: list[Generation],
     verdicts: dict[Generation, bool],
     unpublished: list[Generation] | None = None,
+    published: list[Generation] | None = None,
 ) -> list[tuple[str, str | None]]:
-    plan = publication_plan(detected, verdicts, unpublished or [])
+    plan = publication_plan(detected, verdicts, unpublished or [], published or [])
     return [(step.generation.id, step.held_back) for step in plan]
 
 
@@ -113,6 +114,32 @@ def test_an_older_unpublished_generation_outside_the_run_holds_back() -> None:
     # Only gen-2 is in this run (e.g. generation_id given); gen-1 is committed, unpublished.
     plan = _plan([GENS[2]], {GENS[2]: True}, [GENS[1], GENS[2]])
     assert plan == [("gen-2", "older generation 2026-11-01T12:10:00.000+00:00 is not published")]
+
+
+def test_a_generation_already_past_goes_out_once_validated() -> None:
+    # Detected long after its timestamp (the pipeline was down): nothing to wait for in
+    # the plan; consumers read its streams from its own timestamp.
+    late = Generation((datetime.now(UTC) - timedelta(days=1)).replace(microsecond=0), "late")
+    assert _plan([late], {late: True}, [late], [GENS[0]]) == [("late", None)]
+
+
+def test_a_generation_older_than_a_published_one_is_never_published() -> None:
+    # gen-1 was committed after gen-2 went public: consumers following gen-2 only look
+    # for later timestamps, so gen-1 would never be read; it holds back its lane.
+    plan = _plan([GENS[1], GENS[3]], {GENS[1]: True, GENS[3]: True}, GENS[1:2], [GENS[0], GENS[2]])
+    assert plan[0] == (
+        "gen-1",
+        "newer generation 2026-11-01T12:20:00.000+00:00 is already published: consumers "
+        "only look for later timestamps and would never read this one",
+    )
+    assert plan[1][0] == "gen-3" and "older generation 2026-11-01T12:10:00.000" in (
+        plan[1][1] or ""
+    )
+    # A backfill re-publishing a generation already public is not held back by newer ones.
+    assert _plan([GENS[1]], {GENS[1]: True}, [], GENS[:3]) == [("gen-1", None)]
+    # Tablets lanes are independent: another table's newer set holds nothing back.
+    other = Generation(GENS[3].timestamp, "gen-3", "ks.other")
+    assert _plan([GENS[1]], {GENS[1]: True}, [GENS[1]], [other]) == [("gen-1", None)]
 
 
 def test_tablets_tables_are_ordered_independently() -> None:

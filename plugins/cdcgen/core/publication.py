@@ -5,6 +5,13 @@ in ``cdc_generation_timestamps``: publish a newer generation while an older one 
 and they skip the older one for good. So generations go out in timestamp order, per lane
 (the cluster for vnode generations, each table for tablets stream sets), and the first one
 that cannot be published holds back every newer one of its lane.
+
+A generation whose timestamp is already past when it is detected (the pipeline was down,
+or a node committed it late) goes out as soon as it is validated: the wait finds every
+clock past it at once, and consumers read a new generation's streams from its own
+timestamp, never from "now", so its changes are all read. One older than a generation
+already published is never published: consumers look only for timestamps after the one
+they follow (``time > ?``), so they would never read it; it holds back its lane, by name.
 """
 
 from __future__ import annotations
@@ -82,23 +89,35 @@ def publication_plan(
     detected: Sequence[Generation],
     validated: Mapping[Generation, bool],
     unpublished: Iterable[Generation],
+    published: Iterable[Generation] = (),
 ) -> list[PublicationStep]:
     """The run's generations in publication order, each to publish or hold back.
 
     ``validated`` maps each generation that reached validation to its verdict (missing: its
     wait or extract failed); ``unpublished`` are the committed generations not yet in the
-    target, this run's and others.
+    target, this run's and others; ``published`` those already in it.
     """
     in_run = set(detected)
     older_elsewhere = [g for g in unpublished if g not in in_run]
+    public = set(published)
+    newest: dict[str, Generation] = {}
+    for generation in public:
+        if generation.table not in newest or newest[generation.table] < generation:
+            newest[generation.table] = generation
     plan: list[PublicationStep] = []
     blocked: dict[str, str] = {}  # lane -> why its newer generations wait
     for generation in sorted(detected, key=lambda g: g.key):
         lane = generation.table
         older = sorted(g for g in older_elsewhere if g.table == lane and g < generation)
         verdict = validated.get(generation)
+        overtaken = generation not in public and lane in newest and generation < newest[lane]
         if lane in blocked:
             reason: str | None = blocked[lane]
+        elif overtaken:
+            reason = (
+                f"newer generation {iso_millis(newest[lane].timestamp)} is already published: "
+                "consumers only look for later timestamps and would never read this one"
+            )
         elif older:
             reason = f"older generation {iso_millis(older[0].timestamp)} is not published"
         elif verdict is None:

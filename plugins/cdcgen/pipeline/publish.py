@@ -46,13 +46,14 @@ class PublicationOutcome:
     held_back: tuple[HeldBack, ...] = ()
 
 
-def unpublished_committed(
+def committed_by_visibility(
     source: GenerationSource, publisher: DescriptionPublisher
-) -> list[Generation]:
-    """Committed generations consumers cannot see yet, this run's and any other."""
+) -> tuple[list[Generation], set[Generation]]:
+    """Committed generations consumers cannot see yet (this run's and any other), and
+    those they can."""
     committed = source.list_generations()
     public = publisher.published_among(committed)
-    return [g for g in committed if g not in public]
+    return [g for g in committed if g not in public], public
 
 
 def publish_one(
@@ -90,7 +91,8 @@ def publish_in_order(
     """
     by_generation = {v.generation: v for v in validations}
     verdicts = {g: v.passed for g, v in by_generation.items()}
-    plan = publication_plan(detected, verdicts, unpublished_committed(source, publisher))
+    unpublished, public = committed_by_visibility(source, publisher)
+    plan = publication_plan(detected, verdicts, unpublished, public)
     published: list[Publication] = []
     held_back: list[HeldBack] = []
     for step in plan:
