@@ -63,7 +63,6 @@ class ProcessWatch:
         if not any(SPARK_SUBMIT in " ".join(p.cmdline()) for p in lineage):
             return
         self.spark[process.pid] = argv
-        environment = "\n".join(f"{k}={v}" for k, v in process.environ().items())
-        if self.secret in environment.encode():
-            names = [k for k, v in process.environ().items() if self.secret in v.encode()]
-            self.leaks.add(f"environment of {process.pid} ({argv[:120]}): {names}")
+        holding = [k for k, v in process.environ().items() if self.secret in f"{k}={v}".encode()]
+        if holding:
+            self.leaks.add(f"environment of {process.pid} ({argv[:120]}): {holding}")

@@ -9,12 +9,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
+from deltalake import DeltaTable
 from lake_files import committed_files, old_generation_partition
 
 from cdcgen.adapters.delta_tables import is_delta
 from cdcgen.changes.layout import (
     CHANGES_DIR,
     PARTITION_COLUMNS,
+    STATS_COLUMNS,
     LayoutError,
     list_windows,
 )
@@ -79,6 +81,8 @@ def test_a_parquet_lake_is_converted_in_place_with_every_row(
         "rows": len(expected),
     }
     assert is_delta(root)
+    properties = DeltaTable(str(root)).metadata().configuration
+    assert properties["delta.dataSkippingStatsColumns"] == STATS_COLUMNS  # as a new table
     read = spark.read.format("delta").load(str(root)).select("stream_id", "pk").collect()
     assert sorted((bytes(r[0]), r[1]) for r in read) == expected
     data_files = sorted(root.glob("date=*/*/*/*/*.parquet"))

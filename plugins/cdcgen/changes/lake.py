@@ -30,6 +30,8 @@ from cdcgen.adapters.delta_tables import (
 from cdcgen.adapters.lake_store import LakeLocation, LakeRoot
 from cdcgen.changes.layout import (
     PARTITION_COLUMNS,
+    STATS_COLUMNS,
+    STATS_DEFAULT,
     lake_buckets,
     list_windows,
     window_predicate,
@@ -54,15 +56,6 @@ log = logging.getLogger(__name__)
 #: Parquet writers open at once per task: one per partition a task writes, so that
 #: Spark never sorts rows by partition (which would reorder a key's changes).
 CONCURRENT_WRITERS = 256
-
-#: Columns a new table keeps file statistics for: the write time, what readers filter
-#: on by time (a stream's files are found by partition, its bucket). Delta's default
-#: (the first 32 columns) cost 1.5 to 3 s per 500,000 rows on two cores, as much as
-#: writing the files; the log's three key columns about 0.5 s of CPU more than this one,
-#: for nothing: Delta keeps no min and max of a binary ``cdc$stream_id``, and those of
-#: ``cdc$time``'s text skip nothing (the text of a time UUID does not sort by time).
-STATS_COLUMNS = "write_time"
-STATS_DEFAULT = "spark.databricks.delta.properties.defaults.dataSkippingStatsColumns"
 
 
 class DeltaChangesLake:
