@@ -11,11 +11,14 @@ setup:
 
 # The source mode the demo emulates: raft (default), gossip, v1 or tablets.
 MODE ?= raft
+# Both run inside cdcgen_dev.left_behind: they fail if they leave a process of this
+# checkout running that they started (a sandbox node, a JVM, Airflow).
+LEFT_BEHIND := $(BIN)/python -m cdcgen_dev.left_behind --
 demo: setup
-	$(BIN)/python -m cdcgen_dev.demo --mode $(MODE)
+	$(LEFT_BEHIND) $(BIN)/python -m cdcgen_dev.demo --mode $(MODE)
 
 test: setup lint typecheck
-	$(BIN)/pytest -p no:cacheprovider
+	$(LEFT_BEHIND) $(BIN)/pytest -p no:cacheprovider
 
 lint: setup
 	$(BIN)/ruff check .

@@ -6,34 +6,20 @@ row, and a re-run completes the generation with exactly the rows of an unbroken 
 from __future__ import annotations
 
 import multiprocessing
-import random
 import signal
 import threading
 import uuid
 from collections.abc import Iterator
-from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from sample_generations import WHEN, generation
 
 from cdcgen.adapters.cql import CqlClient, connect
 from cdcgen.adapters.publisher import CqlDescriptionPublisher, rows_of
-from cdcgen.core.topology import Node, TopologyDescription, make_generation
 from cdcgen.schema import create_keyspace_cql
 
 pytestmark = [pytest.mark.integration, pytest.mark.cluster]
-
-WHEN = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
-
-
-def generation() -> TopologyDescription:
-    """2 nodes x 128 vnodes x 64 shards: 16,384 streams, about 17 batches of 1 MB."""
-    rng = random.Random(7)
-    ring = [
-        Node(f"n{i}", 64, 12, tuple(rng.randrange(-(2**63), 2**63) for _ in range(128)))
-        for i in range(2)
-    ]
-    return make_generation(ring, random.Random(8))
 
 
 def _publish_then_die(points: list[str], port: int, keyspace: str, where: str) -> None:
@@ -125,57 +111,3 @@ def test_a_killed_publisher_publishes_nothing_until_a_rerun_completes_it(
         assert set(seen) <= {len(expected)}
     finally:
         client.session.execute(f"DROP KEYSPACE IF EXISTS {keyspace}", timeout=60)
-
-
-def _wait_until_down(client: CqlClient, addresses: set[str], timeout: float = 90) -> None:
-    """Until the driver has seen ``addresses`` go down (its own failure detection)."""
-    import time
-
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        down = {str(h.endpoint.address) for h in client.cluster.metadata.all_hosts() if not h.is_up}
-        if addresses <= down:
-            return
-        time.sleep(0.5)
-    raise AssertionError(f"the driver never saw {sorted(addresses)} down")
-
-
-def test_publication_survives_a_node_down_and_names_the_nodes_when_two_are(
-    cluster_client: tuple[CqlClient, Any],
-) -> None:
-    import time
-
-    from cdcgen.adapters.errors import ReplicasUnavailable
-
-    client, cluster = cluster_client
-    keyspace = f"down_{uuid.uuid4().hex[:8]}"
-    replication = {"class": "SimpleStrategy", "replication_factor": 3}
-    client.session.execute(create_keyspace_cql(keyspace, replication), timeout=60)
-    publisher = CqlDescriptionPublisher(client, keyspace=keyspace, retry_backoff=0.2)
-    publisher.ensure_tables()
-    nodes = sorted(cluster.contact_points)
-    try:
-        cluster.sandbox.stop_node(3, kill=True)
-        _wait_until_down(client, {nodes[2]})
-        assert publisher.publish(WHEN, generation())  # QUORUM: two of three
-        # Orderly this time: a node killed within commitlog_sync_period (10 s, periodic,
-        # as on ScyllaDB) of a write may lose it, and the write above had only nodes 1
-        # and 2; losing it there is the database's durability contract, not publication's.
-        cluster.sandbox.stop_node(2)
-        _wait_until_down(client, {nodes[1], nodes[2]})
-        later = WHEN.replace(hour=13)
-        started = time.monotonic()
-        with pytest.raises(ReplicasUnavailable) as refused:
-            publisher.publish(later, generation())
-        assert time.monotonic() - started < 60, "bounded: retries, then the answer"
-        message = str(refused.value)
-        assert "QUORUM needs 2 replica(s), 1 alive" in message
-        assert nodes[1] in message and nodes[2] in message
-    finally:
-        cluster.sandbox.up()  # both back (one at a time would wait for the other)
-    # The next run, every node back, completes what the refused one could not.
-    assert CqlDescriptionPublisher(client, keyspace=keyspace).publish(later, generation())
-    assert {WHEN, later} <= CqlDescriptionPublisher(
-        client, keyspace=keyspace
-    ).published_timestamps()
-    client.session.execute(f"DROP KEYSPACE IF EXISTS {keyspace}", timeout=60)

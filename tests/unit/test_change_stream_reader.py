@@ -187,3 +187,29 @@ def test_settings_validate_and_read_the_environment() -> None:
         ChangesSettings.from_env({"CDCGEN_CHANGES_LOG_PARTITIONER": "random"})
     with pytest.raises(ConfigError, match="READ_CONSISTENCY"):
         ChangesSettings(read_consistency="TWO")
+
+
+def test_a_last_unavailable_names_the_level_and_the_nodes_down() -> None:
+    from cassandra import ConsistencyLevel
+
+    def two_down() -> Any:
+        raise Unavailable(
+            "Cannot achieve consistency level QUORUM",
+            consistency=ConsistencyLevel.QUORUM,
+            required_replicas=2,
+            alive_replicas=1,
+        )
+
+    with pytest.raises(TransientReadError) as failed:
+        with_retries(
+            two_down,
+            "read s1",
+            Backoff(2),
+            ReadStats(),
+            lambda _: None,
+            hosts_down=lambda: ["127.0.0.3", "127.0.0.2"],
+        )
+    assert str(failed.value) == (
+        "read s1: still failing after 2 attempts: QUORUM needs 2 replica(s), 1 alive; "
+        "nodes down: 127.0.0.2, 127.0.0.3"
+    )

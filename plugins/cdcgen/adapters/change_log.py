@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from cdcgen.adapters.errors import hosts_down
 from cdcgen.adapters.read_retries import Backoff, ReadStats, with_retries
 from cdcgen.adapters.read_sessions import SessionKey, shared_session
 from cdcgen.adapters.stream_routing import host_name
@@ -71,13 +72,20 @@ class CqlChangeLogReader:
         self._range_statements: dict[bool, Any] = {}
         self._page_size = options.page_size
 
-    def _prepare(self, cql: str) -> Any:
-        statement = with_retries(
-            lambda: self._session.prepare(cql),
-            f"prepare {self._log_table.table.qualified_log}",
+    def _retried(self, call: Callable[[], Any], what: str) -> Any:
+        """``call`` with the read's retries; a last ``Unavailable`` names the nodes down."""
+        return with_retries(
+            call,
+            what,
             self._backoff,
             self.stats,
             self._sleep,
+            hosts_down=lambda: hosts_down(self._session.cluster),
+        )
+
+    def _prepare(self, cql: str) -> Any:
+        statement = self._retried(
+            lambda: self._session.prepare(cql), f"prepare {self._log_table.table.qualified_log}"
         )
         statement.consistency_level = self._consistency
         statement.is_idempotent = True
@@ -141,13 +149,7 @@ class CqlChangeLogReader:
         paging_state: bytes | None = None
         self.stats.queries += 1
         while True:
-            result = with_retries(
-                self._page_call(bound, paging_state, host),
-                what,
-                self._backoff,
-                self.stats,
-                self._sleep,
-            )
+            result = self._retried(self._page_call(bound, paging_state, host), what)
             rows = list(result.current_rows)
             self.stats.pages += 1
             self.stats.rows += len(rows)
@@ -168,13 +170,7 @@ class CqlChangeLogReader:
             self._count_statement = self._prepare(self._log_table.count_query())
         bound = self._count_statement.bind((stream, start, end))
         what = f"count {self._log_table.table.qualified_log} stream {stream.hex()}"
-        result = with_retries(
-            lambda: self._session.execute(bound, timeout=self._timeout),
-            what,
-            self._backoff,
-            self.stats,
-            self._sleep,
-        )
+        result = self._retried(lambda: self._session.execute(bound, timeout=self._timeout), what)
         self.stats.queries += 1
         return int(result.one()[0])
 

@@ -2,23 +2,46 @@
 
 One place decides the things every adapter must get right: the consistency level
 for metadata (QUORUM as soon as more than one node owns tokens, ONE otherwise,
-as ScyllaDB itself does), connection timeouts and clean shutdown.
+as ScyllaDB itself does), retries of idempotent statements, connection timeouts and
+clean shutdown.
+
+Why reads retry here and not only in the driver: a node that has just crashed is still
+up in its peers' gossip for several seconds, so a coordinator may send it its share of
+a QUORUM read and time out, though two replicas of three are alive. The driver's retry
+policy re-tries a timeout once on the same host at most; another attempt a moment later
+succeeds. Once retries are spent, an ``Unavailable`` answer becomes
+:class:`~cdcgen.adapters.errors.ReplicasUnavailable`, naming the level and the nodes down.
 """
 
 from __future__ import annotations
 
+import logging
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from cdcgen.adapters.cluster_access import ClusterAccess, access_for
-from cdcgen.adapters.errors import AccessRefused, ConnectionFailed, refusals
+from cdcgen.adapters.errors import (
+    AccessRefused,
+    ConnectionFailed,
+    hosts_down,
+    is_transient,
+    refusals,
+    unavailable,
+)
 
 if TYPE_CHECKING:
     from cassandra.cluster import Cluster, Session
 
     from cdcgen.config import PipelineConfig
+
+log = logging.getLogger(__name__)
+
+#: Attempts after the first, and the first pause (doubled each time): about 15 s in all.
+RETRIES = 5
+RETRY_BACKOFF_SECONDS = 0.5
 
 
 @dataclass
@@ -40,7 +63,8 @@ class CqlClient:
         return level
 
     def execute(self, query: Any, params: Sequence[Any] | None = None, **kwargs: Any) -> Any:
-        """Runs a metadata statement at the metadata consistency level."""
+        """Runs a metadata statement at the metadata consistency level; a read (or any
+        statement marked idempotent) is retried (:meth:`execute_retried`)."""
         from cassandra.query import SimpleStatement
 
         statement = (
@@ -53,7 +77,34 @@ class CqlClient:
             if isinstance(query, str)
             else query
         )
+        if getattr(statement, "is_idempotent", False):
+            return self.execute_retried(statement, params, **kwargs)
         return self.session.execute(statement, params, **kwargs)
+
+    def execute_retried(
+        self,
+        statement: Any,
+        params: Sequence[Any] | None = None,
+        *,
+        retries: int = RETRIES,
+        backoff: float = RETRY_BACKOFF_SECONDS,
+        **kwargs: Any,
+    ) -> Any:
+        """Runs an idempotent statement, retrying transient failures with backoff (see
+        the module doc); anything else fails at once."""
+        for attempt in range(retries + 1):
+            try:
+                return self.session.execute(statement, params, **kwargs)
+            except Exception as error:
+                if is_transient(error) and attempt < retries:
+                    log.warning("%s; retrying (%d of %d)", error, attempt + 1, retries)
+                    time.sleep(backoff * 2**attempt)
+                    continue
+                named = unavailable(error, self.hosts_down())
+                if named is not None:
+                    raise named from error
+                raise
+        raise AssertionError("unreachable")
 
     def table_exists(self, qualified_name: str) -> bool:
         """Whether ``keyspace.table`` exists, asked of ``system_schema`` (not the driver's
@@ -68,8 +119,7 @@ class CqlClient:
 
     def hosts_down(self) -> list[str]:
         """Addresses of the nodes the driver currently sees down."""
-        hosts = self.cluster.metadata.all_hosts()
-        return sorted(str(host.endpoint.address) for host in hosts if not host.is_up)
+        return hosts_down(self.cluster)
 
     def close(self) -> None:
         self.cluster.shutdown()

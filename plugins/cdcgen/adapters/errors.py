@@ -17,6 +17,8 @@ raises as ``ConfigurationException``. That one is transient: the limit refills.
 
 from __future__ import annotations
 
+from typing import Any
+
 #: How ScyllaDB's ``rate_limit_exception`` message starts (``exceptions/exceptions.cc``).
 RATE_LIMITED = "Per-partition rate limit reached"
 
@@ -36,6 +38,12 @@ class AccessRefused(Exception):
 class ReplicasUnavailable(Exception):
     """Terminal once retries are spent: too few replicas alive for the consistency level;
     the message names the level, the counts and the nodes the driver sees down."""
+
+
+def hosts_down(cluster: Any) -> list[str]:
+    """Addresses of the nodes a driver ``Cluster`` currently sees down."""
+    hosts = cluster.metadata.all_hosts()
+    return sorted(str(host.endpoint.address) for host in hosts if not host.is_up)
 
 
 def unavailable(exc: BaseException, hosts_down: list[str]) -> ReplicasUnavailable | None:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import TypeVar
 
-from cdcgen.adapters.errors import is_transient
+from cdcgen.adapters.errors import is_transient, unavailable
 
 log = logging.getLogger(__name__)
 
@@ -68,8 +68,12 @@ def with_retries(
     stats: ReadStats,
     sleep: Callable[[float], None] = time.sleep,
     rng: random.Random | None = None,
+    hosts_down: Callable[[], list[str]] | None = None,
 ) -> T:
-    """Run ``call``; retry transient errors with backoff; raise a classified error."""
+    """Run ``call``; retry transient errors with backoff; raise a classified error.
+
+    ``hosts_down`` (the nodes the driver sees down) lets a last ``Unavailable`` name them.
+    """
     rng = rng or random.Random()
     for attempt in range(backoff.max_attempts):
         try:
@@ -79,9 +83,12 @@ def with_retries(
                 raise TerminalReadError(f"{what}: {type(exc).__name__}: {exc}") from exc
             stats.errors.append(f"{type(exc).__name__}: {exc}")
             if attempt + 1 >= backoff.max_attempts:
+                named = unavailable(exc, [])
+                if named is not None and hosts_down is not None:
+                    named = unavailable(exc, hosts_down())
+                why = named or f"{type(exc).__name__}: {exc}"
                 raise TransientReadError(
-                    f"{what}: still failing after {backoff.max_attempts} attempts: "
-                    f"{type(exc).__name__}: {exc}"
+                    f"{what}: still failing after {backoff.max_attempts} attempts: {why}"
                 ) from exc
             stats.retries += 1
             pause = backoff.delay(attempt, rng)

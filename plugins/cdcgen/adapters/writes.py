@@ -61,19 +61,9 @@ class IdempotentWriter:
         """One idempotent statement (a read, or a write of fixed values), retried like the
         batches: a node that just died may still time a request out before it is known
         down; once retries are spent an ``Unavailable`` names the nodes down."""
-        for attempt in range(self.retries + 1):
-            try:
-                return self.client.session.execute(statement, tuple(params))
-            except Exception as error:
-                if is_transient(error) and attempt < self.retries:
-                    log.warning("%s; retrying (%d of %d)", error, attempt + 1, self.retries)
-                    time.sleep(self.retry_backoff * 2**attempt)
-                    continue
-                named = unavailable(error, self.client.hosts_down())
-                if named is not None:
-                    raise named from error
-                raise
-        raise AssertionError("unreachable")
+        return self.client.execute_retried(
+            statement, tuple(params), retries=self.retries, backoff=self.retry_backoff
+        )
 
     def _execute_all(self, statements: Sequence[Any]) -> None:
         """Run statements ``concurrency`` at a time, retrying the ones that timed out.
