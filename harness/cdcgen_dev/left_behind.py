@@ -32,10 +32,10 @@ from cdcgen.config import REPO_ROOT
 _NODE_DIR = re.compile(r"-Dcassandra\.storagedir=(\S+)")
 
 
-def identity(process: psutil.Process) -> str:
-    """What stays the same when a process is restarted: a sandbox node's folder, else
-    the pid (with its start time, so a reused pid is another process)."""
-    command = " ".join(process.cmdline())
+def identity(process: psutil.Process, command: str) -> str:
+    """What stays the same when a process is restarted: a sandbox node's folder (from
+    its ``command`` line), else the pid (with its start time, so a reused pid is
+    another process)."""
     node = _NODE_DIR.search(command)
     return f"node {node.group(1)}" if node else f"pid {process.pid}@{process.create_time()}"
 
@@ -52,7 +52,7 @@ def checkout_processes(root: Path) -> dict[str, str]:
                 continue
             command = " ".join(process.cmdline())
             if str(root) in command or _under(process.cwd(), root):
-                found[identity(process)] = f"pid {process.pid}: {command[:200]}"
+                found[identity(process, command)] = f"pid {process.pid}: {command[:200]}"
     return found
 
 

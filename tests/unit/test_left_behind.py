@@ -94,11 +94,12 @@ def test_a_restarted_sandbox_node_is_the_same_node(tmp_path: Path) -> None:
     ]
     first, second = subprocess.Popen(command), subprocess.Popen(command)
     try:
-        ids = {identity(psutil.Process(p.pid)) for p in (first, second)}
+        ids = {identity(psutil.Process(p.pid), " ".join(command)) for p in (first, second)}
         assert ids == {f"node {node}"}
         other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
         try:
-            assert identity(psutil.Process(other.pid)).startswith(f"pid {other.pid}@")
+            shown = " ".join(psutil.Process(other.pid).cmdline())
+            assert identity(psutil.Process(other.pid), shown).startswith(f"pid {other.pid}@")
         finally:
             other.kill()
             other.wait()

@@ -141,11 +141,13 @@ class Column:
 
 
 def deleted_column(name: str) -> str:
-    return f'"cdc$deleted_{name}"'
+    """:func:`cdcgen.core.cdc_log.deleted_column`, quoted for CQL text."""
+    return f'"{log.deleted_column(name)}"'
 
 
 def deleted_elements_column(name: str) -> str:
-    return f'"cdc$deleted_elements_{name}"'
+    """:func:`cdcgen.core.cdc_log.deleted_elements_column`, quoted for CQL text."""
+    return f'"{log.deleted_elements_column(name)}"'
 
 
 @dataclass(frozen=True, slots=True)

@@ -70,6 +70,17 @@ class LogTableError(Exception):
     """Terminal: the table is not CDC-enabled, or its log does not have ScyllaDB's shape."""
 
 
+def deleted_column(name: str) -> str:
+    """``cdc$deleted_<col>``: true when the write deleted the column (or overwrote a
+    non-frozen collection)."""
+    return f"cdc$deleted_{name}"
+
+
+def deleted_elements_column(name: str) -> str:
+    """``cdc$deleted_elements_<col>``: the keys a write removed from a collection."""
+    return f"cdc$deleted_elements_{name}"
+
+
 def quote_column(name: str) -> str:
     """A column name for CQL text: allow-listed, then double-quoted (``cdc$...`` needs it)."""
     if not _COLUMN.match(name):

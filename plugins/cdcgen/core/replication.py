@@ -32,7 +32,13 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
-from cdcgen.core.cdc_log import Operation
+from cdcgen.core.cdc_log import (
+    OPERATION,
+    TTL,
+    Operation,
+    deleted_column,
+    deleted_elements_column,
+)
 
 
 class ReplayError(ValueError):
@@ -76,14 +82,6 @@ def quote(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-def deleted_column(name: str) -> str:
-    return f"cdc$deleted_{name}"
-
-
-def deleted_elements_column(name: str) -> str:
-    return f"cdc$deleted_elements_{name}"
-
-
 def batch_statements(
     table: SinkTable, rows: Sequence[Mapping[str, Any]], write_time_us: int
 ) -> list[Statement]:
@@ -91,7 +89,7 @@ def batch_statements(
     statements: list[Statement] = []
     pending_start: Mapping[str, Any] | None = None
     for row in rows:
-        operation = Operation(row["cdc$operation"])
+        operation = Operation(row[OPERATION])
         if operation in (Operation.PRE_IMAGE, Operation.POST_IMAGE):
             continue
         if operation in (
@@ -132,7 +130,7 @@ def row_statements(
     where, keys = _where((*table.partition_key, *table.clustering_key), row, table)
     if operation is Operation.ROW_DELETE:
         return [_delete(table, where, keys, write_time_us)]
-    using, using_values = _using(write_time_us, row.get("cdc$ttl"))
+    using, using_values = _using(write_time_us, row.get(TTL))
     if operation is Operation.INSERT:
         names = [*table.partition_key, *table.clustering_key]
         values = [row[name] for name in names]
@@ -196,8 +194,8 @@ def range_delete(
     clauses = [where]
     values = list(keys)
     for bound, inclusive, less in (
-        (start, Operation(start["cdc$operation"]) is Operation.RANGE_DELETE_START_INCLUSIVE, False),
-        (end, Operation(end["cdc$operation"]) is Operation.RANGE_DELETE_END_INCLUSIVE, True),
+        (start, Operation(start[OPERATION]) is Operation.RANGE_DELETE_START_INCLUSIVE, False),
+        (end, Operation(end[OPERATION]) is Operation.RANGE_DELETE_END_INCLUSIVE, True),
     ):
         prefix = _prefix(table.clustering_key, bound)
         if not prefix:
