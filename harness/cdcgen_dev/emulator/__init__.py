@@ -11,7 +11,9 @@ each write to), per-node clocks with skew, and faults on demand. One concept per
 * :mod:`.metadata_writers`: how each mode writes a generation;
 * :mod:`.tablets`, :mod:`.tablet_map`: per-table stream sets, splits and merges;
 * :mod:`.log_schema`, :mod:`.log_rows`, :mod:`.tables`: CDC tables and their log rows;
-* :mod:`.workload`, :mod:`.routing`: writes placed the way a ScyllaDB coordinator would;
+* :mod:`.base_writes`: one base write and the CQL that applies it to the base table;
+* :mod:`.workload`, :mod:`.writes`, :mod:`.routing`: random writes, placed the way a
+  ScyllaDB coordinator would place them;
 * :mod:`.faults`, :mod:`.rewrite`, :mod:`.verify`: fault injection, the V1 rewrite, checks.
 """
 

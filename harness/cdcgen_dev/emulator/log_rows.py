@@ -2,12 +2,21 @@
 
 A write is one mutation of one partition at one timestamp: ScyllaDB gives all its log
 rows the same ``cdc$time`` (a time UUID of the write timestamp) and numbers them with
-``cdc$batch_seq_no`` from 0; the last carries ``cdc$end_of_batch = true``. Operations
-(``cdc::operation``): 1 update, 2 insert, 3 row delete, 4 partition delete. An insert of
-a non-frozen collection overwrites it (a collection tombstone), so its log row says
-``cdc$deleted_<col> = true``; ``SET tags = tags + {...}`` logs only the added elements.
-``cdc$ttl`` is the base write's TTL (null without one); the log cells themselves live for
-the table's CDC TTL.
+``cdc$batch_seq_no`` from 0; the last carries ``cdc$end_of_batch = true``. What each
+change logs (``cdc/log.cc``, ``process_row_visitor`` and ``range_delete``):
+
+* a value: the column; a null (a dead cell): ``cdc$deleted_<col> = true``, no value;
+* a non-frozen set: ``c = c + {...}`` logs the added elements; an INSERT or ``c = {...}``
+  also writes a collection tombstone, so ``cdc$deleted_<col> = true`` comes with them;
+  ``c = c - {...}`` logs the removed elements in ``cdc$deleted_elements_<col>``;
+* a range delete: two rows, its start bound (5 inclusive, 6 exclusive) and its end bound
+  (7, 8), each with the bound's clustering prefix; an open side is the empty prefix,
+  inclusive (``bound_view::bottom()``/``top()``), so its row has no clustering values.
+
+``cdc$ttl`` is the TTL of the live cells only (``cdc/split.cc``): with ``USING TTL`` a
+row's dead cells, tombstones and removals are split into their own log row without TTL
+(before the live one), and an INSERT's collection elements into an UPDATE row of their
+own. The log cells themselves live for the table's CDC TTL.
 """
 
 from __future__ import annotations
@@ -17,6 +26,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cdcgen.core.cdc_log import Operation
+from cdcgen_dev.emulator.base_writes import (
+    RANGE_DELETE,
+    WRITE_OPERATIONS,
+    BaseRowChange,
+    BaseWrite,
+    ClusteringRange,
+    RangeBound,
+    base_statements,
+    check_write,
+    operation_label,
+)
 from cdcgen_dev.emulator.log_schema import (
     BATCH_SEQ_NO,
     END_OF_BATCH,
@@ -26,61 +46,140 @@ from cdcgen_dev.emulator.log_schema import (
     TTL,
     BaseTableSpec,
     deleted_column,
+    deleted_elements_column,
     log_columns,
 )
 
-WRITE_OPERATIONS = (
-    Operation.INSERT,
-    Operation.UPDATE,
-    Operation.ROW_DELETE,
-    Operation.PARTITION_DELETE,
-)
+__all__ = [
+    "RANGE_DELETE",
+    "WRITE_OPERATIONS",
+    "BaseRowChange",
+    "BaseWrite",
+    "ClusteringRange",
+    "Operation",
+    "RangeBound",
+    "base_statements",
+    "log_insert_cql",
+    "log_insert_params",
+    "log_row_values",
+    "operation_label",
+]
 
 
 @dataclass(frozen=True)
-class BaseRowChange:
-    """One clustering row touched by a write (no clustering key for a partition delete)."""
-
-    clustering: tuple[Any, ...] = ()
-    values: Mapping[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class BaseWrite:
-    """One base-table mutation: a partition, an operation, its rows, timestamp and TTL."""
+class _LogRow:
+    """One log row before numbering: its operation, clustering prefix, cells and TTL."""
 
     operation: Operation
-    partition: tuple[Any, ...]
-    rows: tuple[BaseRowChange, ...]
-    timestamp_us: int
+    clustering: tuple[Any, ...] = ()
+    cells: Mapping[str, Any] = field(default_factory=dict)
     ttl: int | None = None
 
 
 def log_row_values(spec: BaseTableSpec, write: BaseWrite) -> list[dict[str, Any]]:
     """The log rows of ``write`` as ``{log column: value}``, without stream and time.
 
-    Columns a row does not set are absent (they are written as unset, leaving no cell).
+    Columns a row does not set are absent (they are written as unset, leaving no cell, as
+    ScyllaDB leaves none): a null column, the clustering columns past a range bound's
+    prefix, every data column of a delete.
     """
-    collections = {c.name for c in spec.columns if c.type.is_multi_cell}
-    rows = write.rows or (BaseRowChange(),)
+    check_write(spec, write)
     result = []
-    for seq, change in enumerate(rows):
-        row: dict[str, Any] = {BATCH_SEQ_NO: seq, OPERATION: int(write.operation)}
-        if write.ttl is not None and write.operation in (Operation.INSERT, Operation.UPDATE):
-            row[TTL] = write.ttl
+    rows = _log_rows(spec, write)
+    for seq, log_row in enumerate(rows):
+        row: dict[str, Any] = {BATCH_SEQ_NO: seq, OPERATION: int(log_row.operation)}
+        if log_row.ttl is not None:
+            row[TTL] = log_row.ttl
         for column, value in zip(spec.partition_key, write.partition, strict=True):
             row[column.name] = value
-        if write.operation is not Operation.PARTITION_DELETE:
-            for column, value in zip(spec.clustering_key, change.clustering, strict=True):
-                row[column.name] = value
-        for name, value in change.values.items():
-            row[name] = value
-            if name in collections and write.operation is Operation.INSERT:
-                row[deleted_column(name)] = True
+        # A bound's prefix may be shorter than the key: the rest stays unset.
+        for column, value in zip(spec.clustering_key, log_row.clustering, strict=False):
+            row[column.name] = value
+        row.update(log_row.cells)
         if seq == len(rows) - 1:
             row[END_OF_BATCH] = True
         result.append(row)
     return result
+
+
+def _log_rows(spec: BaseTableSpec, write: BaseWrite) -> list[_LogRow]:
+    """The rows in ScyllaDB's order, one per change (``cdc/split.cc`` for TTLs)."""
+    if write.operation is Operation.PARTITION_DELETE:
+        return [_LogRow(Operation.PARTITION_DELETE)]
+    if write.operation is RANGE_DELETE:
+        assert write.clustering_range is not None  # check_write
+        return [_LogRow(op, prefix) for op, prefix in range_bounds(write.clustering_range)]
+    if write.operation is Operation.ROW_DELETE:
+        return [_LogRow(Operation.ROW_DELETE, change.clustering) for change in write.rows]
+    multi = {c.name for c in spec.columns if c.type.is_multi_cell}
+    insert = write.operation is Operation.INSERT
+    if write.ttl is None:  # one (timestamp, no TTL) group: one row per clustering row
+        return [
+            _LogRow(write.operation, change.clustering, {**dead, **live})
+            for change in write.rows
+            for dead, live in [_split_cells(change, multi, insert)]
+        ]
+    # Cells with a TTL and cells without (dead cells, tombstones) are separate changes:
+    # each clustering row logs its dead part, then its live part. An INSERT's row marker
+    # and atomic cells come first, all rows, then the collections' parts as UPDATEs.
+    heads: list[_LogRow] = []
+    parts: list[_LogRow] = []
+    for change in write.rows:
+        dead, live = _split_cells(change, multi, insert)
+        if insert:
+            atomic = {k: v for k, v in live.items() if k not in multi}
+            heads.append(_LogRow(Operation.INSERT, change.clustering, atomic, write.ttl))
+            live = {k: v for k, v in live.items() if k in multi}
+        if dead:
+            parts.append(_LogRow(Operation.UPDATE, change.clustering, dead))
+        if live:
+            parts.append(_LogRow(Operation.UPDATE, change.clustering, live, write.ttl))
+    return heads + parts
+
+
+def _split_cells(
+    change: BaseRowChange, multi: set[str], insert: bool
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A row change's log cells as (dead: never a TTL, live: the write's TTL)."""
+    dead: dict[str, Any] = {}
+    live: dict[str, Any] = {}
+    for name, value in change.values.items():
+        tombstone = name in multi and (insert or name in change.overwritten)
+        if value is None or tombstone:
+            dead[deleted_column(name)] = True
+        # A collection's elements are its cells: an empty one writes none.
+        if value is not None and (name not in multi or len(value) > 0):
+            live[name] = value
+    for name, elements in change.removed.items():
+        dead[deleted_elements_column(name)] = elements
+    return dead, live
+
+
+def range_bounds(
+    clustering_range: ClusteringRange,
+) -> tuple[tuple[Operation, tuple[Any, ...]], tuple[Operation, tuple[Any, ...]]]:
+    """The two bound rows ScyllaDB logs for a range delete: ``(operation, prefix)`` each.
+
+    CQL makes ``prefix = p AND c > a`` the range from ``p + (a,)`` exclusive to ``p``
+    inclusive (``cql3/restrictions/statement_restrictions.cc``); an open side with no
+    prefix is ``bottom()``/``top()``, the empty prefix, inclusive. ``range_delete`` in
+    ``cdc/log.cc`` writes both bounds, whatever they are.
+    """
+    prefix = clustering_range.prefix
+    start, end = clustering_range.start, clustering_range.end
+    if start is None:
+        first = (Operation.RANGE_DELETE_START_INCLUSIVE, prefix)
+    elif start.inclusive:
+        first = (Operation.RANGE_DELETE_START_INCLUSIVE, (*prefix, start.value))
+    else:
+        first = (Operation.RANGE_DELETE_START_EXCLUSIVE, (*prefix, start.value))
+    if end is None:
+        last = (Operation.RANGE_DELETE_END_INCLUSIVE, prefix)
+    elif end.inclusive:
+        last = (Operation.RANGE_DELETE_END_INCLUSIVE, (*prefix, end.value))
+    else:
+        last = (Operation.RANGE_DELETE_END_EXCLUSIVE, (*prefix, end.value))
+    return first, last
 
 
 def log_insert_cql(spec: BaseTableSpec) -> tuple[str, list[str]]:
@@ -106,59 +205,3 @@ def log_insert_params(
     """Bind values for :func:`log_insert_cql`; ``unset`` is the driver's UNSET_VALUE."""
     values = {STREAM_ID: stream, TIME: time_uuid, **row}
     return [values.get(name, unset) for name in names] + [timestamp_us, cdc_ttl]
-
-
-def base_statements(spec: BaseTableSpec, write: BaseWrite) -> list[tuple[str, list[Any]]]:
-    """The CQL (names allow-listed, values bound) that applies ``write`` to the base table."""
-    table = spec.qualified_table
-    pk_where = " AND ".join(f"{c.name} = ?" for c in spec.partition_key)
-    ck_where = " AND ".join(f"{c.name} = ?" for c in spec.clustering_key)
-    using = "USING TIMESTAMP ?" + (" AND TTL ?" if write.ttl is not None else "")
-    using_params: list[Any] = [write.timestamp_us] + ([write.ttl] if write.ttl is not None else [])
-    collections = {c.name for c in spec.columns if c.type.is_multi_cell}
-    statements: list[tuple[str, list[Any]]] = []
-    if write.operation is Operation.PARTITION_DELETE:
-        statements.append(
-            (
-                f"DELETE FROM {table} USING TIMESTAMP ? WHERE {pk_where}",
-                [write.timestamp_us, *write.partition],
-            )
-        )
-        return statements
-    known = {c.name for c in spec.columns}
-    for change in write.rows:
-        unknown = set(change.values) - known
-        if unknown:
-            raise ValueError(f"{spec.qualified_table} has no data columns {sorted(unknown)}")
-        key_params = [*write.partition, *change.clustering]
-        where = " AND ".join(filter(None, [pk_where, ck_where]))
-        if write.operation is Operation.ROW_DELETE:
-            statements.append(
-                (
-                    f"DELETE FROM {table} USING TIMESTAMP ? WHERE {where}",
-                    [write.timestamp_us, *key_params],
-                )
-            )
-        elif write.operation is Operation.INSERT:
-            names = [c.name for c in spec.key_columns] + list(change.values)
-            marks = ", ".join("?" for _ in names)
-            statements.append(
-                (
-                    f"INSERT INTO {table} ({', '.join(names)}) VALUES ({marks}) {using}",
-                    [*key_params, *change.values.values(), *using_params],
-                )
-            )
-        elif write.operation is Operation.UPDATE:
-            sets = ", ".join(
-                f"{name} = {name} + ?" if name in collections else f"{name} = ?"
-                for name in change.values
-            )
-            statements.append(
-                (
-                    f"UPDATE {table} {using} SET {sets} WHERE {where}",
-                    [*using_params, *change.values.values(), *key_params],
-                )
-            )
-        else:
-            raise ValueError(f"operation {write.operation.name} is not a base write")
-    return statements

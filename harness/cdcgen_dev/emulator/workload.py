@@ -1,9 +1,10 @@
 """A CDC workload: base writes plus the log rows ScyllaDB would write with them.
 
-Each write picks an operation (insert, update, row delete, partition delete), a key and a
-coordinator (a simulated node that is up, round robin). Its timestamp is the coordinator's
-clock (what ScyllaDB does when the client sends none) or, with ``timestamps="client"``,
-the client's clock plus ``client_skew``. The coordinator then applies ScyllaDB's rules
+Each write picks an operation (insert, update, row delete, partition delete, range
+delete; :mod:`cdcgen_dev.emulator.writes` makes them), a key and a coordinator (a
+simulated node that is up, round robin). Its timestamp is the coordinator's clock (what
+ScyllaDB does when the client sends none) or, with ``timestamps="client"``, the client's
+clock plus ``client_skew``. The coordinator then applies ScyllaDB's rules
 (:mod:`cdcgen_dev.emulator.routing`): a write from the future, the past, before the
 first generation or into a generation its nodes could not load is refused (neither base
 nor log row is written, as ScyllaDB fails the whole write); an accepted write goes to the
@@ -22,7 +23,6 @@ import itertools
 import random
 import time
 from collections import Counter
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -34,26 +34,30 @@ from cdcgen.core.timeline import WriteRejected
 from cdcgen_dev.emulator.cluster import SandboxCluster, utc_now
 from cdcgen_dev.emulator.cql_util import prepared
 from cdcgen_dev.emulator.log_rows import (
-    BaseRowChange,
-    BaseWrite,
+    RANGE_DELETE,
+    WRITE_OPERATIONS,
     Operation,
     base_statements,
     log_insert_cql,
     log_insert_params,
     log_row_values,
+    operation_label,
 )
-from cdcgen_dev.emulator.log_schema import BaseTableSpec, ColumnType
-from cdcgen_dev.emulator.partition import PARTITION_KEY_TYPES, partition_token
+from cdcgen_dev.emulator.partition import partition_token
 from cdcgen_dev.emulator.routing import TabletRouter, VnodeRouter, WriteRouter
 from cdcgen_dev.emulator.state import EmulatorError, SimNode, load_cdc_table
 from cdcgen_dev.emulator.tables import spec_from_json
 from cdcgen_dev.emulator.tablets import tablet_stream_sets
+from cdcgen_dev.emulator.writes import WriteFactory
 
+#: Operation weights; range deletes are keyed :data:`RANGE_DELETE` (spelled
+#: ``Operation.RANGE_DELETE_START_INCLUSIVE``) and apply to tables with clustering columns.
 DEFAULT_MIX: dict[Operation, float] = {
-    Operation.INSERT: 0.55,
+    Operation.INSERT: 0.52,
     Operation.UPDATE: 0.30,
     Operation.ROW_DELETE: 0.12,
     Operation.PARTITION_DELETE: 0.03,
+    RANGE_DELETE: 0.03,
 }
 TICK_SECONDS = 0.01
 MAX_BURST_SECONDS = 0.25
@@ -91,6 +95,11 @@ class WorkloadSpec:
             raise EmulatorError("misroute_fraction must be between 0 and 1")
         if not self.mix or any(w < 0 for w in self.mix.values()) or sum(self.mix.values()) <= 0:
             raise EmulatorError("the operation mix needs positive weights")
+        unknown = sorted(op.name for op in self.mix if op not in WRITE_OPERATIONS)
+        if unknown:
+            raise EmulatorError(
+                f"the operation mix cannot have {unknown} (range deletes: RANGE_DELETE)"
+            )
 
 
 @dataclass
@@ -126,95 +135,6 @@ class WorkloadReport:
             "last_write": self.last_write.isoformat() if self.last_write else None,
             "elapsed_seconds": round(self.elapsed_seconds, 3),
         }
-
-
-ValueMaker = Callable[[random.Random], Any]
-
-_SIMPLE_VALUES: dict[str, ValueMaker] = {
-    "text": lambda r: f"v{r.getrandbits(32):08x}",
-    "varchar": lambda r: f"v{r.getrandbits(32):08x}",
-    "ascii": lambda r: f"a{r.getrandbits(32):08x}",
-    "int": lambda r: r.randint(-(2**31), 2**31 - 1),
-    "bigint": lambda r: r.randint(-(2**63), 2**63 - 1),
-    "smallint": lambda r: r.randint(-(2**15), 2**15 - 1),
-    "tinyint": lambda r: r.randint(-128, 127),
-    "double": lambda r: r.random() * 1000,
-    "float": lambda r: float(r.randint(0, 1 << 20)) / 64,
-    "boolean": lambda r: r.random() < 0.5,
-    "blob": lambda r: r.randbytes(8),
-}
-
-
-def value_maker(cql_type: str) -> ValueMaker:
-    """Random values for a data column: simple types and non-frozen sets of them."""
-    kind = ColumnType.parse(cql_type)
-    if kind.kind == "simple" and kind.args[0] in _SIMPLE_VALUES:
-        return _SIMPLE_VALUES[kind.args[0]]
-    if kind.kind == "set" and kind.args[0] in _SIMPLE_VALUES:
-        element = _SIMPLE_VALUES[kind.args[0]]
-        return lambda r: {element(r) for _ in range(r.randint(1, 3))}
-    raise EmulatorError(f"the workload cannot generate values of type {cql_type!r}")
-
-
-def key_maker(cql_type: str, keys: int) -> Callable[[int], Any]:
-    """Key number -> key value for int/bigint/smallint/text key columns."""
-    if cql_type in ("int", "bigint", "smallint", "tinyint"):
-        return lambda n: n
-    if cql_type in ("text", "varchar", "ascii"):
-        return lambda n: f"k{n}"
-    raise EmulatorError(f"the workload cannot generate keys of type {cql_type!r}")
-
-
-class _WriteFactory:
-    """Builds random :class:`BaseWrite`s for one table spec."""
-
-    def __init__(self, spec: BaseTableSpec, workload: WorkloadSpec, rng: random.Random) -> None:
-        self.spec = spec
-        self.workload = workload
-        self.rng = rng
-        for column in spec.partition_key:
-            if column.cql_type not in PARTITION_KEY_TYPES:
-                raise EmulatorError(f"partition key type {column.cql_type!r} is not supported")
-        self.pk_makers = [key_maker(c.cql_type, workload.keys) for c in spec.partition_key]
-        self.ck_makers = [key_maker(c.cql_type, workload.keys) for c in spec.clustering_key]
-        self.values = {c.name: value_maker(c.cql_type) for c in spec.columns}
-        self.operations = list(workload.mix)
-        self.weights = [workload.mix[op] for op in self.operations]
-        if not spec.clustering_key:
-            # Without clustering rows a row delete is a partition delete.
-            self.operations = [
-                Operation.PARTITION_DELETE if op is Operation.ROW_DELETE else op
-                for op in self.operations
-            ]
-
-    def key_number(self) -> int:
-        keys = self.workload.keys
-        if self.workload.hot_keys and self.rng.random() < 0.8:
-            return self.rng.randrange(max(1, keys // 5))
-        return self.rng.randrange(keys)
-
-    def make(self, timestamp_us: int) -> BaseWrite:
-        rng = self.rng
-        operation = rng.choices(self.operations, self.weights)[0]
-        number = self.key_number()
-        partition = tuple(make(number) for make in self.pk_makers)
-        if operation is Operation.PARTITION_DELETE:
-            return BaseWrite(operation, partition, (), timestamp_us)
-        count = rng.randint(1, self.workload.max_rows_per_write) if self.ck_makers else 1
-        numbers = rng.sample(range(max(count, 16)), count)
-        rows = []
-        for ck in numbers:
-            clustering = tuple(make(ck) for make in self.ck_makers)
-            if operation is Operation.ROW_DELETE:
-                values: dict[str, Any] = {}
-            elif operation is Operation.INSERT:
-                values = {name: make(rng) for name, make in self.values.items()}
-            else:
-                chosen = [n for n in self.values if rng.random() < 0.7] or list(self.values)[:1]
-                values = {name: self.values[name](rng) for name in chosen}
-            rows.append(BaseRowChange(clustering, values))
-        ttl = self.workload.base_ttl if operation in (Operation.INSERT, Operation.UPDATE) else None
-        return BaseWrite(operation, partition, tuple(rows), timestamp_us, ttl)
 
 
 def make_router(cluster: SandboxCluster, keyspace: str, table: str) -> WriteRouter:
@@ -280,7 +200,10 @@ class _Writer:
         )
         self.spec = spec_from_json(self.record.spec_json)
         self.rng = random.Random(workload.seed)
-        self.factory = _WriteFactory(self.spec, workload, self.rng)
+        self.factory = WriteFactory(
+            self.spec, self.rng, workload.mix, keys=workload.keys, hot_keys=workload.hot_keys,
+            max_rows_per_write=workload.max_rows_per_write, base_ttl=workload.base_ttl,
+        )  # fmt: skip
         log_cql, self.log_names = log_insert_cql(self.spec)
         self.log_statement = prepared(cluster.client, log_cql)
         self.pk_types = [c.cql_type for c in self.spec.partition_key]
@@ -330,7 +253,7 @@ class _Writer:
         report.writes += 1
         report.log_rows += len(rows)
         report.log_rows_by_generation[generation] += len(rows)
-        report.operations[write.operation.name.lower()] += 1
+        report.operations[operation_label(write.operation)] += 1
         report.first_write = min(filter(None, [report.first_write, write_ts]))
         report.last_write = max(filter(None, [report.last_write, write_ts]))
         return batch

@@ -5,7 +5,7 @@ Two tables, created on first use::
     cdc_bucket_checkpoints ((keyspace_name, table_name), generation, bucket)
         checkpoint, window_start, run_id, updated_at, lake_version
     cdc_table_progress ((keyspace_name, table_name))
-        started_at, watermark, watermark_updated_at, run_id, lake_version
+        started_at, watermark, watermark_updated_at, run_id, lake_version, rebootstrapped_at
 
 A bucket's checkpoint is the time up to which the rows of every stream of that lake
 bucket (in that generation) are durably in the lake; it is written only after the Spark
@@ -59,13 +59,37 @@ _DDL = {
     PROGRESS_TABLE: (
         "keyspace_name text, table_name text, started_at timestamp, watermark timestamp, "
         "watermark_updated_at timestamp, run_id text, lake_version bigint, "
-        "PRIMARY KEY ((keyspace_name, table_name))"
+        "rebootstrapped_at timestamp, PRIMARY KEY ((keyspace_name, table_name))"
     ),
 }
+
+#: Columns later versions added, as ``(table, column, type)``.
+_ADDED_COLUMNS = (
+    (CHECKPOINTS_TABLE, "lake_version", "bigint"),
+    (PROGRESS_TABLE, "lake_version", "bigint"),
+    (PROGRESS_TABLE, "rebootstrapped_at", "timestamp"),
+)
+
+
+_PROGRESS_COLUMNS = (
+    "started_at, watermark, watermark_updated_at, run_id, lake_version, rebootstrapped_at"
+)
 
 
 def _utc(value: datetime | None) -> datetime | None:
     return None if value is None else naive_as_utc(value)
+
+
+def _progress(row: Any) -> TableProgress:
+    return TableProgress(
+        TableRef(row.keyspace_name, row.table_name),
+        _utc(row.started_at),
+        _utc(row.watermark),
+        _utc(row.watermark_updated_at),
+        row.run_id or "",
+        row.lake_version,
+        _utc(row.rebootstrapped_at),
+    )
 
 
 class CqlCheckpointStore:
@@ -105,10 +129,11 @@ class CqlCheckpointStore:
             self._client.session.execute(SimpleStatement(cql), timeout=DDL_TIMEOUT)
 
     def _add_missing_columns(self, tables: Mapping[str, Any]) -> None:
-        """Tables created by an earlier version lack ``lake_version``: add it."""
-        for table in (t for t in _DDL if "lake_version" not in tables[t].columns):
-            cql = f"ALTER TABLE {self._name(table)} ADD lake_version bigint"
-            self._client.session.execute(cql, timeout=DDL_TIMEOUT)
+        """Tables created by an earlier version lack the columns added since: add them."""
+        for table, column, kind in _ADDED_COLUMNS:
+            if column not in tables[table].columns:
+                cql = f"ALTER TABLE {self._name(table)} ADD {column} {kind}"
+                self._client.session.execute(cql, timeout=DDL_TIMEOUT)
 
     def _statement(self, cql: str) -> Any:
         statement = self._prepared.get(cql)
@@ -144,41 +169,20 @@ class CqlCheckpointStore:
 
     def progress(self, table: TableRef) -> TableProgress:
         statement = self._statement(
-            "SELECT started_at, watermark, watermark_updated_at, run_id, lake_version "
+            f"SELECT keyspace_name, table_name, {_PROGRESS_COLUMNS} "
             f"FROM {self._name(PROGRESS_TABLE)} WHERE keyspace_name = ? AND table_name = ?"
         )
         row = self._client.session.execute(statement, (table.keyspace, table.table)).one()
-        if row is None:
-            return TableProgress(table, None, None, None, "")
-        return TableProgress(
-            table,
-            _utc(row.started_at),
-            _utc(row.watermark),
-            _utc(row.watermark_updated_at),
-            row.run_id or "",
-            row.lake_version,
-        )
+        return TableProgress(table, None, None, None, "") if row is None else _progress(row)
 
     def all_progress(self) -> list[TableProgress]:
         """Every table's progress (the report's and users' overview)."""
         statement = self._statement(
-            "SELECT keyspace_name, table_name, started_at, watermark, watermark_updated_at, "
-            f"run_id, lake_version FROM {self._name(PROGRESS_TABLE)}"
+            f"SELECT keyspace_name, table_name, {_PROGRESS_COLUMNS} "
+            f"FROM {self._name(PROGRESS_TABLE)}"
         )
-        return sorted(
-            (
-                TableProgress(
-                    TableRef(row.keyspace_name, row.table_name),
-                    _utc(row.started_at),
-                    _utc(row.watermark),
-                    _utc(row.watermark_updated_at),
-                    row.run_id or "",
-                    row.lake_version,
-                )
-                for row in self._client.session.execute(statement)
-            ),
-            key=lambda p: p.table.qualified,
-        )
+        rows = self._client.session.execute(statement)
+        return sorted(map(_progress, rows), key=lambda p: p.table.qualified)
 
     def table_state(self, table: TableRef) -> TableState:
         """Progress and checkpoints as the window planner wants them."""
@@ -220,28 +224,15 @@ class CqlCheckpointStore:
         )
         now = datetime.now(UTC)
         params = [
-            (
-                to_micros(c.checkpoint),
-                c.checkpoint,
-                c.window_start,
-                c.run_id,
-                now,
-                c.lake_version,
-                table.keyspace,
-                table.table,
-                c.generation,
-                c.bucket,
-            )
+            (to_micros(c.checkpoint), c.checkpoint, c.window_start, c.run_id, now,
+             c.lake_version, table.keyspace, table.table, c.generation, c.bucket)
             for c in checkpoints
-        ]
+        ]  # fmt: skip
         if params:
             execute_concurrent_with_args(
-                self._client.session,
-                statement,
-                params,
-                concurrency=concurrency,
+                self._client.session, statement, params, concurrency=concurrency,
                 raise_on_first_error=True,
-            )
+            )  # fmt: skip
         return len(params)
 
     def save_watermark(
@@ -274,9 +265,16 @@ class CqlCheckpointStore:
     def advance_watermark(self, table: TableRef, to: datetime, run_id: str = "rebootstrap") -> None:
         """Re-bootstrap: declare everything before ``to`` in the lake (from a snapshot).
 
-        Every stream then resumes from ``to`` at least. Only moves forward.
+        Every stream then resumes from ``to`` at least. Only moves forward. ``to`` is
+        also recorded as ``rebootstrapped_at``: the lake has no changes of the gap, which
+        replication to a sink consistent before it must not skip silently.
         """
         self.save_watermark(table, to, run_id)
+        statement = self._statement(
+            f"UPDATE {self._name(PROGRESS_TABLE)} USING TIMESTAMP ? SET rebootstrapped_at = ? "
+            "WHERE keyspace_name = ? AND table_name = ?"
+        )
+        self._client.session.execute(statement, (to_micros(to), to, table.keyspace, table.table))
 
     def prune(self, table: TableRef, generations: Sequence[GenerationSpan]) -> int:
         """Delete checkpoint rows of generations that end at or before the watermark."""

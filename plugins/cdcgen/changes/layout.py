@@ -41,6 +41,7 @@ from cdcgen.core.lake_buckets import BucketRule, LakeBuckets
 from cdcgen.core.windows import LakeWindow, parse_window_label
 
 if TYPE_CHECKING:
+    import pyarrow.compute as pc
     from pyspark.sql import SparkSession
 
 #: The folder of the lake holding every table's changes (generations live beside it).
@@ -136,10 +137,14 @@ def table_roots(lake: LakeRoot) -> list[LakeLocation]:
 
 
 def read_delta(
-    root: LakeRoot, version: int | None = None, columns: Sequence[str] | None = None
+    root: LakeRoot,
+    version: int | None = None,
+    columns: Sequence[str] | None = None,
+    where: pc.Expression | None = None,
 ) -> pa.Table:
     """The table's rows at ``version`` (default: the latest) without a JVM: delta-rs
-    resolves the version's files from the log, pyarrow reads them.
+    resolves the version's files from the log, pyarrow reads them (the rows ``where``
+    selects, pushed down to the files' statistics).
 
     Why not delta-rs's own ``to_pyarrow_table``: reading through its file system from
     Python aborts the interpreter at exit now and then ("terminate called without an
@@ -160,7 +165,7 @@ def read_delta(
         partition_base_dir=base,
         filesystem=filesystem,
     )
-    return dataset.to_table(columns=None if columns is None else list(columns))
+    return dataset.to_table(columns=None if columns is None else list(columns), filter=where)
 
 
 def window_predicate(windows: Iterable[LakeWindow]) -> str:

@@ -27,6 +27,7 @@ GROUPS: tuple[str, ...] = (
     "cdcgen.cli.generation",
     "cdcgen.cli.generations",
     "cdcgen.cli.lake",
+    "cdcgen.cli.replication",
 )
 
 

@@ -48,6 +48,14 @@ class TableProgress:
     run_id: str
     #: A lake table version that holds every row up to the watermark (time travel).
     lake_version: int | None = None
+    #: The latest re-bootstrap's point: the log had expired changes before it unread.
+    rebootstrapped_at: datetime | None = None
+
+    @property
+    def complete_since(self) -> datetime | None:
+        """From when the lake holds every change of the table (up to the watermark)."""
+        points = [t for t in (self.started_at, self.rebootstrapped_at) if t is not None]
+        return max(points) if points else None
 
     def lag(self, now: datetime) -> float | None:
         """Seconds between ``now`` and the watermark (``None`` before the first run)."""

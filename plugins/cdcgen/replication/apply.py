@@ -1,0 +1,248 @@
+"""Applying a table's changes from the lake to a sink, stream by stream, checkpointed.
+
+A run reads the lake version that holds everything up to the watermark, keeps the
+changes of the plan's range (:mod:`cdcgen.core.replication_plan`), and replays them in
+each stream's order, one CDC batch per single-partition batch
+(:func:`cdcgen.core.replication.batch_statements`), many at a time. Streams go in
+chunks: once every batch of a chunk is acknowledged, its streams' checkpoints are
+written; a run killed before that re-applies the chunk, which changes nothing, since
+every write carries its original timestamp. Transient write failures (a node down, a
+timeout) are retried with backoff; a change the sink refuses, or the model cannot
+express, is recorded on the sink (``cdc_replication_rejects``) before its stream's
+checkpoint moves past it, and named in the run's result: never dropped in silence.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from itertools import groupby
+from typing import TYPE_CHECKING, Any
+
+from cdcgen.adapters.errors import is_transient
+from cdcgen.changes.layout import read_delta
+from cdcgen.core.cdc_log import BATCH_SEQ_NO, STREAM_ID, TIME
+from cdcgen.core.replication import ReplayError, Statement, batch_statements
+from cdcgen.core.replication_plan import ApplyPlan
+from cdcgen.core.time import to_micros
+from cdcgen.progress import Progress
+from cdcgen.replication.sink_schema import SinkShape
+from cdcgen.replication.sink_state import CqlSinkState
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from cdcgen.adapters.cql import CqlClient
+    from cdcgen.adapters.lake_store import LakeRoot
+
+log = logging.getLogger(__name__)
+
+CHUNK_ROWS = 20_000
+CONCURRENCY = 64
+RETRIES = 5
+BACKOFF_SECONDS = 0.5
+#: Lake columns that are not the log's (the lake's own partitions and derived columns).
+_LAKE_ONLY = ("operation_name", "base_token", "date", "generation", "window", "bucket")
+
+
+@dataclass
+class ApplyOutcome:
+    """What one run applied."""
+
+    log_rows: int = 0
+    batches: int = 0
+    statements: int = 0
+    streams: int = 0
+    rejected: list[dict[str, Any]] = field(default_factory=list)
+
+
+def changes_in_range(root: LakeRoot, plan: ApplyPlan) -> pa.Table:
+    """The lake's changes with write time in the plan's range, in stream order."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    stamp = pa.timestamp("us", tz="UTC")
+    where = (
+        (pc.field("write_time") >= pa.scalar(plan.since, stamp))
+        & (pc.field("write_time") < pa.scalar(plan.until, stamp))
+        & (pc.field("date") >= plan.since.date().isoformat())
+        & (pc.field("date") <= plan.until.date().isoformat())
+    )
+    table = read_delta(root, plan.lake_version, where=where)
+    table = table.drop_columns([c for c in _LAKE_ONLY if c in table.column_names])
+    order = [(STREAM_ID, "ascending"), ("write_time", "ascending"), (TIME, "ascending")]
+    return table.sort_by([*order, (BATCH_SEQ_NO, "ascending")])
+
+
+def stream_chunks(table: pa.Table, rows: int = CHUNK_ROWS) -> Iterator[pa.Table]:
+    """Slices of ``table`` of about ``rows`` rows that never split a stream."""
+    import numpy as np
+
+    if table.num_rows == 0:
+        return
+    ids = table.column(STREAM_ID).to_numpy(zero_copy_only=False)
+    starts = [0, *(int(i) for i in np.flatnonzero(ids[1:] != ids[:-1]) + 1)]
+    begin = 0
+    for start in [*starts[1:], table.num_rows]:
+        if start - begin >= rows or start == table.num_rows:
+            yield table.slice(begin, start - begin)
+            begin = start
+
+
+class SinkApplier:
+    """Applies chunks of changes to one sink table and checkpoints their streams."""
+
+    def __init__(
+        self,
+        client: CqlClient,
+        shape: SinkShape,
+        state: CqlSinkState,
+        run_id: str,
+        concurrency: int = CONCURRENCY,
+        chunk_rows: int = CHUNK_ROWS,
+    ) -> None:
+        self.client = client
+        self.shape = shape
+        self.state = state
+        self.run_id = run_id
+        self.concurrency = concurrency
+        self.chunk_rows = chunk_rows
+        self._prepared: dict[str, Any] = {}
+        self.rejected: list[dict[str, Any]] = []
+
+    def apply(self, root: LakeRoot, plan: ApplyPlan) -> ApplyOutcome:
+        outcome = ApplyOutcome()
+        changes = changes_in_range(root, plan)
+        progress = Progress(changes.num_rows, "changes", log.info, label=str(self.state.sink))
+        for chunk in stream_chunks(changes, self.chunk_rows):
+            streams = self._apply_chunk(chunk.to_pylist(), plan, outcome)
+            self.state.save_streams(streams, plan.until)
+            outcome.streams += len(streams)
+            progress.advance(chunk.num_rows)
+        progress.finish()
+        outcome.rejected = list(self.rejected)
+        return outcome
+
+    def _apply_chunk(
+        self, rows: list[dict[str, Any]], plan: ApplyPlan, outcome: ApplyOutcome
+    ) -> list[bytes]:
+        work: list[tuple[Any, Any]] = []
+        streams: list[bytes] = []
+        for stream, stream_rows in groupby(rows, key=lambda r: r[STREAM_ID]):
+            streams.append(stream)
+            since = plan.stream_since(stream)
+            for _, batch in groupby(stream_rows, key=lambda r: (r["write_time"], r[TIME])):
+                changes = list(batch)
+                if changes[0]["write_time"] < since:
+                    continue  # applied by an interrupted run of this range
+                item = self._batch(changes)
+                if item is not None:
+                    work.append(item)
+                    outcome.log_rows += len(changes)
+                    outcome.batches += 1
+        self._execute(work, outcome)
+        return streams
+
+    def _batch(self, changes: Sequence[dict[str, Any]]) -> tuple[Any, Any] | None:
+        """One CDC batch as one driver statement; None (and recorded) if refused."""
+        from cassandra.query import BatchStatement, BatchType
+
+        try:
+            rows = [self.shape.driver_row(change) for change in changes]
+            statements = batch_statements(
+                self.shape.table, rows, to_micros(changes[0]["write_time"])
+            )
+        except ReplayError as exc:
+            self._reject(changes[0], str(exc))
+            return None
+        if len(statements) == 1:
+            return self._bound(statements[0], changes[0])
+        batch = BatchStatement(batch_type=BatchType.UNLOGGED)
+        for statement in statements:
+            batch.add(self._prepare(statement.cql), statement.values)
+        batch.is_idempotent = True
+        return batch, changes[0]
+
+    def _bound(self, statement: Statement, change: dict[str, Any]) -> tuple[Any, Any]:
+        return self._prepare(statement.cql).bind(statement.values), change
+
+    def _prepare(self, cql: str) -> Any:
+        prepared = self._prepared.get(cql)
+        if prepared is None:
+            prepared = self.client.session.prepare(cql)
+            prepared.is_idempotent = True
+            prepared.consistency_level = self.client.metadata_consistency
+            self._prepared[cql] = prepared
+        return prepared
+
+    def _execute(self, work: list[tuple[Any, Any]], outcome: ApplyOutcome) -> None:
+        outcome.statements += execute_all(self.client, work, self.concurrency, self._reject)
+
+    def _reject(self, change: dict[str, Any], reason: str) -> None:
+        record = {
+            "write_time": change["write_time"],
+            "cdc_time": change[TIME],
+            "batch_seq_no": change[BATCH_SEQ_NO],
+            "stream_id": change[STREAM_ID],
+        }
+        log.error("%s: change at %s not applied: %s", self.state.sink, change[TIME], reason)
+        self.state.reject(record, reason, self.run_id)
+        self.rejected.append(
+            {
+                "write_time": change["write_time"].isoformat(),
+                "cdc_time": change[TIME],
+                "stream_id": change[STREAM_ID].hex(),
+                "reason": reason,
+            }
+        )
+
+
+def execute_all(
+    client: CqlClient,
+    work: Sequence[tuple[Any, Any]],
+    concurrency: int,
+    refused: Callable[[Any, str], None],
+) -> int:
+    """Runs every ``(statement, what)``, many at a time, until each is acknowledged,
+    retrying transient failures with backoff; one the sink refuses for its content
+    (``InvalidRequest``) goes to ``refused`` with the sink's words. Returns how many
+    were acknowledged."""
+    from cassandra import InvalidRequest
+    from cassandra.concurrent import execute_concurrent
+
+    done = 0
+    pending = list(work)
+    for attempt in range(RETRIES + 1):
+        results = execute_concurrent(
+            client.session,
+            [(statement, None) for statement, _ in pending],
+            concurrency=concurrency,
+            raise_on_first_error=False,
+        )
+        failed = []
+        for (statement, what), (ok, result) in zip(pending, results, strict=True):
+            if ok:
+                done += 1
+            elif isinstance(result, InvalidRequest):
+                refused(what, f"the sink refused it: {result}")
+            elif is_transient(result) and attempt < RETRIES:
+                failed.append((statement, what))
+            else:
+                raise result
+        if not failed:
+            break
+        log.warning("%d write(s) failed transiently; retrying", len(failed))
+        time.sleep(BACKOFF_SECONDS * 2**attempt)
+        pending = failed
+    return done
+
+
+def lake_base_columns(schema_names: Sequence[str]) -> list[str]:
+    """The source table's columns among the lake's: not the log's, not the lake's."""
+    return [
+        name
+        for name in schema_names
+        if not name.startswith("cdc$") and name not in (*_LAKE_ONLY, "write_time")
+    ]

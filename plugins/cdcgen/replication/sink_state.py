@@ -1,0 +1,205 @@
+"""A sink's replication state, kept on the sink itself next to the tables it receives.
+
+Three tables in the sink table's keyspace, created on first use::
+
+    cdc_replication_progress ((source_keyspace, source_table), sink_table)
+        consistent_until, bootstrapped_at, lake_version, run_id, updated_at
+    cdc_replication_streams ((source_keyspace, source_table, sink_table), stream_id)
+        applied_until
+    cdc_replication_rejects ((source_keyspace, source_table, sink_table), write_time,
+        cdc_time, batch_seq_no)  stream_id, reason, run_id
+
+On the sink, because that is where the applied data is: a sink restored from a backup
+comes back with the state that matches it, and a second sink of the same table has
+state of its own. Like the changes pipeline's checkpoints
+(:mod:`cdcgen.adapters.checkpoints`), the time cells are written ``USING TIMESTAMP`` of
+their own value, so they only move forward whatever the order of racing writers, and
+the per-stream rows a completed run implies are deleted at the timestamp of the new
+consistency point, which removes exactly the rows it covers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from cdcgen.core.cdc_log import TableRef
+from cdcgen.core.replication_plan import SinkProgress
+from cdcgen.core.time import naive_as_utc, to_micros
+
+if TYPE_CHECKING:
+    from cdcgen.adapters.cql import CqlClient
+
+PROGRESS = "cdc_replication_progress"
+STREAMS = "cdc_replication_streams"
+REJECTS = "cdc_replication_rejects"
+DDL_TIMEOUT = 120.0
+_DDL = {
+    PROGRESS: (
+        "source_keyspace text, source_table text, sink_table text, "
+        "consistent_until timestamp, bootstrapped_at timestamp, lake_version bigint, "
+        "run_id text, updated_at timestamp, "
+        "PRIMARY KEY ((source_keyspace, source_table), sink_table)"
+    ),
+    STREAMS: (
+        "source_keyspace text, source_table text, sink_table text, stream_id blob, "
+        "applied_until timestamp, "
+        "PRIMARY KEY ((source_keyspace, source_table, sink_table), stream_id)"
+    ),
+    REJECTS: (
+        "source_keyspace text, source_table text, sink_table text, write_time timestamp, "
+        "cdc_time text, batch_seq_no int, stream_id blob, reason text, run_id text, "
+        "PRIMARY KEY ((source_keyspace, source_table, sink_table), write_time, cdc_time, "
+        "batch_seq_no)"
+    ),
+}
+
+
+def _utc(value: datetime | None) -> datetime | None:
+    return None if value is None else naive_as_utc(value)
+
+
+class CqlSinkState:
+    """The state of ``source`` replicated into ``sink``, through the sink's client."""
+
+    def __init__(self, client: CqlClient, source: TableRef, sink: TableRef) -> None:
+        self._client = client
+        self.source = source
+        self.sink = sink
+        self._prepared: dict[str, Any] = {}
+
+    def _name(self, table: str) -> str:
+        return f"{self.sink.keyspace}.{table}"
+
+    def ensure_schema(self) -> None:
+        """Create the three tables in the sink's keyspace; cheap when they exist."""
+        keyspace = self._client.cluster.metadata.keyspaces.get(self.sink.keyspace)
+        if keyspace is not None and all(t in keyspace.tables for t in _DDL):
+            return
+        for table, columns in _DDL.items():
+            cql = f"CREATE TABLE IF NOT EXISTS {self._name(table)} ({columns})"
+            self._client.session.execute(cql, timeout=DDL_TIMEOUT)
+
+    def _statement(self, cql: str) -> Any:
+        statement = self._prepared.get(cql)
+        if statement is None:
+            statement = self._client.session.prepare(cql)
+            statement.consistency_level = self._client.metadata_consistency
+            statement.is_idempotent = True
+            self._prepared[cql] = statement
+        return statement
+
+    @property
+    def _key(self) -> tuple[str, str, str]:
+        return (self.source.keyspace, self.source.table, self.sink.qualified)
+
+    def progress(self) -> SinkProgress:
+        statement = self._statement(
+            "SELECT consistent_until, bootstrapped_at, lake_version, run_id, updated_at "
+            f"FROM {self._name(PROGRESS)} "
+            "WHERE source_keyspace = ? AND source_table = ? AND sink_table = ?"
+        )
+        row = self._client.execute_retried(statement, self._key).one()
+        if row is None:
+            return SinkProgress(self.source, self.sink)
+        return SinkProgress(
+            self.source,
+            self.sink,
+            _utc(row.consistent_until),
+            _utc(row.bootstrapped_at),
+            row.lake_version,
+            row.run_id or "",
+            _utc(row.updated_at),
+        )
+
+    def applied_until(self) -> dict[bytes, datetime]:
+        """Per-stream checkpoints an interrupted run left ahead of the consistency point."""
+        statement = self._statement(
+            f"SELECT stream_id, applied_until FROM {self._name(STREAMS)} "
+            "WHERE source_keyspace = ? AND source_table = ? AND sink_table = ?"
+        )
+        rows = self._client.execute_retried(statement, self._key)
+        return {bytes(r.stream_id): naive_as_utc(r.applied_until) for r in rows}
+
+    def save_streams(self, streams: Iterable[bytes], until: datetime) -> int:
+        """Every change of ``streams`` before ``until`` is applied (call only after)."""
+        from cassandra.concurrent import execute_concurrent_with_args
+
+        statement = self._statement(
+            f"UPDATE {self._name(STREAMS)} USING TIMESTAMP ? SET applied_until = ? "
+            "WHERE source_keyspace = ? AND source_table = ? AND sink_table = ? "
+            "AND stream_id = ?"
+        )
+        params = [(to_micros(until), until, *self._key, stream) for stream in streams]
+        if params:
+            execute_concurrent_with_args(
+                self._client.session, statement, params, concurrency=32,
+                raise_on_first_error=True,
+            )  # fmt: skip
+        return len(params)
+
+    def save_progress(
+        self,
+        consistent_until: datetime,
+        run_id: str,
+        lake_version: int | None = None,
+        bootstrapped_at: datetime | None = None,
+    ) -> None:
+        """Move the consistency point forward (an older one is ignored), then drop the
+        per-stream checkpoints it implies."""
+        stamp = to_micros(consistent_until)
+        sets = "consistent_until = ?, lake_version = ?, run_id = ?, updated_at = ?"
+        values: list[Any] = [consistent_until, lake_version, run_id, datetime.now(UTC)]
+        if bootstrapped_at is not None:
+            sets += ", bootstrapped_at = ?"
+            values.append(bootstrapped_at)
+        statement = self._statement(
+            f"UPDATE {self._name(PROGRESS)} USING TIMESTAMP ? SET {sets} "
+            "WHERE source_keyspace = ? AND source_table = ? AND sink_table = ?"
+        )
+        self._client.execute_retried(statement, (stamp, *values, *self._key))
+        prune = self._statement(
+            f"DELETE FROM {self._name(STREAMS)} USING TIMESTAMP ? "
+            "WHERE source_keyspace = ? AND source_table = ? AND sink_table = ?"
+        )
+        self._client.execute_retried(prune, (stamp, *self._key))
+
+    def reject(self, change: Mapping[str, Any], reason: str, run_id: str) -> None:
+        """Record a change that could not be applied (before its stream's checkpoint)."""
+        statement = self._statement(
+            f"INSERT INTO {self._name(REJECTS)} (source_keyspace, source_table, sink_table, "
+            "write_time, cdc_time, batch_seq_no, stream_id, reason, run_id) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+        )
+        self._client.execute_retried(
+            statement,
+            (
+                *self._key,
+                change["write_time"],
+                change["cdc_time"],
+                change["batch_seq_no"],
+                change["stream_id"],
+                reason,
+                run_id,
+            ),
+        )
+
+    def rejects(self) -> list[dict[str, Any]]:
+        """Every change recorded as not applied, oldest first."""
+        statement = self._statement(
+            "SELECT write_time, cdc_time, batch_seq_no, stream_id, reason, run_id "
+            f"FROM {self._name(REJECTS)} "
+            "WHERE source_keyspace = ? AND source_table = ? AND sink_table = ?"
+        )
+        return [
+            {
+                "write_time": naive_as_utc(r.write_time).isoformat(),
+                "cdc_time": r.cdc_time,
+                "batch_seq_no": r.batch_seq_no,
+                "stream_id": bytes(r.stream_id).hex(),
+                "reason": r.reason,
+                "run_id": r.run_id,
+            }
+            for r in self._client.execute_retried(statement, self._key)
+        ]

@@ -1,0 +1,262 @@
+"""Replication to sink tables against the real database: the sink ends equal to the source.
+
+An emulated raft cluster writes a workload on ``orders`` across a generation switch
+(every operation the emulator logs: inserts, updates with nulls, collection additions,
+removals and overwrites, row, partition and range deletes). Its changes are extracted
+into the lake by the changes pipeline's Spark job, in two runs, and applied to sink
+tables in other keyspaces through the code the DAG and the CLI run:
+
+* a sink bootstrapped from a snapshot after the first half, and one bootstrapped while
+  the second half is being written (the boundary), both equal the source after the
+  apply, row for row and with equal write times;
+* an apply SIGKILLed after some streams were checkpointed resumes to the same state;
+  re-applying an applied range changes nothing;
+* a sink consistent until a time the lake no longer covers (the changes had to be
+  re-bootstrapped after the log's TTL expired them) fails, naming the command that
+  re-bootstraps it, and that command brings it back.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cdcgen.adapters.checkpoints import CqlCheckpointStore
+from cdcgen.adapters.cql import CqlClient, connect
+from cdcgen.changes.job import table_adapters
+from cdcgen.changes.layout import read_delta, table_root
+from cdcgen.changes.run import ChangesRequest, extract_changes
+from cdcgen.changes.settings import ChangesSettings
+from cdcgen.config import PipelineConfig
+from cdcgen.core.cdc_log import TableRef
+from cdcgen.core.generation import SourceMode
+from cdcgen.core.replication_plan import ApplyPlan, ReplicationError
+from cdcgen.core.windows import Interval, Mode
+from cdcgen.replication.apply import SinkApplier
+from cdcgen.replication.run import Replication, bootstrap_sink, replicate, shape_of
+from cdcgen.replication.sink_state import CqlSinkState
+from cdcgen.schema import SourceSchema
+from cdcgen.spark.session import JobKind, job_session
+from cdcgen_dev.emulator import SandboxCluster, WorkloadSpec, create_cdc_table, orders_table
+from cdcgen_dev.emulator import run_workload as emulate
+from cdcgen_dev.emulator.log_schema import base_table_cql
+from cdcgen_dev.emulator.schema_setup import drop_keyspaces
+from cdcgen_dev.sandbox import sandbox_config
+
+pytestmark = pytest.mark.integration
+
+PREFIX = "t_repl_"
+KEYSPACE = f"{PREFIX}ks"
+TABLE = TableRef(KEYSPACE, "orders")
+SINKS = ("early", "boundary", "killed", "gap")
+RING_DELAY = timedelta(milliseconds=500)
+LEEWAY = timedelta(milliseconds=800)
+CONFIDENCE = timedelta(milliseconds=500)
+SETTINGS = ChangesSettings(buckets=4, streams_per_task=8, page_size=200, batch_rows=500)
+
+
+def sink_of(name: str) -> TableRef:
+    return TableRef(f"{PREFIX}sink_{name}", "orders")
+
+
+@dataclass
+class World:
+    client: CqlClient
+    config: PipelineConfig
+    contact_points: tuple[str, ...]
+    bootstraps: dict[str, dict[str, Any]]
+
+
+def workload(cluster: SandboxCluster, seconds: float, seed: int) -> None:
+    spec = WorkloadSpec(
+        keyspace=KEYSPACE, rate=150, duration=timedelta(seconds=seconds), keys=60, seed=seed
+    )
+    report = emulate(cluster, spec)
+    assert report.writes > 0 and not report.failed, report.to_json()
+
+
+def extract(spark: Any, world_client: CqlClient, config: PipelineConfig, start: datetime,
+            end: datetime, contact_points: tuple[str, ...]) -> None:  # fmt: skip
+    """One incremental changes run, as the Spark job builds it."""
+    client = connect(contact_points)
+    try:
+        built = table_adapters(client, spark, config, SETTINGS, TABLE)
+        request = ChangesRequest(TABLE, Interval(start, end), Mode.INCREMENTAL)
+        result = extract_changes(
+            request, built.ports(validate=False), config, SETTINGS, cdc_ttl=built.log_table.ttl
+        )
+        assert result.rows_written > 0 and result.watermark is not None, result
+    finally:
+        client.close()
+
+
+def bootstrap(world_client: CqlClient, config: PipelineConfig, name: str, **kw: Any) -> Any:
+    job = Replication(TABLE, sink_of(name))
+    return bootstrap_sink(config, world_client, world_client, job, f"bootstrap-{name}", **kw)
+
+
+@pytest.fixture(scope="module")
+def world(contact_points: tuple[str, ...], tmp_path_factory: pytest.TempPathFactory
+          ) -> Iterator[World]:  # fmt: skip
+    lake = tmp_path_factory.mktemp("replication-lake")
+    client = connect(contact_points)
+    schema = SourceSchema(PREFIX)
+    drop_keyspaces(client, schema)
+    for keyspace in ("ks", "state", *(f"sink_{name}" for name in SINKS)):
+        client.session.execute(f"DROP KEYSPACE IF EXISTS {PREFIX}{keyspace}", timeout=120)
+    config = sandbox_config(
+        PREFIX,
+        contact_points=contact_points,
+        source_mode=SourceMode.RAFT,
+        target_keyspace=f"{PREFIX}state",
+        lake_path=lake,
+        report_dir=lake / "reports",
+        generation_leeway=LEEWAY,
+        confidence_window=CONFIDENCE,
+    )
+    cluster = SandboxCluster(client, schema, ring_delay=RING_DELAY, leeway=LEEWAY)
+    cluster.join_node(SourceMode.RAFT, shards=2, vnodes=4, seed=31)
+    spec = orders_table(KEYSPACE)
+    create_cdc_table(cluster, spec)
+    for name in SINKS:
+        sink = sink_of(name)
+        client.session.execute(
+            f"CREATE KEYSPACE {sink.keyspace} WITH replication = "
+            "{'class': 'SimpleStrategy', 'replication_factor': 1}",
+            timeout=120,
+        )
+        cql = base_table_cql(spec).replace(spec.qualified_table, sink.qualified)
+        client.session.execute(cql, timeout=120)
+    spark = job_session(JobKind.CHANGES_EXTRACT, "cdcgen-replication-tests")
+    start = datetime.now(UTC)
+    workload(cluster, 2.5, seed=41)
+    middle = datetime.now(UTC) + timedelta(milliseconds=5)
+    time.sleep((LEEWAY + CONFIDENCE).total_seconds() + 0.2)
+    extract(spark, client, config, start, middle, contact_points)
+    bootstraps = {name: bootstrap(client, config, name) for name in ("early", "killed", "gap")}
+    cluster.join_node(SourceMode.RAFT, shards=2, vnodes=4, seed=32)  # a switch ~2 s from now
+    writer = threading.Thread(target=workload, args=(cluster, 4.0, 42))
+    writer.start()
+    time.sleep(2.0)
+    bootstraps["boundary"] = bootstrap(client, config, "boundary")  # while writes go on
+    writer.join()
+    end = datetime.now(UTC) + timedelta(milliseconds=5)
+    time.sleep((LEEWAY + CONFIDENCE).total_seconds() + 0.2)
+    extract(spark, client, config, middle, end, contact_points)
+    try:
+        yield World(client, config, contact_points, bootstraps)
+    finally:
+        client.close()
+
+
+def contents(client: CqlClient, table: TableRef) -> list[tuple[Any, ...]]:
+    rows = client.session.execute(
+        f"SELECT pk, ck, v, tags, WRITETIME(v) FROM {table.qualified}", timeout=60
+    )
+    return sorted(tuple(r) for r in rows)
+
+
+def apply(world: World, name: str) -> dict[str, Any]:
+    job = Replication(TABLE, sink_of(name))
+    return replicate(world.config, world.client, world.client, job, f"apply-{name}")
+
+
+def test_the_workload_logged_every_kind_of_change(world: World) -> None:
+    """What the sinks below must reproduce: every operation ScyllaDB logs."""
+    columns = [
+        "cdc$operation",
+        "v",
+        "cdc$deleted_v",
+        "cdc$deleted_tags",
+        "cdc$deleted_elements_tags",
+    ]
+    rows = read_delta(table_root(world.config.lake_path, TABLE), columns=columns).to_pylist()
+    operations = {row["cdc$operation"] for row in rows}
+    assert {1, 2, 3, 4} <= operations and operations & {5, 6} and operations & {7, 8}
+    assert any(row["cdc$deleted_v"] and row["v"] is None for row in rows)  # set to null
+    assert any(row["cdc$deleted_elements_tags"] for row in rows)  # elements removed
+    assert any(row["cdc$deleted_tags"] and row["cdc$operation"] == 1 for row in rows)
+
+
+def test_bootstrapped_sinks_equal_the_source_after_the_apply(world: World) -> None:
+    early, boundary = world.bootstraps["early"], world.bootstraps["boundary"]
+    assert early["copied_rows"] > 0 and boundary["copied_rows"] > early["copied_rows"] / 2
+    for name in ("early", "boundary"):
+        record = apply(world, name)
+        assert record["status"] == "ok" and record["applied_log_rows"] > 0, record
+        assert record["consistent_until"] > world.bootstraps[name]["consistent_until"]
+        assert contents(world.client, sink_of(name)) == contents(world.client, TABLE), name
+    again = apply(world, "early")  # nothing new in the lake: nothing applied
+    assert again["applied_log_rows"] == 0
+    assert again["consistent_until"] == record["consistent_until"]
+
+
+def test_replaying_an_applied_range_changes_nothing(world: World) -> None:
+    sink = sink_of("early")
+    before = contents(world.client, sink)
+    progress = CqlSinkState(world.client, TABLE, sink).progress()
+    assert progress.consistent_until is not None
+    since = datetime.fromisoformat(world.bootstraps["early"]["consistent_until"])
+    plan = ApplyPlan(since, progress.consistent_until, progress.lake_version)
+    state = CqlSinkState(world.client, TABLE, sink)
+    job = Replication(TABLE, sink)
+    applier = SinkApplier(world.client, shape_of(world.config, world.client, job), state, "replay")
+    outcome = applier.apply(table_root(world.config.lake_path, TABLE), plan)
+    assert outcome.log_rows > 0 and not outcome.rejected
+    assert contents(world.client, sink) == before
+
+
+def test_a_killed_apply_resumes_to_the_same_state(world: World) -> None:
+    sink = sink_of("killed")
+    state = CqlSinkState(world.client, TABLE, sink)
+    before = state.progress().consistent_until
+    env = {**os.environ, **world.config.to_env()}
+    cli = str(Path(sys.executable).parent / "cdcgen")
+    command = [
+        cli, "replication", "apply", "--table", TABLE.qualified,
+        "--sink-table", sink.qualified, "--chunk-rows", "10", "--run-id", "killed",
+    ]  # fmt: skip
+    process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 120
+    while not state.applied_until() and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    process.send_signal(signal.SIGKILL)
+    _, err = process.communicate(timeout=30)
+    assert process.returncode == -signal.SIGKILL, err.decode()[-2000:]
+    assert state.applied_until(), "killed before any stream was checkpointed"
+    assert state.progress().consistent_until == before  # the run's point was never written
+    record = apply(world, "killed")
+    assert record["status"] == "ok"
+    assert not state.applied_until()  # the completed run's point implies every stream
+    assert contents(world.client, sink) == contents(world.client, TABLE)
+
+
+def test_a_sink_behind_the_lake_fails_naming_the_re_bootstrap(world: World) -> None:
+    sink = sink_of("gap")
+    store = CqlCheckpointStore(world.client, world.config.checkpoint_keyspace)
+    watermark = store.progress(TABLE).watermark
+    assert watermark is not None
+    store.advance_watermark(TABLE, watermark + timedelta(seconds=1))  # the log expired a gap
+    with pytest.raises(ReplicationError) as failure:
+        apply(world, "gap")
+    message = str(failure.value)
+    assert f"cdcgen replication bootstrap --table {TABLE} --sink-table {sink} --replace" in message
+    assert "TTL" in message
+    time.sleep((LEEWAY + CONFIDENCE).total_seconds() + 1.2)  # a snapshot after the gap
+    with pytest.raises(ReplicationError, match="--replace"):
+        bootstrap(world.client, world.config, "gap")
+    rebootstrapped = bootstrap(world.client, world.config, "gap", replace=True)
+    assert rebootstrapped["truncated"]
+    assert apply(world, "gap")["status"] == "ok"
+    assert contents(world.client, sink) == contents(world.client, TABLE)
