@@ -14,7 +14,8 @@ Asset). For each CDC table (a mapped task group):
    (colocation, windows, batches, duplicates, counts) with Great Expectations.
 
 Then **summarize** every table (rows, watermark, checks; one JSON file per run) and
-fail the run naming any table not extracted or whose checks failed.
+fail the run naming any table not extracted or whose checks failed; a run that
+succeeds updates the changes Asset, which `cdc_replication` follows.
 
 Scheduled and manual runs are incremental (each stream from its checkpoint); a
 **backfill** (Airflow UI or `airflow backfill create`) re-reads its data
@@ -34,7 +35,7 @@ import pendulum
 from airflow.sdk import AssetOrTimeSchedule, CronDataIntervalTimetable, Param, dag, task, task_group
 
 from cdcgen.airflow import changes_steps as steps
-from cdcgen.airflow.assets import published_generations
+from cdcgen.airflow.assets import extracted_changes, published_generations
 from cdcgen.airflow.connections import SOURCE_CONN_ID, SPARK_CONN_ID
 from cdcgen.airflow.sensors import WindowClosedSensor
 from cdcgen.airflow.spark_jobs import CHANGES_EXTRACT
@@ -105,7 +106,9 @@ def cdc_changes() -> None:
 
     @task(
         trigger_rule="all_done",
-        doc_md="Rows, watermark and checks per table (also a JSON file); fails on any problem.",
+        doc_md="Rows, watermark and checks per table (also a JSON file); fails on any "
+        "problem. On success, an Asset event: the watermarks moved (cdc_replication).",
+        outlets=[extracted_changes()],
     )
     def summarize(planned, params=None, run_id=None):
         return steps.changes_summary(params, run_id, planned)

@@ -88,6 +88,10 @@ def test_pages_render_and_screenshots_show_them(site: tuple[str, Path], tmp_path
         assert page.height > 900, "the full-page screenshot is only the window"
         assert page.looks_rendered(min_colours=20), page
 
+        browser.open(f"{base}/replication.html")
+        browser.wait_for_text(["replica.orders", "Changes not applied"], timeout=60)
+        assert browser.count("svg.chart.lines") == 4  # lag and changes applied, per sink
+
         browser.open(f"{base}/blank.html")
         blank = pixel_stats(browser.screenshot(tmp_path / "blank.png"))
         assert not blank.looks_rendered(), blank

@@ -211,7 +211,7 @@ def test_replaying_an_applied_range_changes_nothing(world: World) -> None:
     plan = ApplyPlan(since, progress.consistent_until, progress.lake_version)
     state = CqlSinkState(world.client, TABLE, sink)
     job = Replication(TABLE, sink)
-    applier = SinkApplier(world.client, shape_of(world.config, world.client, job), state, "replay")
+    applier = SinkApplier(world.client, shape_of(world.client, world.client, job), state, "replay")
     outcome = applier.apply(table_root(world.config.lake_path, TABLE), plan)
     assert outcome.log_rows > 0 and not outcome.rejected
     assert contents(world.client, sink) == before

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from cdcgen.config import PipelineConfig
 from cdcgen.core.generation import SourceMode
 from cdcgen_dev.demo.modes import SHOP_TABLE, Emulated, ModePlan
+from cdcgen_dev.demo.replication import SINK_KEYSPACE, replicate
 from cdcgen_dev.demo.steps import (
     DEMO_DIR,
     DagRunner,
@@ -139,13 +140,15 @@ def run_demo(
     table = f"{SHOP}.{SHOP_TABLE}"
     result = blank_result(plan, table)
     steps = [
-        "1/6 Cassandra sandbox (leased; started if none runs)",
-        "2/6 Airflow home",
-        f"3/6 emulating ScyllaDB, {plan.description} (prefix {PREFIX}), with a workload",
-        "4/6 airflow dags test cdc_generations"
+        "1/7 Cassandra sandbox (leased; started if none runs)",
+        "2/7 Airflow home",
+        f"3/7 emulating ScyllaDB, {plan.description} (prefix {PREFIX}), with a workload",
+        "4/7 airflow dags test cdc_generations"
         + (" (V1), the rewrite, then again from V2" if plan.mode is SourceMode.V1 else ""),
-        "5/6 reading the published tables back and comparing them with the source",
-        f"6/6 airflow dags test cdc_changes ({table}), then the lake against the source",
+        "5/7 reading the published tables back and comparing them with the source",
+        f"6/7 airflow dags test cdc_changes ({table}), then the lake against the source",
+        f"7/7 airflow dags test cdc_replication ({table} into {SINK_KEYSPACE}), then both "
+        "tables compared",
     ]
     try:
         say(steps[0])
@@ -173,6 +176,8 @@ def run_demo(
         say(steps[5])
         changes = runner.run("cdc_changes", {"tables": table}, changes_summaries(config))
         counted = count_changes(config, table)
+        say(steps[6])
+        replicated = replicate(runner, config, table)
     except ModuleNotFoundError as exc:
         if not (exc.name or "").startswith("cdcgen"):
             raise
@@ -212,6 +217,7 @@ def run_demo(
         lake_versions=changes.get("lake_versions", {}).get(table, []),
         lake_version=counted["version"],
         watermark=changes["watermarks"].get(table),
+        **replicated,
         target_keyspace=config.target_keyspace,
         lake=str(config.lake_path),
         seconds=round(time.monotonic() - began, 1),
@@ -225,6 +231,7 @@ def run_demo(
         and result.get("before_rewrite", {}).get("as_expected", True)
         and changes["colocation"] == "passed"
         and changes["changes_rows"] == counted["source"] > 0
+        and replicated["sink_matches_source"]
     )
     result["status"] = "ok" if ok else "unexpected"
     print(json.dumps(result))
@@ -257,4 +264,7 @@ def explain(
     say(f"Changes: {changes['changes_rows']} rows of {emulated.table} in the lake (the source's")
     say(f"log table holds {counted['source']}); colocation {changes['colocation']}, row checks")
     say(f"{changes['checks']}; watermark {result['watermark']}.")
+    match = "equals" if result["sink_matches_source"] else "DIFFERS FROM"
+    say(f"Replication: {result['sink_table']} ({result['replicated_rows']} rows) {match} the")
+    say(f"source, write times included; consistent until {result['sink_consistent_until']}.")
     say(f"Report: {result['report']}")

@@ -95,11 +95,12 @@ class DagRunner:
         summaries: Path | None = None,
         *,
         summary_expected: bool = True,
+        extra_env: Mapping[str, str] | None = None,
     ) -> dict[str, Any]:
         """Run ``dag_id``; the summary it wrote (``summaries``: its folder), plus timings.
 
         ``summary_expected=False`` for a DAG that writes none (maintenance): then only
-        its exit status counts.
+        its exit status counts. ``extra_env``: more variables (another connection).
         """
         from cdcgen.airflow.connections import source_connection_for
         from cdcgen_dev.dags_test import dags_test, latest_summary
@@ -112,6 +113,7 @@ class DagRunner:
             "CDCGEN_TARGET_KEYSPACE": config.target_keyspace,
             "CDCGEN_LAKE_PATH": str(config.lake_path),
             "CDCGEN_REPORT_DIR": str(config.report_dir),
+            **(extra_env or {}),
         }
         log = DEMO_DIR / f"airflow-dags-test-{dag_id}.log"
         run = dags_test(

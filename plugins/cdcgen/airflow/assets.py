@@ -33,6 +33,35 @@ def published_generations(settings: PipelineConfig | None = None) -> Asset:
     )
 
 
+def extracted_changes(settings: PipelineConfig | None = None) -> Asset:
+    """The changes pipeline's progress: updated by every successful ``cdc_changes`` run
+    (the watermarks moved, so there is more to replicate)."""
+    keyspace = settings.checkpoint_keyspace if settings else _state_keyspace_from_env()
+    return Asset(
+        name=f"{keyspace}.cdc_table_progress",
+        uri=f"cdc://{keyspace}/cdc_table_progress",
+        group="cdc",
+    )
+
+
+def replicated_table(sink_table: str) -> Asset:
+    """A sink table: one event per replication run, with its consistency timestamp."""
+    return Asset(name=sink_table, uri=f"cdc://{sink_table.replace('.', '/')}", group="cdc")
+
+
+def _state_keyspace_from_env() -> str:
+    """The state keyspace setting alone (else the target keyspace's), checked like it."""
+    variable = PipelineConfig.env_names()["state_keyspace"]
+    value = os.environ.get(variable)
+    if not value:
+        return _target_keyspace_from_env()
+    try:
+        return PipelineConfig.validated({variable: value}).checkpoint_keyspace
+    except ConfigError as exc:
+        log.warning("the DAGs' Assets use the target keyspace: %s", exc)
+        return _target_keyspace_from_env()
+
+
 def _target_keyspace_from_env() -> str:
     """The target keyspace setting alone; a bad one names the default's Asset (its runs
     fail with the setting's message when they read the configuration)."""
@@ -49,3 +78,5 @@ def _target_keyspace_from_env() -> str:
 
 #: A task emits one event per Asset outlet; through this alias, one per generation.
 PUBLICATIONS = AssetAlias(name="cdc_published_generations", group="cdc")
+#: Through this alias, one event per sink table a replication run brought forward.
+REPLICATIONS = AssetAlias(name="cdc_replicated_tables", group="cdc")

@@ -18,6 +18,9 @@ if TYPE_CHECKING:
 
 #: The CQL cluster whose generations are followed (type cassandra).
 SOURCE_CONN_ID = "cdc_source"
+#: The cluster the cdc_replication DAG writes to (type cassandra; extras ``sink_keyspace``
+#: and ``replicated_tables``, plus the access settings a source connection takes).
+SINK_CONN_ID = "cdcgen_sink"
 #: The Spark master for the extract job (type spark, host ``local[2]`` by default).
 SPARK_CONN_ID = "cdcgen_spark"
 

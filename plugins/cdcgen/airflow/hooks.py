@@ -43,7 +43,7 @@ EXTRA_SETTINGS: dict[str, str] = {
     "tls_verify_hostname": "TLS_VERIFY_HOSTNAME",
 }
 #: Connection extras passed through as ``PipelineConfig.extra`` (adapter-specific options).
-PASS_THROUGH_EXTRAS = frozenset({"cdc_tables"})
+PASS_THROUGH_EXTRAS = frozenset({"cdc_tables", "sink_keyspace", "replicated_tables"})
 
 
 def config_from_connection(

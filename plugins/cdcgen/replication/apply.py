@@ -10,41 +10,40 @@ every write carries its original timestamp. Transient write failures (a node dow
 timeout) are retried with backoff; a change the sink refuses, or the model cannot
 express, is recorded on the sink (``cdc_replication_rejects``) before its stream's
 checkpoint moves past it, and named in the run's result: never dropped in silence.
+
+With a ``peer`` (active-active), batches the sink's own log already holds are skipped
+(:mod:`cdcgen.replication.peers`).
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from itertools import groupby
 from typing import TYPE_CHECKING, Any
 
 from cdcgen.adapters.errors import is_transient
-from cdcgen.changes.layout import read_delta
 from cdcgen.core.cdc_log import BATCH_SEQ_NO, STREAM_ID, TIME
 from cdcgen.core.replication import ReplayError, Statement, batch_statements
 from cdcgen.core.replication_plan import ApplyPlan
 from cdcgen.core.time import to_micros
 from cdcgen.progress import Progress
+from cdcgen.replication.lake_changes import CHUNK_ROWS, changes_in_range, stream_chunks
+from cdcgen.replication.peers import fingerprint, peer_changes
 from cdcgen.replication.sink_schema import SinkShape
 from cdcgen.replication.sink_state import CqlSinkState
 
 if TYPE_CHECKING:
-    import pyarrow as pa
-
     from cdcgen.adapters.cql import CqlClient
     from cdcgen.adapters.lake_store import LakeRoot
 
 log = logging.getLogger(__name__)
 
-CHUNK_ROWS = 20_000
 CONCURRENCY = 64
 RETRIES = 5
 BACKOFF_SECONDS = 0.5
-#: Lake columns that are not the log's (the lake's own partitions and derived columns).
-_LAKE_ONLY = ("operation_name", "base_token", "date", "generation", "window", "bucket")
 
 
 @dataclass
@@ -52,43 +51,12 @@ class ApplyOutcome:
     """What one run applied."""
 
     log_rows: int = 0
+    #: Log rows skipped because the sink's own log already holds them (active-active).
+    peer_rows: int = 0
     batches: int = 0
     statements: int = 0
     streams: int = 0
     rejected: list[dict[str, Any]] = field(default_factory=list)
-
-
-def changes_in_range(root: LakeRoot, plan: ApplyPlan) -> pa.Table:
-    """The lake's changes with write time in the plan's range, in stream order."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    stamp = pa.timestamp("us", tz="UTC")
-    where = (
-        (pc.field("write_time") >= pa.scalar(plan.since, stamp))
-        & (pc.field("write_time") < pa.scalar(plan.until, stamp))
-        & (pc.field("date") >= plan.since.date().isoformat())
-        & (pc.field("date") <= plan.until.date().isoformat())
-    )
-    table = read_delta(root, plan.lake_version, where=where)
-    table = table.drop_columns([c for c in _LAKE_ONLY if c in table.column_names])
-    order = [(STREAM_ID, "ascending"), ("write_time", "ascending"), (TIME, "ascending")]
-    return table.sort_by([*order, (BATCH_SEQ_NO, "ascending")])
-
-
-def stream_chunks(table: pa.Table, rows: int = CHUNK_ROWS) -> Iterator[pa.Table]:
-    """Slices of ``table`` of about ``rows`` rows that never split a stream."""
-    import numpy as np
-
-    if table.num_rows == 0:
-        return
-    ids = table.column(STREAM_ID).to_numpy(zero_copy_only=False)
-    starts = [0, *(int(i) for i in np.flatnonzero(ids[1:] != ids[:-1]) + 1)]
-    begin = 0
-    for start in [*starts[1:], table.num_rows]:
-        if start - begin >= rows or start == table.num_rows:
-            yield table.slice(begin, start - begin)
-            begin = start
 
 
 class SinkApplier:
@@ -102,19 +70,27 @@ class SinkApplier:
         run_id: str,
         concurrency: int = CONCURRENCY,
         chunk_rows: int = CHUNK_ROWS,
+        peer: LakeRoot | None = None,
+        on_applied: Callable[[Sequence[dict[str, Any]]], None] | None = None,
     ) -> None:
+        """``peer``: the sink table's own changes in a lake (active-active);
+        ``on_applied``: sees each chunk's applied log rows once they are acknowledged
+        (the sandbox's CDC emulation logs them on the sink, as ScyllaDB would)."""
         self.client = client
         self.shape = shape
         self.state = state
         self.run_id = run_id
         self.concurrency = concurrency
         self.chunk_rows = chunk_rows
+        self.peer = peer
+        self.on_applied = on_applied
         self._prepared: dict[str, Any] = {}
         self.rejected: list[dict[str, Any]] = []
 
     def apply(self, root: LakeRoot, plan: ApplyPlan) -> ApplyOutcome:
         outcome = ApplyOutcome()
         changes = changes_in_range(root, plan)
+        self._peer = peer_changes(self.peer, plan)
         progress = Progress(changes.num_rows, "changes", log.info, label=str(self.state.sink))
         for chunk in stream_chunks(changes, self.chunk_rows):
             streams = self._apply_chunk(chunk.to_pylist(), plan, outcome)
@@ -129,6 +105,7 @@ class SinkApplier:
         self, rows: list[dict[str, Any]], plan: ApplyPlan, outcome: ApplyOutcome
     ) -> list[bytes]:
         work: list[tuple[Any, Any]] = []
+        applied: list[dict[str, Any]] = []
         streams: list[bytes] = []
         for stream, stream_rows in groupby(rows, key=lambda r: r[STREAM_ID]):
             streams.append(stream)
@@ -137,12 +114,18 @@ class SinkApplier:
                 changes = list(batch)
                 if changes[0]["write_time"] < since:
                     continue  # applied by an interrupted run of this range
+                if self._peer and all(fingerprint(c) in self._peer for c in changes):
+                    outcome.peer_rows += len(changes)
+                    continue  # the sink's own log holds it: it came from there
                 item = self._batch(changes)
                 if item is not None:
                     work.append(item)
+                    applied.extend(changes)
                     outcome.log_rows += len(changes)
                     outcome.batches += 1
         self._execute(work, outcome)
+        if self.on_applied is not None and applied:
+            self.on_applied(applied)
         return streams
 
     def _batch(self, changes: Sequence[dict[str, Any]]) -> tuple[Any, Any] | None:
@@ -237,12 +220,3 @@ def execute_all(
         time.sleep(BACKOFF_SECONDS * 2**attempt)
         pending = failed
     return done
-
-
-def lake_base_columns(schema_names: Sequence[str]) -> list[str]:
-    """The source table's columns among the lake's: not the log's, not the lake's."""
-    return [
-        name
-        for name in schema_names
-        if not name.startswith("cdc$") and name not in (*_LAKE_ONLY, "write_time")
-    ]

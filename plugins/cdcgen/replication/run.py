@@ -11,32 +11,35 @@ event and XCom: it holds names, times and counts, never a credential.
 
 from __future__ import annotations
 
-import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cdcgen.adapters.checkpoints import CqlCheckpointStore
+from cdcgen.adapters.delta_tables import is_delta
 from cdcgen.changes.layout import table_root
 from cdcgen.core.cdc_log import TableRef
-from cdcgen.core.replication_plan import LakeCoverage, SinkProgress, plan_apply
-from cdcgen.core.user_text import file_name
-from cdcgen.replication.apply import CHUNK_ROWS, SinkApplier, lake_base_columns
+from cdcgen.core.replication_plan import (
+    LakeCoverage,
+    ReplicationError,
+    SinkProgress,
+    plan_apply,
+)
+from cdcgen.replication.apply import SinkApplier
 from cdcgen.replication.bootstrap import SnapshotCopy, bootstrap, snapshot_time
+from cdcgen.replication.lake_changes import CHUNK_ROWS
 from cdcgen.replication.sink_schema import SinkShape, sink_shape
 from cdcgen.replication.sink_state import CqlSinkState
+from cdcgen.reports.site import record_replication
 
 if TYPE_CHECKING:
     from cdcgen.adapters.cql import CqlClient
+    from cdcgen.adapters.lake_store import LakeRoot
     from cdcgen.config import PipelineConfig
 
 log = logging.getLogger(__name__)
-
-#: Under the report directory: one folder per sink table, one record per run.
-RECORDS_DIR = "replication"
 
 
 @dataclass(frozen=True)
@@ -60,16 +63,23 @@ def lake_coverage(config: PipelineConfig, client: CqlClient, table: TableRef) ->
     return LakeCoverage(progress.complete_since, progress.watermark, progress.lake_version)
 
 
-def shape_of(config: PipelineConfig, sink_client: CqlClient, job: Replication) -> SinkShape:
-    """The sink table checked against the source's columns as the lake holds them."""
-    from cdcgen.adapters.delta_tables import delta_table
+def shape_of(source_client: CqlClient, sink_client: CqlClient, job: Replication) -> SinkShape:
+    """The sink table checked against the source table's columns."""
+    source = _table_metadata(source_client, job.source)
+    if source is None:
+        raise ReplicationError(f"{job.source} does not exist on the source cluster")
+    return sink_shape(job.sink, _table_metadata(sink_client, job.sink), list(source.columns))
 
-    lake_columns = delta_table(table_root(config.lake_path, job.source)).schema().fields
-    columns = lake_base_columns([f.name for f in lake_columns])
-    sink_client.cluster.refresh_table_metadata(job.sink.keyspace, job.sink.table)
-    keyspace = sink_client.cluster.metadata.keyspaces.get(job.sink.keyspace)
-    metadata = None if keyspace is None else keyspace.tables.get(job.sink.table)
-    return sink_shape(job.sink, metadata, columns)
+
+def _table_metadata(client: CqlClient, table: TableRef) -> Any:
+    """The driver's current definition of ``table`` (None: no such table)."""
+    client.cluster.refresh_table_metadata(table.keyspace, table.table)
+    keyspace = client.cluster.metadata.keyspaces.get(table.keyspace)
+    return None if keyspace is None else keyspace.tables.get(table.table)
+
+
+#: What a run does first: nothing, a bootstrap, or a bootstrap replacing the sink's rows.
+MODES = ("apply", "bootstrap", "bootstrap-replace")
 
 
 def replicate(
@@ -79,24 +89,53 @@ def replicate(
     job: Replication,
     run_id: str,
     chunk_rows: int = CHUNK_ROWS,
+    *,
+    bootstrap: str = "apply",
+    bootstrap_new: bool = False,
+    peer_lake: LakeRoot | None = None,
+    on_applied: Callable[[Sequence[dict[str, Any]]], None] | None = None,
 ) -> dict[str, Any]:
-    """Apply what the lake holds beyond the sink's consistency point; the run's record."""
+    """Apply what the lake holds beyond the sink's consistency point; the run's record.
+
+    First, with ``bootstrap`` (:data:`MODES`), or with ``bootstrap_new`` when the sink
+    was never bootstrapped (the design's new sink over a source with data), a snapshot.
+    The sink table's own changes, when a lake holds them (``peer_lake``, default: this
+    lake), filter out what it received from here (active-active,
+    :mod:`cdcgen.replication.peers`).
+    """
+    if bootstrap not in MODES:
+        raise ValueError(f"mode {bootstrap!r}: expected one of {', '.join(MODES)}")
     started = datetime.now(UTC)
     state = CqlSinkState(sink_client, job.source, job.sink)
     state.ensure_schema()
     before = state.progress()
+    copied = None
+    if bootstrap != "apply" or (bootstrap_new and before.consistent_until is None):
+        replace = bootstrap == "bootstrap-replace"
+        copied = bootstrap_sink(config, source_client, sink_client, job, run_id, replace)
+        before = state.progress()
     plan = plan_apply(
         before, lake_coverage(config, source_client, job.source), state.applied_until()
     )
     record = _record(job, run_id, started, before)
+    if copied is not None:
+        record["bootstrap"] = {k: copied[k] for k in ("bootstrapped_at", "copied_rows")}
     if plan.empty:
         log.info("%s: nothing new in the lake beyond %s", job.sink, plan.since)
         return _finish(config, record, before, 0, 0, [])
-    shape = shape_of(config, sink_client, job)
-    applier = SinkApplier(sink_client, shape, state, run_id, chunk_rows=chunk_rows)
-    outcome = applier.apply(table_root(config.lake_path, job.source), plan)
+    shape = shape_of(source_client, sink_client, job)
+    peer = table_root(peer_lake or config.lake_path, job.sink)
+    applier = SinkApplier(
+        sink_client, shape, state, run_id, chunk_rows=chunk_rows,
+        peer=peer if is_delta(peer) else None, on_applied=on_applied,
+    )  # fmt: skip
+    outcome = applier.apply(table_root(config.lake_path, job.source), plan)  # none: empty
     state.save_progress(plan.until, run_id, plan.lake_version)
-    record.update(applied_from=plan.since.isoformat(), lake_version=plan.lake_version)
+    record.update(
+        applied_from=plan.since.isoformat(),
+        lake_version=plan.lake_version,
+        peer_log_rows_skipped=outcome.peer_rows,
+    )
     return _finish(
         config, record, state.progress(), outcome.log_rows, outcome.batches, outcome.rejected
     )
@@ -116,7 +155,8 @@ def bootstrap_sink(
     state = CqlSinkState(sink_client, job.source, job.sink)
     state.ensure_schema()
     at = snapshot_time(now or started, config.confidence_window, config.generation_leeway)
-    copy = SnapshotCopy(source_client, sink_client, job.source, shape_of(config, sink_client, job))
+    shape = shape_of(source_client, sink_client, job)
+    copy = SnapshotCopy(source_client, sink_client, job.source, shape)
     coverage = lake_coverage(config, source_client, job.source)
     outcome = bootstrap(copy, state, at, coverage.since, run_id, replace)
     record = _record(job, run_id, started, state.progress())
@@ -157,29 +197,8 @@ def _finish(
         rejected=rejected,
         status="rejected" if rejected else "ok",
     )
-    save_record(config.report_dir, record)
+    record_replication(config.report_dir, record)
     return record
-
-
-def save_record(report_dir: Path, record: dict[str, Any]) -> Path:
-    from cdcgen.reports.site import write_atomic
-
-    folder = Path(report_dir) / RECORDS_DIR / file_name(record["sink_table"])
-    path = folder / f"{record['ended_at'].replace(':', '')}-{file_name(record['run_id'])}.json"
-    write_atomic(path, json.dumps(record, indent=1, sort_keys=True) + "\n")
-    return path
-
-
-def load_records(report_dir: Path) -> list[dict[str, Any]]:
-    """Every run record, by sink table then time."""
-    root = Path(report_dir) / RECORDS_DIR
-    records = []
-    for path in sorted(root.glob("*/*.json")) if root.is_dir() else []:
-        try:
-            records.append(json.loads(path.read_text(encoding="utf-8")))
-        except (OSError, ValueError) as exc:
-            log.warning("unreadable replication record %s: %s", path, exc)
-    return records
 
 
 def _iso(value: datetime | None) -> str | None:

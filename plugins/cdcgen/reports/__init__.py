@@ -4,7 +4,9 @@ Tasks describe each run in a plain record (:mod:`cdcgen.reports.records`) and ca
 :func:`record_run`, which writes ``<report_dir>/runs/<key>.json`` and rebuilds the
 static site (:mod:`cdcgen.reports.site`): an index of every run, one summary page
 per generation (counts, pass/fail per expectation, the ring as a picture,
-distributions) and a changes page (lag, watermark, rows per generation).  The
+distributions), a changes page (lag, watermark, rows per generation) and a
+replication page (per sink table: consistency point, lag, changes not applied; its
+runs call :func:`record_replication` with records of their own).  The
 pages are self-contained HTML with inline CSS and SVG: they open from disk, from
 the Airflow UI (``plugins/cdcgen_reports_plugin.py``) or in a headless browser.
 
@@ -24,7 +26,13 @@ from cdcgen.reports.records import (
     RunStatus,
     TableLag,
 )
-from cdcgen.reports.site import build_site, load_records, record_run, save_record
+from cdcgen.reports.site import (
+    build_site,
+    load_records,
+    record_replication,
+    record_run,
+    save_record,
+)
 
 __all__ = [
     "ChangesReport",
@@ -38,6 +46,7 @@ __all__ = [
     "TableLag",
     "build_site",
     "load_records",
+    "record_replication",
     "record_run",
     "save_record",
 ]

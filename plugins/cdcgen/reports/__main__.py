@@ -13,7 +13,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(
         prog="python -m cdcgen.reports",
-        description="Rebuild the HTML report site from <report-dir>/runs/*.json.",
+        description="Rebuild the HTML report site from <report-dir>/runs/ and replication/.",
     )
     parser.add_argument(
         "--report-dir",

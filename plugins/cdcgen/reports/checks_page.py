@@ -18,9 +18,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Protocol
 
+from cdcgen.reports.files import write_atomic
 from cdcgen.reports.html import esc, expectations_table, page, table
 from cdcgen.reports.records import ExpectationOutcome
-from cdcgen.reports.site import write_atomic
 
 CHECKS_PAGE = "checks.html"
 #: Offending rows listed per failed check (Data Docs keep what GX returned).

@@ -45,8 +45,8 @@ th { background: var(--bg); }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
 .badge { display: inline-block; border-radius: 10px; padding: 1px 9px; font-size: 12px;
          font-weight: 600; color: #fff; }
-.badge.pass, .badge.success { background: var(--ok); }
-.badge.fail, .badge.failed { background: var(--bad); }
+.badge.pass, .badge.success, .badge.ok { background: var(--ok); }
+.badge.fail, .badge.failed, .badge.rejected { background: var(--bad); }
 .badge.running { background: var(--run); }
 .figures { display: flex; flex-wrap: wrap; gap: 24px; align-items: flex-start; }
 figure { margin: 0; }
@@ -154,6 +154,7 @@ def page(title: str, body: str, *, root: str = "") -> str:
         f'<a class="brand" href="{root}index.html">cdcgen reports</a>'
         f'<a href="{root}index.html">All runs</a>'
         f'<a href="{root}changes.html">Changes</a>'
+        f'<a href="{root}replication.html">Replication</a>'
     )
     return (
         "<!DOCTYPE html>\n"

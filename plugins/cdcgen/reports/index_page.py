@@ -1,4 +1,8 @@
-"""The index: every recorded run, newest first, with links to its pages and Data Docs."""
+"""The index: every recorded run, newest first, with links to its pages and Data Docs.
+
+Replication runs keep records of their own (:mod:`.replication_records`); the index
+shows where each sink table stands and links to the replication page for the rest.
+"""
 
 from __future__ import annotations
 
@@ -13,13 +17,19 @@ from cdcgen.reports.records import (
     RunStatus,
     generation_page_name,
 )
+from cdcgen.reports.replication_page import REPLICATION, runs_per_sink, sinks_table
+from cdcgen.reports.replication_records import ReplicationRun
 
 
 def _link(href: str, text: str) -> str:
     return f'<a href="{esc(href)}">{esc(text)}</a>'
 
 
-def render_index(records: Sequence[RunRecord], problems: Sequence[str] = ()) -> str:
+def render_index(
+    records: Sequence[RunRecord],
+    problems: Sequence[str] = (),
+    replication: Sequence[ReplicationRun] = (),
+) -> str:
     """HTML of ``index.html``; ``problems`` lists record files that could not be read."""
     ordered = sorted(records, key=lambda r: r.created_at, reverse=True)
     generations = {generation_page_name(r) for r in records if isinstance(r, GenerationReport)}
@@ -73,6 +83,10 @@ def render_index(records: Sequence[RunRecord], problems: Sequence[str] = ()) -> 
         body.append("<h2>Unreadable records</h2><ul>")
         body += [f"<li>{esc(p)}</li>" for p in problems]
         body.append("</ul>")
+    if replication:
+        body.append(f"<h2>Replication</h2><p>{_link(REPLICATION, 'Replication')}: ")
+        body.append("each sink table's consistency point, lag and rejected changes.</p>")
+        body.append(sinks_table(runs_per_sink(replication), REPLICATION))
     body.append("<h2>Every run</h2>")
     body.append(
         table(

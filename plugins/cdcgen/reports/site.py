@@ -2,27 +2,30 @@
 
 Layout under the report directory::
 
-    runs/<kind>-<time>-...json     one record per run (the only input)
+    runs/<kind>-<time>-...json     one record per generation or changes run
+    replication/<sink>/*.json      one record per replication run (:mod:`.replication_records`)
     index.html                     every run
     changes.html                   lag, watermark, rows per generation
+    replication.html               per sink table: consistency point, lag, rejected changes
     generations/<time>-<id>.html   one summary page per generation (latest run)
     <anything else>                left alone (GX Data Docs live beside the pages)
 
 Writes go through a temporary file and a rename, so a reader (the API server,
 a browser) never sees half a page even while two tasks record at once; the
-pages are a pure function of ``runs/``, so the last build wins with the same
-result.
+pages are a pure function of ``runs/`` and ``replication/``, so the last build
+wins with the same result.
 """
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections import defaultdict
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
+from cdcgen.reports import replication_records
 from cdcgen.reports.changes_page import render_changes_page
+from cdcgen.reports.files import write_atomic
 from cdcgen.reports.generation_page import render_generation_page
 from cdcgen.reports.index_page import render_index
 from cdcgen.reports.record_json import NotARecord, RecordError, dumps, loads
@@ -33,6 +36,7 @@ from cdcgen.reports.records import (
     generation_page_name,
     record_key,
 )
+from cdcgen.reports.replication_page import REPLICATION, render_replication_page
 
 RUNS_DIR = "runs"
 GENERATIONS_DIR = "generations"
@@ -44,21 +48,9 @@ CHANGES = "changes.html"
 class SitePaths:
     index: Path
     changes: Path
+    replication: Path
     generation_pages: tuple[Path, ...]
     problems: tuple[str, ...]
-
-
-def write_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def _record_path(report_dir: Path, key: str) -> Path:
@@ -113,7 +105,8 @@ def _site_relative(record: RunRecord, report_dir: Path) -> RunRecord:
 
 
 def build_site(report_dir: Path) -> SitePaths:
-    """Render every page from ``runs/``; safe to call after each recorded run."""
+    """Render every page from ``runs/`` and ``replication/``; safe to call after each
+    recorded run."""
     report_dir = Path(report_dir)
     records, problems = load_records(report_dir)
     records = [_site_relative(record, report_dir) for record in records]
@@ -132,9 +125,12 @@ def build_site(report_dir: Path) -> SitePaths:
         pages.append(path)
     changes_path = report_dir / CHANGES
     write_atomic(changes_path, render_changes_page(changes))
+    replicated, unread = replication_records.read_runs(replication_records.load_records(report_dir))
+    replication_path = report_dir / REPLICATION
+    write_atomic(replication_path, render_replication_page(replicated, unread))
     index_path = report_dir / INDEX
-    write_atomic(index_path, render_index(records, problems))
-    return SitePaths(index_path, changes_path, tuple(pages), tuple(problems))
+    write_atomic(index_path, render_index(records, problems, replicated))
+    return SitePaths(index_path, changes_path, replication_path, tuple(pages), (*problems, *unread))
 
 
 def record_run(report_dir: Path, record: RunRecord) -> Path:
@@ -148,3 +144,14 @@ def record_run(report_dir: Path, record: RunRecord) -> Path:
     if isinstance(record, GenerationReport):
         return Path(report_dir) / GENERATIONS_DIR / generation_page_name(record)
     return Path(report_dir) / CHANGES
+
+
+def record_replication(report_dir: Path, record: dict[str, Any]) -> Path:
+    """Save a replication run's record and rebuild the site; returns ``replication.html``.
+
+    The one call a replication run or bootstrap makes at its end, so the page shows the
+    sink's new consistency point as soon as the run has moved it.
+    """
+    replication_records.save_record(report_dir, record)
+    build_site(report_dir)
+    return Path(report_dir) / REPLICATION

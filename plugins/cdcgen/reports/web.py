@@ -21,6 +21,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import quote
 
+from cdcgen.reports import replication_records
 from cdcgen.reports.html import esc
 from cdcgen.reports.records import GenerationReport, generation_page_name
 from cdcgen.reports.site import CHANGES, GENERATIONS_DIR, INDEX, RUNS_DIR, build_site, load_records
@@ -43,8 +44,11 @@ def index_is_stale(report_dir: Path) -> bool:
     index = report_dir / INDEX
     if not index.exists():
         return True
-    runs = report_dir / RUNS_DIR
-    newest = max((p.stat().st_mtime for p in runs.glob("*.json")), default=0.0)
+    records = [
+        *(report_dir / RUNS_DIR).glob("*.json"),
+        *(report_dir / replication_records.RECORDS_DIR).glob("*/*.json"),
+    ]
+    newest = max((p.stat().st_mtime for p in records), default=0.0)
     return newest > index.stat().st_mtime
 
 

@@ -1,0 +1,48 @@
+"""Active-active without loops: the sink's own changes, to filter what would loop back.
+
+When the sink table is itself a CDC table whose changes are in a lake (the other
+direction of an active-active pair), the writes one direction applied to it appear in
+its own log, and the other direction would send them back. ScyllaDB writes carry no
+origin mark, so they are filtered when reading: a CDC batch is skipped when every one
+of its log rows is already among the sink's own changes (same write time, operation,
+key and values; the stream, ``cdc$time`` and batch numbering are each cluster's own).
+What the sink received from this side came from this side's lake, so by then its
+original is in the sink's lake; and a batch the sink already holds identically needs
+no applying, whatever its origin.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from cdcgen.core.cdc_log import BATCH_SEQ_NO, END_OF_BATCH, STREAM_ID, TIME
+from cdcgen.core.replication_plan import ApplyPlan
+from cdcgen.replication.lake_changes import changes_in_range
+
+if TYPE_CHECKING:
+    from cdcgen.adapters.lake_store import LakeRoot
+
+#: Log columns that differ between two clusters' logs of the same write.
+_PER_CLUSTER = (STREAM_ID, TIME, BATCH_SEQ_NO, END_OF_BATCH)
+
+
+def fingerprint(row: dict[str, Any]) -> tuple[Any, ...]:
+    """What identifies a logged change in any cluster's log (hashable)."""
+    return tuple((k, _frozen(v)) for k, v in sorted(row.items()) if k not in _PER_CLUSTER)
+
+
+def _frozen(value: Any) -> Any:
+    if isinstance(value, list | tuple):
+        return tuple(_frozen(v) for v in value)
+    if isinstance(value, dict):
+        return tuple(sorted((k, _frozen(v)) for k, v in value.items()))
+    return value
+
+
+def peer_changes(root: LakeRoot | None, plan: ApplyPlan) -> frozenset[tuple[Any, ...]]:
+    """The fingerprints of the sink's own changes in the plan's range (none: no peer)."""
+    if root is None:
+        return frozenset()
+    changes = changes_in_range(root, replace(plan, lake_version=None))
+    return frozenset(fingerprint(row) for row in changes.to_pylist())
