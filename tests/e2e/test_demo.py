@@ -92,6 +92,9 @@ def test_demo_runs_end_to_end(mode: SourceMode, cassandra_any: Any) -> None:
     assert summary["generations_matching_source"] == summary["generations_expected"]
     assert summary["validation"] == "passed" and summary["colocation"] == "passed"
     assert summary["changes_rows"] > 0 and summary["changes_matching_source"] is True
+    # Replicated into a sink keyspace, compared by reading both tables.
+    assert summary["sink_table"] == "demo_shop_replica.orders"
+    assert summary["replicated_rows"] > 0 and summary["sink_matches_source"] is True
     # The changes table is Delta: the run's commits, the last one the table's version.
     assert summary["lake_format"] == "delta"
     assert len(summary["generation_lake_versions"]) == summary["generations_published"]
