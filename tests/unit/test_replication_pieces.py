@@ -1,0 +1,66 @@
+"""The replication run's small rules: what identifies a change across clusters, how
+changes are cut into chunks, where the sink's settings come from."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pyarrow as pa
+
+from cdcgen.config import PipelineConfig
+from cdcgen.replication.lake_changes import stream_chunks
+from cdcgen.replication.peers import fingerprint
+from cdcgen.replication.run import sink_environment
+
+WRITTEN = datetime(2026, 11, 24, tzinfo=UTC)
+
+
+def change(stream: bytes, time: str, seq: int, **values: object) -> dict[str, object]:
+    return {"cdc$stream_id": stream, "cdc$time": time, "cdc$batch_seq_no": seq,
+            "cdc$end_of_batch": True, "cdc$operation": 1, "write_time": WRITTEN,
+            "pk": 1, "ck": 2, **values}  # fmt: skip
+
+
+def test_the_same_write_logged_by_two_clusters_has_one_fingerprint() -> None:
+    here = change(b"\x01" * 16, "t-here", 0, tags=["a", "b"], attrs=[("k", "v")])
+    there = change(b"\x02" * 16, "t-there", 3, tags=["a", "b"], attrs=[("k", "v")])
+    assert fingerprint(here) == fingerprint(there)
+    hash(fingerprint(here))  # collections are frozen: usable in a set
+
+
+def test_a_different_value_or_time_is_another_change() -> None:
+    base = fingerprint(change(b"\x01", "t", 0, v="x"))
+    assert fingerprint(change(b"\x01", "t", 0, v="y")) != base
+    later = change(b"\x01", "t", 0, v="x") | {"write_time": datetime(2027, 1, 1, tzinfo=UTC)}
+    assert fingerprint(later) != base
+
+
+def test_chunks_never_split_a_stream() -> None:
+    streams = [b"a"] * 3 + [b"b"] * 5 + [b"c"] * 1 + [b"d"] * 4
+    table = pa.table({"cdc$stream_id": pa.array(streams, pa.binary()), "n": range(len(streams))})
+    chunks = list(stream_chunks(table, rows=4))
+    assert sum(c.num_rows for c in chunks) == len(streams)
+    seen: set[bytes] = set()
+    for chunk in chunks:
+        ids = set(chunk.column("cdc$stream_id").to_pylist())
+        assert not ids & seen  # a stream lies in one chunk
+        seen |= ids
+    assert [c.num_rows for c in chunks] == [8, 5]  # cut at the first boundary past 4 rows
+    assert list(stream_chunks(table.slice(0, 0), rows=4)) == []
+
+
+def test_the_sink_takes_its_own_settings_and_credentials() -> None:
+    env = {
+        "CDCGEN_CONTACT_POINTS": "10.0.0.1",
+        "CDCGEN_USERNAME": "source_user",
+        "CDCGEN_PASSWORD": "source-secret",
+        "CDCGEN_SINK_CONTACT_POINTS": "10.1.0.1,10.1.0.2",
+        "CDCGEN_SINK_USERNAME": "sink_user",
+        "CDCGEN_SINK_PASSWORD_FILE": "/run/secrets/sink",
+    }
+    sink = PipelineConfig.from_env(sink_environment(env))
+    assert sink.contact_points == ("10.1.0.1", "10.1.0.2")
+    assert sink.username == "sink_user" and sink.password is None
+    assert str(sink.password_file) == "/run/secrets/sink"
+    same = PipelineConfig.from_env(sink_environment({"CDCGEN_CONTACT_POINTS": "10.0.0.1"}))
+    assert same.contact_points == ("10.0.0.1",)  # no sink settings: the source cluster
