@@ -181,7 +181,9 @@ def test_the_workload_logged_every_kind_of_change(world: World) -> None:
         "cdc$deleted_tags",
         "cdc$deleted_elements_tags",
     ]
-    rows = read_delta(table_root(world.config.lake_path, TABLE), columns=columns).to_pylist()
+    lake = read_delta(table_root(world.config.lake_path, TABLE), columns=[*columns, "generation"])
+    assert len(set(lake.column("generation").to_pylist())) >= 2  # across a switch
+    rows = lake.to_pylist()
     operations = {row["cdc$operation"] for row in rows}
     assert {1, 2, 3, 4} <= operations and operations & {5, 6} and operations & {7, 8}
     assert any(row["cdc$deleted_v"] and row["v"] is None for row in rows)  # set to null
