@@ -98,7 +98,6 @@ class CqlCheckpointStore:
     def __init__(self, client: CqlClient, keyspace: str) -> None:
         self._client = client
         self._keyspace = check_writable_keyspace(keyspace, "state keyspace", setting=STATE)
-        self._prepared: dict[str, Any] = {}
 
     def _name(self, table: str) -> str:
         return f"{self._keyspace}.{table}"
@@ -135,19 +134,10 @@ class CqlCheckpointStore:
                 cql = f"ALTER TABLE {self._name(table)} ADD {column} {kind}"
                 self._client.session.execute(cql, timeout=DDL_TIMEOUT)
 
-    def _statement(self, cql: str) -> Any:
-        statement = self._prepared.get(cql)
-        if statement is None:
-            statement = self._client.session.prepare(cql)
-            statement.consistency_level = self._client.metadata_consistency
-            statement.is_idempotent = True
-            self._prepared[cql] = statement
-        return statement
-
     # --- reads -------------------------------------------------------------------------
 
     def checkpoints(self, table: TableRef) -> list[BucketCheckpoint]:
-        statement = self._statement(
+        statement = self._client.prepared(
             "SELECT generation, bucket, checkpoint, window_start, run_id, updated_at, "
             f"lake_version FROM {self._name(CHECKPOINTS_TABLE)} "
             "WHERE keyspace_name = ? AND table_name = ?"
@@ -168,7 +158,7 @@ class CqlCheckpointStore:
         ]
 
     def progress(self, table: TableRef) -> TableProgress:
-        statement = self._statement(
+        statement = self._client.prepared(
             f"SELECT keyspace_name, table_name, {_PROGRESS_COLUMNS} "
             f"FROM {self._name(PROGRESS_TABLE)} WHERE keyspace_name = ? AND table_name = ?"
         )
@@ -177,7 +167,7 @@ class CqlCheckpointStore:
 
     def all_progress(self) -> list[TableProgress]:
         """Every table's progress (the report's and users' overview)."""
-        statement = self._statement(
+        statement = self._client.prepared(
             f"SELECT keyspace_name, table_name, {_PROGRESS_COLUMNS} "
             f"FROM {self._name(PROGRESS_TABLE)}"
         )
@@ -197,7 +187,7 @@ class CqlCheckpointStore:
 
     def record_start(self, table: TableRef, started_at: datetime, run_id: str = "") -> None:
         """Where extraction of ``table`` begins; the earliest recorded start wins."""
-        statement = self._statement(
+        statement = self._client.prepared(
             f"UPDATE {self._name(PROGRESS_TABLE)} USING TIMESTAMP ? SET started_at = ? "
             "WHERE keyspace_name = ? AND table_name = ?"
         )
@@ -217,7 +207,7 @@ class CqlCheckpointStore:
         keeps its own ``USING TIMESTAMP``, so a late, older write never moves one back."""
         from cassandra.concurrent import execute_concurrent_with_args
 
-        statement = self._statement(
+        statement = self._client.prepared(
             f"UPDATE {self._name(CHECKPOINTS_TABLE)} USING TIMESTAMP ? "
             "SET checkpoint = ?, window_start = ?, run_id = ?, updated_at = ?, lake_version = ? "
             "WHERE keyspace_name = ? AND table_name = ? AND generation = ? AND bucket = ?"
@@ -244,7 +234,7 @@ class CqlCheckpointStore:
     ) -> None:
         """Store a newer watermark with the lake version that holds it; an older one is
         ignored (the write timestamp decides, for both cells alike)."""
-        statement = self._statement(
+        statement = self._client.prepared(
             f"UPDATE {self._name(PROGRESS_TABLE)} USING TIMESTAMP ? "
             "SET watermark = ?, watermark_updated_at = ?, run_id = ?, lake_version = ? "
             "WHERE keyspace_name = ? AND table_name = ?"
@@ -270,7 +260,7 @@ class CqlCheckpointStore:
         replication to a sink consistent before it must not skip silently.
         """
         self.save_watermark(table, to, run_id)
-        statement = self._statement(
+        statement = self._client.prepared(
             f"UPDATE {self._name(PROGRESS_TABLE)} USING TIMESTAMP ? SET rebootstrapped_at = ? "
             "WHERE keyspace_name = ? AND table_name = ?"
         )
@@ -281,7 +271,7 @@ class CqlCheckpointStore:
         watermark = self.progress(table).watermark
         if watermark is None:
             return 0
-        statement = self._statement(
+        statement = self._client.prepared(
             f"DELETE FROM {self._name(CHECKPOINTS_TABLE)} USING TIMESTAMP ? "
             "WHERE keyspace_name = ? AND table_name = ? AND generation = ?"
         )

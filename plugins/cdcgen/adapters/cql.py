@@ -19,7 +19,7 @@ import logging
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from cdcgen.adapters.cluster_access import ClusterAccess, access_for
@@ -50,6 +50,19 @@ class CqlClient:
 
     cluster: Cluster
     session: Session
+    _prepared: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    def prepared(self, cql: str) -> Any:
+        """``cql`` prepared once per client, idempotent (the driver may retry it on another
+        node), at the metadata consistency level: what every state and replication
+        statement is (their writes are idempotent by construction)."""
+        statement = self._prepared.get(cql)
+        if statement is None:
+            statement = self.session.prepare(cql)
+            statement.consistency_level = self.metadata_consistency
+            statement.is_idempotent = True
+            self._prepared[cql] = statement
+        return statement
 
     @property
     def node_count(self) -> int:

@@ -84,7 +84,6 @@ class SinkApplier:
         self.chunk_rows = chunk_rows
         self.peer = peer
         self.on_applied = on_applied
-        self._prepared: dict[str, Any] = {}
         self.rejected: list[dict[str, Any]] = []
 
     def apply(self, root: LakeRoot, plan: ApplyPlan) -> ApplyOutcome:
@@ -144,21 +143,12 @@ class SinkApplier:
             return self._bound(statements[0], changes[0])
         batch = BatchStatement(batch_type=BatchType.UNLOGGED)
         for statement in statements:
-            batch.add(self._prepare(statement.cql), statement.values)
+            batch.add(self.client.prepared(statement.cql), statement.values)
         batch.is_idempotent = True
         return batch, changes[0]
 
     def _bound(self, statement: Statement, change: dict[str, Any]) -> tuple[Any, Any]:
-        return self._prepare(statement.cql).bind(statement.values), change
-
-    def _prepare(self, cql: str) -> Any:
-        prepared = self._prepared.get(cql)
-        if prepared is None:
-            prepared = self.client.session.prepare(cql)
-            prepared.is_idempotent = True
-            prepared.consistency_level = self.client.metadata_consistency
-            self._prepared[cql] = prepared
-        return prepared
+        return self.client.prepared(statement.cql).bind(statement.values), change
 
     def _execute(self, work: list[tuple[Any, Any]], outcome: ApplyOutcome) -> None:
         outcome.statements += execute_all(self.client, work, self.concurrency, self._reject)

@@ -160,7 +160,7 @@ class SnapshotCopy:
         columns = ", ".join(quote(k) for k in self.keys)
         marks = ", ".join("?" for _ in self.keys)
         batch.add(
-            self._prepare(
+            self.sink_client.prepared(
                 f"INSERT INTO {table.qualified} ({columns}) VALUES ({marks}) USING TIMESTAMP ?"
             ),
             (*keys, marker_ts),
@@ -171,23 +171,17 @@ class SnapshotCopy:
                 continue
             using = "USING TIMESTAMP ?" + (" AND TTL ?" if ttl else "")
             cql = f"UPDATE {table.qualified} {using} SET {quote(column)} = ? WHERE {where}"
-            batch.add(self._prepare(cql), (written, *([ttl] if ttl else []), value, *keys))
+            batch.add(
+                self.sink_client.prepared(cql), (written, *([ttl] if ttl else []), value, *keys)
+            )
         collections = row[width + 3 * len(self.atomic) :]
         for column, value in zip(self.collections, collections, strict=True):
             if value:
                 name = quote(column)
                 sets = f"{name} = {name} + ?"
                 cql = f"UPDATE {table.qualified} USING TIMESTAMP ? SET {sets} WHERE {where}"
-                batch.add(self._prepare(cql), (marker_ts, value, *keys))
+                batch.add(self.sink_client.prepared(cql), (marker_ts, value, *keys))
         return batch
-
-    def _prepare(self, cql: str) -> Any:
-        cache: dict[str, Any] = self.__dict__.setdefault("_prepared", {})
-        if cql not in cache:
-            cache[cql] = self.sink_client.session.prepare(cql)
-            cache[cql].consistency_level = self.sink_client.metadata_consistency
-            cache[cql].is_idempotent = True
-        return cache[cql]
 
     def _refused(self, row: Any, reason: str) -> None:
         raise ReplicationError(f"{self.shape.table.qualified}: a copied row was refused: {reason}")

@@ -67,7 +67,6 @@ class CqlSinkState:
         self._client = client
         self.source = source
         self.sink = sink
-        self._prepared: dict[str, Any] = {}
 
     def _name(self, table: str) -> str:
         return f"{self.sink.keyspace}.{table}"
@@ -81,21 +80,12 @@ class CqlSinkState:
             cql = f"CREATE TABLE IF NOT EXISTS {self._name(table)} ({columns})"
             self._client.session.execute(cql, timeout=DDL_TIMEOUT)
 
-    def _statement(self, cql: str) -> Any:
-        statement = self._prepared.get(cql)
-        if statement is None:
-            statement = self._client.session.prepare(cql)
-            statement.consistency_level = self._client.metadata_consistency
-            statement.is_idempotent = True
-            self._prepared[cql] = statement
-        return statement
-
     @property
     def _key(self) -> tuple[str, str, str]:
         return (self.source.keyspace, self.source.table, self.sink.qualified)
 
     def progress(self) -> SinkProgress:
-        statement = self._statement(
+        statement = self._client.prepared(
             "SELECT consistent_until, bootstrapped_at, lake_version, run_id, updated_at "
             f"FROM {self._name(PROGRESS)} "
             "WHERE source_keyspace = ? AND source_table = ? AND sink_table = ?"
@@ -115,7 +105,7 @@ class CqlSinkState:
 
     def applied_until(self) -> dict[bytes, datetime]:
         """Per-stream checkpoints an interrupted run left ahead of the consistency point."""
-        statement = self._statement(
+        statement = self._client.prepared(
             f"SELECT stream_id, applied_until FROM {self._name(STREAMS)} "
             "WHERE source_keyspace = ? AND source_table = ? AND sink_table = ?"
         )
@@ -126,7 +116,7 @@ class CqlSinkState:
         """Every change of ``streams`` before ``until`` is applied (call only after)."""
         from cassandra.concurrent import execute_concurrent_with_args
 
-        statement = self._statement(
+        statement = self._client.prepared(
             f"UPDATE {self._name(STREAMS)} USING TIMESTAMP ? SET applied_until = ? "
             "WHERE source_keyspace = ? AND source_table = ? AND sink_table = ? "
             "AND stream_id = ?"
@@ -154,12 +144,12 @@ class CqlSinkState:
         if bootstrapped_at is not None:
             sets += ", bootstrapped_at = ?"
             values.append(bootstrapped_at)
-        statement = self._statement(
+        statement = self._client.prepared(
             f"UPDATE {self._name(PROGRESS)} USING TIMESTAMP ? SET {sets} "
             "WHERE source_keyspace = ? AND source_table = ? AND sink_table = ?"
         )
         self._client.execute_retried(statement, (stamp, *values, *self._key))
-        prune = self._statement(
+        prune = self._client.prepared(
             f"DELETE FROM {self._name(STREAMS)} USING TIMESTAMP ? "
             "WHERE source_keyspace = ? AND source_table = ? AND sink_table = ?"
         )
@@ -167,7 +157,7 @@ class CqlSinkState:
 
     def reject(self, change: Mapping[str, Any], reason: str, run_id: str) -> None:
         """Record a change that could not be applied (before its stream's checkpoint)."""
-        statement = self._statement(
+        statement = self._client.prepared(
             f"INSERT INTO {self._name(REJECTS)} (source_keyspace, source_table, sink_table, "
             "write_time, cdc_time, batch_seq_no, stream_id, reason, run_id) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
@@ -187,7 +177,7 @@ class CqlSinkState:
 
     def rejects(self) -> list[dict[str, Any]]:
         """Every change recorded as not applied, oldest first."""
-        statement = self._statement(
+        statement = self._client.prepared(
             "SELECT write_time, cdc_time, batch_seq_no, stream_id, reason, run_id "
             f"FROM {self._name(REJECTS)} "
             "WHERE source_keyspace = ? AND source_table = ? AND sink_table = ?"
