@@ -32,13 +32,16 @@ if TYPE_CHECKING:
 #   cassandra_single    one node, 127.0.0.1:9042            (mark: integration)
 #   cassandra_cluster3  three nodes, 127.0.0.1-3 port 9042  (marks: integration, cluster)
 #   cassandra_any       whichever is already running, else one node (e2e, demo)
+#   cassandra_second    a second, separate one-node cluster, 127.0.0.2:9042, beside
+#                       cassandra_single (mark: integration; never `cluster`)
 #
-# Both topologies put node 1 on 127.0.0.1:9042, so only one runs at a time: the
+# The first two both put node 1 on 127.0.0.1:9042, so only one runs at a time: the
 # fixtures switch (stop one, start the other), and the ordering hook below runs
-# `cluster` tests last so a session switches at most once. A sandbox already running
-# (e.g. `cdcgen sandbox up`) is reused and left running; one a session started is
-# stopped when the last session using it ends. Concurrent sessions (xdist workers,
-# parallel runs) coordinate through pid leases - see cdcgen_dev.cassandra.sharing.
+# `cluster` tests last so a session switches at most once. The second cluster binds
+# 127.0.0.2 like the cluster's node2, so switching to `cluster` stops it too. A sandbox
+# already running (e.g. `cdcgen sandbox up`) is reused and left running; one a session
+# started is stopped when the last session using it ends. Concurrent sessions (xdist
+# workers, parallel runs) coordinate through pid leases - see cdcgen_dev.cassandra.sharing.
 # =====================================================================================
 
 
@@ -51,14 +54,15 @@ class _CassandraSandboxes:
         self.user = SandboxUser()
         self.clusters: list[Cluster] = []
 
-    def ensure(self, nodes: int) -> Sandbox:
-        """Make ``nodes`` (1 or 3) the running topology and wait until it is ready."""
+    def ensure(self, nodes: int | str) -> Sandbox:
+        """Start (or reuse) topology ``nodes`` (1, 3 or ``"second"``) and wait until ready;
+        a running topology that conflicts with it is stopped first."""
         from cdcgen_dev.cassandra import SandboxError
 
         try:
             return self.user.use(nodes)
         except SandboxError as exc:
-            pytest.fail(f"Cassandra sandbox ({nodes} node(s)) unavailable: {exc}\n{exc.details}")
+            pytest.fail(f"Cassandra sandbox ({nodes!r}) unavailable: {exc}\n{exc.details}")
 
     def connect(self, sandbox: Sandbox, keyspace: str | None = None) -> Session:
         from cdcgen_dev.cassandra import open_cluster
@@ -96,7 +100,7 @@ class CassandraHandle:
         Restarts this topology first if a test switched to the other one.
         """
         if not self.sandbox.is_running():
-            self.sandbox = self.manager.ensure(len(self.sandbox.topology.nodes))
+            self.sandbox = self.manager.ensure(self.sandbox.topology.name)
         return self.manager.connect(self.sandbox, keyspace)
 
 
@@ -151,6 +155,18 @@ def cassandra_any(_cassandra_sandboxes: _CassandraSandboxes) -> CassandraHandle:
 def cassandra_cluster3(_cassandra_sandboxes: _CassandraSandboxes) -> CassandraHandle:
     """Three nodes on 127.0.0.1-3:9042, all UP; use with ``@pytest.mark.cluster``."""
     return CassandraHandle(_cassandra_sandboxes.ensure(3), _cassandra_sandboxes)
+
+
+@pytest.fixture(scope="session")
+def cassandra_second(_cassandra_sandboxes: _CassandraSandboxes) -> CassandraHandle:
+    """A second Cassandra cluster, one node on 127.0.0.2:9042, beside ``cassandra_single``.
+
+    Its own cluster name, seed and data: no gossip with the first, so a test can use
+    two genuinely separate clusters (e.g. a replication source and sink). Started on
+    demand; stopped at session end, or earlier when the session switches to the
+    ``cluster`` topology (whose node2 takes 127.0.0.2), so never mark its tests `cluster`.
+    """
+    return CassandraHandle(_cassandra_sandboxes.ensure("second"), _cassandra_sandboxes)
 
 
 # ============================ end of Cassandra sandbox section ========================

@@ -28,14 +28,14 @@ from cassandra.cluster import NoHostAvailable
 from cassandra.murmur3 import murmur3
 from cassandra.query import SimpleStatement
 
-from cdcgen_dev.cassandra import CASSANDRA_VERSION, SandboxError
+from cdcgen_dev.cassandra import CASSANDRA_VERSION, Sandbox, SandboxError, UpResult
 from cdcgen_dev.cassandra.config import cassandra_settings, cassandra_yaml
 from cdcgen_dev.cassandra.jars import find_maven, pinned_version
 from cdcgen_dev.cassandra.launcher import find_java, initial_heap
 from cdcgen_dev.cassandra.leases import auto_marker, lease_dir, lessees
 from cdcgen_dev.cassandra.ports import check_ports_free
 from cdcgen_dev.cassandra.sharing import SandboxUser
-from cdcgen_dev.cassandra.topology import topology
+from cdcgen_dev.cassandra.topology import NodeSpec, conflicting, topology
 
 KEYSPACE = "cdcgen_sandbox_test"
 
@@ -108,6 +108,92 @@ def test_a_topology_leased_by_another_process_is_not_displaced(tmp_path: Path) -
     finally:
         other_session.kill()
         other_session.wait()
+
+
+def test_the_second_topology_is_a_cluster_of_its_own_on_127_0_0_2(tmp_path: Path) -> None:
+    second = topology("second", tmp_path)
+    (node,) = second.nodes
+    settings = cassandra_settings(node, second)
+    assert settings["listen_address"] == settings["rpc_address"] == "127.0.0.2"
+    assert settings["seed_provider"][0]["parameters"][0]["seeds"] == "127.0.0.2:7000"
+    every = [second, topology("single", tmp_path), topology("cluster", tmp_path)]
+    names = {cassandra_settings(n, t)["cluster_name"] for t in every for n in t.nodes}
+    assert settings["cluster_name"] == "cdcgen-second" and len(names) == 3
+    assert node.root == tmp_path / "second" / "node2"
+    jmx = {n.jmx_port for name in ("single", "cluster") for n in topology(name, tmp_path).nodes}
+    assert node.jmx_port == 7198 and node.jmx_port not in jmx
+    assert second.existing_nodes() == () and second.node(2) == node
+
+
+def test_topologies_on_a_shared_address_conflict() -> None:
+    assert conflicting("single") == ("cluster",)
+    assert conflicting("second") == ("cluster",)
+    assert set(conflicting("cluster")) == {"single", "second"}
+
+
+def _pretend_running(node: NodeSpec) -> subprocess.Popen[bytes]:
+    """A process the sandbox takes for ``node``'s JVM (its command line names both)."""
+    node.root.mkdir(parents=True)
+    code = "import time; time.sleep(60)"
+    fake = subprocess.Popen([sys.executable, "-c", code, "CassandraDaemon", str(node.yaml_path)])
+    node.pid_file.write_text(f"{fake.pid}\n")
+    return fake
+
+
+@pytest.mark.parametrize(("running", "wanted"), [("cluster", "second"), ("second", "cluster")])
+def test_the_second_node_and_the_cluster_refuse_to_start_together(
+    tmp_path: Path, running: str, wanted: str
+) -> None:
+    fake = _pretend_running(topology(running, tmp_path).node(2))
+    try:
+        with pytest.raises(SandboxError, match=rf"{running}' sandbox is running .*127\.0\.0\.2"):
+            Sandbox(wanted, state_dir=tmp_path).up()
+    finally:
+        fake.kill()
+        fake.wait()
+
+
+def test_another_sessions_second_node_blocks_the_cluster_not_the_single_node(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    other_session = subprocess.Popen(["sleep", "60"])
+    monkeypatch.setattr(Sandbox, "up", lambda self: UpResult(self.topology.name))
+    try:
+        lease_dir(tmp_path).mkdir()
+        (lease_dir(tmp_path) / f"second.{other_session.pid}").touch()
+        with pytest.raises(SandboxError, match="still in use"):
+            SandboxUser(tmp_path, wait=0).use(3)
+        user = SandboxUser(tmp_path, wait=0)
+        assert user.use(1).topology.name == "single"  # beside the other's second node
+        assert user.leased == {"single"}
+        user.release()
+    finally:
+        other_session.kill()
+        other_session.wait()
+
+
+@pytest.mark.parametrize("started_by_a_session", [True, False])
+def test_switching_to_the_cluster_stops_this_sessions_second_node(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, started_by_a_session: bool
+) -> None:
+    """The cluster's node2 needs 127.0.0.2: the session's second node makes room, and is
+    started again at the end only if a person (not a session) had started it."""
+    fake = _pretend_running(topology("second", tmp_path).node(2))
+    monkeypatch.setattr(Sandbox, "up", lambda self: UpResult(self.topology.name))
+    try:
+        user = SandboxUser(tmp_path, wait=0)
+        lease_dir(tmp_path).mkdir()
+        user.leased.add("second")
+        (lease_dir(tmp_path) / f"second.{os.getpid()}").touch()
+        if started_by_a_session:
+            auto_marker(tmp_path, "second").touch()
+        user.use(3)
+        fake.wait(timeout=10)  # stopped: TimeoutExpired otherwise
+        assert user.leased == {"cluster"} and lessees(tmp_path, "second") == []
+        assert user.restore == ([] if started_by_a_session else ["second"])
+    finally:
+        fake.kill()
+        fake.wait()
 
 
 # --- one node ---------------------------------------------------------------------------

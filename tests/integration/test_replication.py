@@ -31,25 +31,31 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from replication_world import (
+    CLOSE_SECONDS,
+    CONFIDENCE,
+    LEEWAY,
+    RING_DELAY,
+    assert_sink_matches,
+    contents,
+    extract,
+    settle,
+    workload,
+)
 
 from cdcgen.adapters.checkpoints import CqlCheckpointStore
 from cdcgen.adapters.cql import CqlClient, connect
-from cdcgen.changes.job import table_adapters
 from cdcgen.changes.layout import read_delta, table_root
-from cdcgen.changes.run import ChangesRequest, extract_changes
-from cdcgen.changes.settings import ChangesSettings
 from cdcgen.config import PipelineConfig
 from cdcgen.core.cdc_log import TableRef
 from cdcgen.core.generation import SourceMode
 from cdcgen.core.replication_plan import ApplyPlan, ReplicationError
-from cdcgen.core.windows import Interval, Mode
 from cdcgen.replication.apply import SinkApplier
 from cdcgen.replication.run import Replication, bootstrap_sink, replicate, shape_of
 from cdcgen.replication.sink_state import CqlSinkState
 from cdcgen.schema import SourceSchema
 from cdcgen.spark.session import JobKind, job_session
-from cdcgen_dev.emulator import SandboxCluster, WorkloadSpec, create_cdc_table, orders_table
-from cdcgen_dev.emulator import run_workload as emulate
+from cdcgen_dev.emulator import SandboxCluster, create_cdc_table, orders_table
 from cdcgen_dev.emulator.log_schema import base_table_cql
 from cdcgen_dev.emulator.schema_setup import drop_keyspaces
 from cdcgen_dev.sandbox import sandbox_config
@@ -60,10 +66,6 @@ PREFIX = "t_repl_"
 KEYSPACE = f"{PREFIX}ks"
 TABLE = TableRef(KEYSPACE, "orders")
 SINKS = ("early", "boundary", "killed", "gap")
-RING_DELAY = timedelta(milliseconds=500)
-LEEWAY = timedelta(milliseconds=800)
-CONFIDENCE = timedelta(milliseconds=500)
-SETTINGS = ChangesSettings(buckets=4, streams_per_task=8, page_size=200, batch_rows=500)
 
 
 def sink_of(name: str) -> TableRef:
@@ -76,29 +78,6 @@ class World:
     config: PipelineConfig
     contact_points: tuple[str, ...]
     bootstraps: dict[str, dict[str, Any]]
-
-
-def workload(cluster: SandboxCluster, seconds: float, seed: int) -> None:
-    spec = WorkloadSpec(
-        keyspace=KEYSPACE, rate=150, duration=timedelta(seconds=seconds), keys=60, seed=seed
-    )
-    report = emulate(cluster, spec)
-    assert report.writes > 0 and not report.failed, report.to_json()
-
-
-def extract(spark: Any, world_client: CqlClient, config: PipelineConfig, start: datetime,
-            end: datetime, contact_points: tuple[str, ...]) -> None:  # fmt: skip
-    """One incremental changes run, as the Spark job builds it."""
-    client = connect(contact_points)
-    try:
-        built = table_adapters(client, spark, config, SETTINGS, TABLE)
-        request = ChangesRequest(TABLE, Interval(start, end), Mode.INCREMENTAL)
-        result = extract_changes(
-            request, built.ports(validate=False), config, SETTINGS, cdc_ttl=built.log_table.ttl
-        )
-        assert result.rows_written > 0 and result.watermark is not None, result
-    finally:
-        client.close()
 
 
 def bootstrap(world_client: CqlClient, config: PipelineConfig, name: str, **kw: Any) -> Any:
@@ -140,31 +119,22 @@ def world(contact_points: tuple[str, ...], tmp_path_factory: pytest.TempPathFact
         client.session.execute(cql, timeout=120)
     spark = job_session(JobKind.CHANGES_EXTRACT, "cdcgen-replication-tests")
     start = datetime.now(UTC)
-    workload(cluster, 2.5, seed=41)
-    middle = datetime.now(UTC) + timedelta(milliseconds=5)
-    time.sleep((LEEWAY + CONFIDENCE).total_seconds() + 0.2)
-    extract(spark, client, config, start, middle, contact_points)
+    workload(cluster, TABLE, 2.5, seed=41)
+    middle = settle()
+    assert extract(spark, config, TABLE, start, middle) > 0
     bootstraps = {name: bootstrap(client, config, name) for name in ("early", "killed", "gap")}
     cluster.join_node(SourceMode.RAFT, shards=2, vnodes=4, seed=32)  # a switch ~2 s from now
-    writer = threading.Thread(target=workload, args=(cluster, 4.0, 42))
+    writer = threading.Thread(target=workload, args=(cluster, TABLE, 4.0, 42))
     writer.start()
     time.sleep(2.0)
     bootstraps["boundary"] = bootstrap(client, config, "boundary")  # while writes go on
     writer.join()
-    end = datetime.now(UTC) + timedelta(milliseconds=5)
-    time.sleep((LEEWAY + CONFIDENCE).total_seconds() + 0.2)
-    extract(spark, client, config, middle, end, contact_points)
+    end = settle()
+    assert extract(spark, config, TABLE, middle, end) > 0
     try:
         yield World(client, config, contact_points, bootstraps)
     finally:
         client.close()
-
-
-def contents(client: CqlClient, table: TableRef) -> list[tuple[Any, ...]]:
-    rows = client.session.execute(
-        f"SELECT pk, ck, v, tags, WRITETIME(v) FROM {table.qualified}", timeout=60
-    )
-    return sorted(tuple(r) for r in rows)
 
 
 def apply(world: World, name: str) -> dict[str, Any]:
@@ -198,7 +168,7 @@ def test_bootstrapped_sinks_equal_the_source_after_the_apply(world: World) -> No
         record = apply(world, name)
         assert record["status"] == "ok" and record["applied_log_rows"] > 0, record
         assert record["consistent_until"] > world.bootstraps[name]["consistent_until"]
-        assert contents(world.client, sink_of(name)) == contents(world.client, TABLE), name
+        assert_sink_matches(contents(world.client, TABLE), contents(world.client, sink_of(name)))
     again = apply(world, "early")  # nothing new in the lake: nothing applied
     assert again["applied_log_rows"] == 0
     assert again["consistent_until"] == record["consistent_until"]
@@ -241,7 +211,7 @@ def test_a_killed_apply_resumes_to_the_same_state(world: World) -> None:
     record = apply(world, "killed")
     assert record["status"] == "ok"
     assert not state.applied_until()  # the completed run's point implies every stream
-    assert contents(world.client, sink) == contents(world.client, TABLE)
+    assert_sink_matches(contents(world.client, TABLE), contents(world.client, sink))
 
 
 def test_a_sink_behind_the_lake_fails_naming_the_re_bootstrap(world: World) -> None:
@@ -255,10 +225,10 @@ def test_a_sink_behind_the_lake_fails_naming_the_re_bootstrap(world: World) -> N
     message = str(failure.value)
     assert f"cdcgen replication bootstrap --table {TABLE} --sink-table {sink} --replace" in message
     assert "TTL" in message
-    time.sleep((LEEWAY + CONFIDENCE).total_seconds() + 1.2)  # a snapshot after the gap
+    time.sleep(CLOSE_SECONDS + 1.0)  # a snapshot after the gap
     with pytest.raises(ReplicationError, match="--replace"):
         bootstrap(world.client, world.config, "gap")
     rebootstrapped = bootstrap(world.client, world.config, "gap", replace=True)
     assert rebootstrapped["truncated"]
     assert apply(world, "gap")["status"] == "ok"
-    assert contents(world.client, sink) == contents(world.client, TABLE)
+    assert_sink_matches(contents(world.client, TABLE), contents(world.client, sink))

@@ -30,21 +30,25 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from replication_world import (
+    CLOSE_SECONDS,
+    CONFIDENCE,
+    LEEWAY,
+    RING_DELAY,
+    contents,
+    extract,
+    workload,
+)
 
 from cdcgen.adapters.cql import CqlClient, connect
-from cdcgen.changes.job import table_adapters
 from cdcgen.changes.layout import read_delta, table_root
-from cdcgen.changes.run import ChangesRequest, extract_changes
-from cdcgen.changes.settings import ChangesSettings
 from cdcgen.config import PipelineConfig
 from cdcgen.core.cdc_log import TableRef
 from cdcgen.core.generation import SourceMode
-from cdcgen.core.windows import Interval, Mode
 from cdcgen.replication.run import Replication, bootstrap_sink, replicate
 from cdcgen.schema import SourceSchema
 from cdcgen.spark.session import JobKind, job_session
-from cdcgen_dev.emulator import SandboxCluster, WorkloadSpec, create_cdc_table, orders_table
-from cdcgen_dev.emulator import run_workload as emulate
+from cdcgen_dev.emulator import SandboxCluster, create_cdc_table, orders_table
 from cdcgen_dev.emulator.capture import capture_into
 from cdcgen_dev.emulator.schema_setup import drop_keyspaces
 from cdcgen_dev.sandbox import sandbox_config
@@ -53,10 +57,6 @@ pytestmark = pytest.mark.integration
 
 PREFIX = "t_aa_"
 A, B = TableRef(f"{PREFIX}a", "orders"), TableRef(f"{PREFIX}b", "orders")
-LEEWAY = timedelta(milliseconds=800)
-CONFIDENCE = timedelta(milliseconds=500)
-SETTINGS = ChangesSettings(buckets=4, streams_per_task=8, page_size=200, batch_rows=500)
-CLOSE = (LEEWAY + CONFIDENCE).total_seconds() + 0.2
 
 
 @dataclass
@@ -69,15 +69,7 @@ class Pair:
     marks: list[datetime]
 
     def extract(self, table: TableRef, start: datetime, end: datetime) -> int:
-        client = connect(self.contact_points)
-        try:
-            built = table_adapters(client, self.spark, self.config, SETTINGS, table)
-            request = ChangesRequest(table, Interval(start, end), Mode.INCREMENTAL)
-            ports = built.ports(validate=False)
-            ttl = built.log_table.ttl
-            return extract_changes(request, ports, self.config, SETTINGS, cdc_ttl=ttl).rows_written
-        finally:
-            client.close()
+        return extract(self.spark, self.config, table, start, end)
 
     def apply(self, source: TableRef, sink: TableRef) -> dict[str, Any]:
         capture = capture_into(self.cluster, sink.keyspace, sink.table)
@@ -108,13 +100,13 @@ def pair(contact_points: tuple[str, ...], tmp_path_factory: pytest.TempPathFacto
         generation_leeway=LEEWAY,
         confidence_window=CONFIDENCE,
     )
-    cluster = SandboxCluster(client, schema, ring_delay=timedelta(milliseconds=500), leeway=LEEWAY)
+    cluster = SandboxCluster(client, schema, ring_delay=RING_DELAY, leeway=LEEWAY)
     cluster.join_node(SourceMode.RAFT, shards=2, vnodes=4, seed=51)
     for table in (A, B):
         create_cdc_table(cluster, orders_table(table.keyspace, table.table))
     spark = job_session(JobKind.CHANGES_EXTRACT, "cdcgen-active-active-tests")
     start = datetime.now(UTC)
-    time.sleep(CLOSE + 1.0)  # the generation operates; the first (empty) windows close
+    time.sleep(CLOSE_SECONDS + 1.0)  # the generation operates; the first (empty) windows close
     world = Pair(client, cluster, config, spark, contact_points, [start])
     ready = datetime.now(UTC)
     for table in (A, B):
@@ -131,29 +123,23 @@ def pair(contact_points: tuple[str, ...], tmp_path_factory: pytest.TempPathFacto
 
 def write_on_both_sides(pair: Pair) -> None:
     """Conflicting writes: the same 20 keys on both tables, at the same time."""
-    specs = [
-        WorkloadSpec(keyspace=t.keyspace, rate=120, duration=timedelta(seconds=3), keys=20, seed=s)
-        for t, s in ((A, 61), (B, 62))
+    threads = [
+        threading.Thread(
+            target=workload, args=(pair.cluster, table, 3.0, seed), kwargs={"keys": 20}
+        )
+        for table, seed in ((A, 61), (B, 62))
     ]
-    threads = [threading.Thread(target=emulate, args=(pair.cluster, spec)) for spec in specs]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
 
 
-def contents(client: CqlClient, table: TableRef) -> list[tuple[Any, ...]]:
-    rows = client.session.execute(
-        f"SELECT pk, ck, v, tags, WRITETIME(v) FROM {table.qualified}", timeout=60
-    )
-    return sorted(tuple(r) for r in rows)
-
-
 def test_both_sides_converge_and_nothing_loops_back(pair: Pair) -> None:
     write_on_both_sides(pair)
     assert contents(pair.client, A) != contents(pair.client, B)  # they conflict
     end = datetime.now(UTC) + timedelta(milliseconds=5)
-    time.sleep(CLOSE)
+    time.sleep(CLOSE_SECONDS)
     start = pair.marks[-1]
     pair.extract(A, start, end)
     a_to_b = pair.apply(A, B)  # logged in B's own log by the emulated CDC
@@ -170,7 +156,7 @@ def test_both_sides_converge_and_nothing_loops_back(pair: Pair) -> None:
 
 
 def test_a_second_round_applies_nothing(pair: Pair) -> None:
-    time.sleep(CLOSE)
+    time.sleep(CLOSE_SECONDS)
     end = datetime.now(UTC)
     for table in (A, B):
         pair.extract(table, pair.marks[-1], end)

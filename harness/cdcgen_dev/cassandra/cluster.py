@@ -1,9 +1,10 @@
 """Start, stop and inspect sandbox topologies: the API behind `cdcgen sandbox`.
 
-:class:`Sandbox` manages one topology (``single`` or ``cluster``); the module
-functions :func:`down_all`, :func:`status_report` and :func:`running_topology`
-look at every topology, because both put node 1 on 127.0.0.1:9042 and so only
-one can run at a time. Every state change holds a lock file in the state dir so
+:class:`Sandbox` manages one topology (``single``, ``cluster`` or ``second``); the
+module functions :func:`down_all`, :func:`status_report` and :func:`running_topology`
+look at every topology, because ``single`` and ``cluster`` both put node 1 on
+127.0.0.1:9042 and so only one can run at a time (and ``cluster`` and ``second``
+both bind 127.0.0.2). Every state change holds a lock file in the state dir so
 a CLI call and a test session never start the same node twice.
 """
 
@@ -30,12 +31,14 @@ from cdcgen_dev.cassandra.ports import check_ports_free, port_open
 from cdcgen_dev.cassandra.readiness import wait_for_cql, wait_for_peers_up
 from cdcgen_dev.cassandra.secure import SECURE, SecureSandbox
 from cdcgen_dev.cassandra.topology import (
+    ALL_TOPOLOGIES,
     TOPOLOGIES,
     NodeSpec,
     Topology,
+    conflicting,
     default_state_dir,
+    resolve,
     topology,
-    topology_for_nodes,
 )
 
 DEFAULT_START_TIMEOUT = float(os.environ.get("CDCGEN_SANDBOX_START_TIMEOUT", "240"))
@@ -97,13 +100,14 @@ def node_status(topo: Topology, node: NodeSpec) -> NodeStatus:
 
 
 class Sandbox:
-    """One sandbox topology: ``Sandbox(1)`` is the single node, ``Sandbox(3)`` the cluster."""
+    """One sandbox topology: ``Sandbox(1)`` is the single node, ``Sandbox(3)`` the cluster,
+    ``Sandbox("second")`` the independent one-node cluster on 127.0.0.2."""
 
     def __init__(
-        self, nodes: int = 1, *, state_dir: Path | None = None, heap: str | None = None
+        self, nodes: int | str = 1, *, state_dir: Path | None = None, heap: str | None = None
     ) -> None:
         self.state_dir = state_dir or default_state_dir()
-        self.topology = topology_for_nodes(nodes, self.state_dir)
+        self.topology = resolve(nodes, self.state_dir)
         self.heap = heap
 
     @property
@@ -211,22 +215,34 @@ class Sandbox:
         wait_for_peers_up(list(nodes), deadline)
 
     def _refuse_if_other_topology_runs(self) -> None:
-        other = running_topology(self.state_dir)
-        if other is not None and other != self.topology.name:
-            raise SandboxError(
-                f"the {other!r} sandbox is running on the same addresses; "
-                "stop it first with `cdcgen sandbox down`"
-            )
+        """Refuse to start beside a topology that binds one of our addresses."""
+        for other in conflicting(self.topology.name):
+            if topology_runs(other, self.state_dir):
+                shared = sorted(
+                    set(self.topology.contact_points)
+                    & set(topology(other, self.state_dir).contact_points)
+                )
+                raise SandboxError(
+                    f"the {other!r} sandbox is running on the same address(es) "
+                    f"({', '.join(shared)}); stop it first with `cdcgen sandbox down`"
+                )
 
     def _lock(self) -> AbstractContextManager[None]:
         return file_lock(self.state_dir / ".lock")
 
 
+def topology_runs(name: str, state_dir: Path | None = None) -> bool:
+    """True if any node of topology ``name`` has a live process."""
+    return any(node_pid(n) is not None for n in topology(name, state_dir).existing_nodes())
+
+
 def running_topology(state_dir: Path | None = None) -> str | None:
-    """The name of the topology with any live node, or None."""
+    """The topology serving 127.0.0.1 (``single`` or ``cluster``) with any live node, or None.
+
+    ``second`` is never the answer: it runs beside ``single`` and is no one's default.
+    """
     for name in TOPOLOGIES:
-        topo = topology(name, state_dir)
-        if any(node_pid(n) is not None for n in topo.existing_nodes()):
+        if topology_runs(name, state_dir):
             return name
     return None
 
@@ -238,7 +254,7 @@ def down_all(
     state_dir = state_dir or default_state_dir()
     stopped: list[str] = []
     with file_lock(state_dir / ".lock"):
-        for name in TOPOLOGIES:
+        for name in ALL_TOPOLOGIES:
             topo = topology(name, state_dir)
             stopped += [f"{name}/{n}" for n in _stop_nodes(topo.existing_nodes(), timeout=timeout)]
             if wipe:
@@ -253,21 +269,21 @@ def status_report(state_dir: Path | None = None) -> dict[str, Any]:
     """Everything `cdcgen sandbox status` prints, as a JSON-ready dict."""
     state_dir = state_dir or default_state_dir()
     secure = SecureSandbox(state_dir).topology
-    topologies = [topology(name, state_dir) for name in TOPOLOGIES] + [secure]
+    topologies = [topology(name, state_dir) for name in ALL_TOPOLOGIES] + [secure]
     nodes = [asdict(node_status(topo, n)) for topo in topologies for n in topo.existing_nodes()]
     return {
         "state_dir": str(state_dir),
         "cassandra_version": CASSANDRA_VERSION,
         "jars_ready": jars_ready(),
         "running": running_topology(state_dir),
-        "leased_by": {name: lessees(state_dir, name) for name in TOPOLOGIES},
+        "leased_by": {name: lessees(state_dir, name) for name in ALL_TOPOLOGIES},
         "nodes": nodes,
     }
 
 
 def wipe_topology(topo: Topology) -> None:
     """Delete one topology's directory (never the state dir itself)."""
-    if topo.root.name in TOPOLOGIES and topo.root.is_dir():
+    if topo.root.name in ALL_TOPOLOGIES and topo.root.is_dir():
         shutil.rmtree(topo.root)
 
 

@@ -1,16 +1,18 @@
 """Share the sandbox between concurrent users: test sessions, xdist workers, the CLI.
 
-Both topologies put node 1 on 127.0.0.1:9042, so a user that needs the other
-topology has to stop the running one - but never while another live process is
-using it. Each user holds a *lease* on the topology it uses: a file
-``<state>/leases/<topology>.<pid>``, void once that pid is gone. A user that
-needs a topology while the other one is leased by someone else waits.
+``single`` and ``cluster`` both put node 1 on 127.0.0.1:9042 (and ``cluster`` and
+``second`` both bind 127.0.0.2), so a user that needs a topology has to stop a running
+one that conflicts with it (:func:`~cdcgen_dev.cassandra.topology.conflicting`) - but
+never while another live process is using it. Each user holds a *lease* on the
+topology it uses: a file ``<state>/leases/<topology>.<pid>``, void once that pid is
+gone. A user that needs a topology while a conflicting one is leased by someone else
+waits; ``single`` and ``second`` do not conflict, so leasing one never waits for the other.
 
 Whether a topology may be stopped when its last lessee leaves depends on who
 started it: ``use`` marks a topology it started with ``<topology>.auto``; a
 person's ``cdcgen sandbox up`` removes the mark (:func:`claim_for_user`), so a
 sandbox a developer started is reused and left running. If a session had to
-stop a developer's sandbox to run the other topology, it starts it again at the
+stop a developer's sandbox to run a conflicting topology, it starts it again at the
 end.
 """
 
@@ -20,11 +22,11 @@ import os
 import time
 from pathlib import Path
 
-from cdcgen_dev.cassandra.cluster import Sandbox, running_topology
+from cdcgen_dev.cassandra.cluster import Sandbox, running_topology, topology_runs
 from cdcgen_dev.cassandra.errors import SandboxError
 from cdcgen_dev.cassandra.leases import auto_marker, lease_dir, lease_file, lessees
 from cdcgen_dev.cassandra.locking import file_lock
-from cdcgen_dev.cassandra.topology import TOPOLOGIES, default_state_dir, topology
+from cdcgen_dev.cassandra.topology import conflicting, default_state_dir
 
 DEFAULT_WAIT = float(os.environ.get("CDCGEN_SANDBOX_WAIT", "900"))
 
@@ -42,10 +44,15 @@ class SandboxUser:
         self.wait = wait
         self.pid = os.getpid()
         self.leased: set[str] = set()
-        self.restore: str | None = None
+        #: Developers' topologies this user stopped to make room, started again on release.
+        self.restore: list[str] = []
 
-    def use(self, nodes: int) -> Sandbox:
-        """Lease and start (or reuse) the ``nodes``-node topology; wait until ready."""
+    def use(self, nodes: int | str) -> Sandbox:
+        """Lease and start (or reuse) a topology; wait until ready.
+
+        ``nodes`` is a node count (1: ``single``, 3: ``cluster``) or a topology name
+        (``"second"``).
+        """
         sandbox = Sandbox(nodes, state_dir=self.state_dir)
         self._lease_displacing_others(sandbox.topology.name)
         result = sandbox.up()
@@ -73,31 +80,30 @@ class SandboxUser:
         """Drop all leases; stop what a session started and nobody uses any more."""
         for name in sorted(self.leased):
             self._release(name)
-        if self.restore is not None:
+        for name in self.restore:
             with file_lock(self._lock_path()):
-                if running_topology(self.state_dir) is None:
-                    self._sandbox(self.restore).up()
-            self.restore = None
+                if not any(topology_runs(other, self.state_dir) for other in conflicting(name)):
+                    self._sandbox(name).up()
+        self.restore = []
 
     def _lease_displacing_others(self, wanted: str) -> None:
-        """Take a lease on ``wanted`` once no one else leases the other topology.
+        """Take a lease on ``wanted`` once no one else leases a topology conflicting with it.
 
         Leases, not running processes, decide: another user may hold a lease on
-        a topology it has not started yet.
+        a topology it has not started yet. Conflicting topologies that run, ours
+        included, are stopped (e.g. the ``second`` node before the ``cluster`` starts).
         """
         deadline = time.monotonic() + self.wait
         while True:
             with file_lock(self._lock_path()):
                 holders = {
-                    name: pids
-                    for name in TOPOLOGIES
-                    if name != wanted and (pids := self._others(name))
+                    name: pids for name in conflicting(wanted) if (pids := self._others(name))
                 }
                 if not holders:
                     self._take(wanted)
-                    running = running_topology(self.state_dir)
-                    if running not in (None, wanted):
-                        self._displace(running)
+                    for name in conflicting(wanted):
+                        if topology_runs(name, self.state_dir):
+                            self._displace(name)
                     return
             if time.monotonic() > deadline:
                 raise SandboxError(
@@ -108,8 +114,8 @@ class SandboxUser:
 
     def _displace(self, name: str) -> None:
         """Stop topology ``name`` (leased by nobody else) to make room."""
-        if not self._marker(name).exists() and self.restore is None:
-            self.restore = name  # a developer's sandbox: bring it back afterwards
+        if not self._marker(name).exists() and name not in self.restore:
+            self.restore.append(name)  # a developer's sandbox: bring it back afterwards
         self._marker(name).unlink(missing_ok=True)
         self.leased.discard(name)
         self._lease_file(name).unlink(missing_ok=True)
@@ -124,7 +130,7 @@ class SandboxUser:
                 self._marker(name).unlink(missing_ok=True)
 
     def _sandbox(self, name: str) -> Sandbox:
-        return Sandbox(topology(name, self.state_dir).size, state_dir=self.state_dir)
+        return Sandbox(name, state_dir=self.state_dir)
 
     def _take(self, name: str) -> None:
         lease_dir(self.state_dir).mkdir(parents=True, exist_ok=True)

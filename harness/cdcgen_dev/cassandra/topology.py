@@ -1,16 +1,20 @@
 """Where each sandbox node lives: its addresses, ports and directories.
 
-Two topologies exist, each in its own directory under the state dir so that
+Three topologies exist, each in its own directory under the state dir so that
 their data never mixes (a node's system keyspace remembers its cluster name and
 tokens):
 
 * ``single``  - one node on 127.0.0.1, for most integration tests and the demo;
-* ``cluster`` - nodes on 127.0.0.1, .2, .3, for replica and node-failure tests.
+* ``cluster`` - nodes on 127.0.0.1, .2, .3, for replica and node-failure tests;
+* ``second``  - one node on 127.0.0.2, a cluster of its own beside ``single``, for
+  tests that need two separate clusters (replication to a sink cluster).
 
 Node N always binds 127.0.0.N (Linux routes all of 127/8 to loopback without
 aliases), so the CQL (9042) and storage (7000) ports repeat across nodes. JMX
-always binds 127.0.0.1, so it is the one port that differs per node. As both
-topologies put node 1 on 127.0.0.1:9042, only one of them can run at a time.
+always binds 127.0.0.1, so it is the one port that differs per node. Two
+topologies with a node on the same address can never run together
+(:func:`conflicting`): ``cluster`` excludes both others, while ``single`` and
+``second`` run side by side.
 """
 
 from __future__ import annotations
@@ -21,13 +25,22 @@ from pathlib import Path
 
 SINGLE = "single"
 CLUSTER = "cluster"
+SECOND = "second"
+#: The topologies serving 127.0.0.1:9042, "the sandbox": exactly one of them runs at a time.
 TOPOLOGIES: tuple[str, ...] = (SINGLE, CLUSTER)
+#: Every topology :class:`~cdcgen_dev.cassandra.cluster.Sandbox` manages.
+ALL_TOPOLOGIES: tuple[str, ...] = (*TOPOLOGIES, SECOND)
 
 NATIVE_PORT = 9042
 STORAGE_PORT = 7000
 JMX_BASE_PORT = 7199
 
-_SIZES = {SINGLE: 1, CLUSTER: 3}
+_SIZES = {SINGLE: 1, CLUSTER: 3, SECOND: 1}
+# Node N binds 127.0.0.N, so a topology's first index is its first address.
+_FIRST_INDEX = {SECOND: 2}
+# ``second``'s node2 would get cluster node2's JMX port (7200); 7198 is below the
+# 7199-7452 that index-derived ports cover, so it collides with no node of any topology.
+_JMX_PORTS = {SECOND: JMX_BASE_PORT - 1}
 # Seeds are the founding nodes; a node added later (join-node) is not a seed.
 _MAX_SEEDS = 3
 
@@ -53,6 +66,8 @@ class NodeSpec:
 
     index: int
     root: Path
+    #: Set for a node whose index another topology's node shares (see ``Topology``).
+    jmx_port_override: int | None = None
 
     @property
     def name(self) -> str:
@@ -73,6 +88,8 @@ class NodeSpec:
     @property
     def jmx_port(self) -> int:
         """JMX listens on 127.0.0.1 for every node, hence one port per node."""
+        if self.jmx_port_override is not None:
+            return self.jmx_port_override
         return JMX_BASE_PORT + self.index - 1
 
     @property
@@ -157,6 +174,8 @@ class Topology:
     size: int
     #: Node N binds 127.0.0.N: a topology that runs beside the others starts further up.
     first_index: int = 1
+    #: A one-node topology's JMX port when its node's index-derived one is another's.
+    jmx_port: int | None = None
 
     @property
     def cluster_name(self) -> str:
@@ -166,7 +185,9 @@ class Topology:
     def node(self, index: int) -> NodeSpec:
         if not 1 <= index <= 254:
             raise ValueError(f"node index out of range: {index}")
-        return NodeSpec(index=index, root=self.root / f"node{index}")
+        return NodeSpec(
+            index=index, root=self.root / f"node{index}", jmx_port_override=self.jmx_port
+        )
 
     @property
     def nodes(self) -> tuple[NodeSpec, ...]:
@@ -191,16 +212,45 @@ class Topology:
 
 
 def topology(name: str, state_dir: Path | None = None) -> Topology:
-    """The topology called ``name`` (``single`` or ``cluster``)."""
+    """The topology called ``name`` (one of :data:`ALL_TOPOLOGIES`)."""
     if name not in _SIZES:
-        raise ValueError(f"unknown topology {name!r}; expected one of {TOPOLOGIES}")
+        raise ValueError(f"unknown topology {name!r}; expected one of {ALL_TOPOLOGIES}")
     root = (state_dir or default_state_dir()) / name
-    return Topology(name=name, root=root, size=_SIZES[name])
+    return Topology(
+        name=name,
+        root=root,
+        size=_SIZES[name],
+        first_index=_FIRST_INDEX.get(name, 1),
+        jmx_port=_JMX_PORTS.get(name),
+    )
 
 
 def topology_for_nodes(nodes: int, state_dir: Path | None = None) -> Topology:
-    """Map ``--nodes 1|3`` to its topology."""
-    for name, size in _SIZES.items():
-        if size == nodes:
+    """Map ``--nodes 1|3`` to its topology (``single`` or ``cluster``, never ``second``)."""
+    for name in TOPOLOGIES:
+        if _SIZES[name] == nodes:
             return topology(name, state_dir)
     raise ValueError(f"unsupported node count {nodes}; use 1 or 3")
+
+
+def resolve(which: int | str, state_dir: Path | None = None) -> Topology:
+    """A topology by node count (1 or 3, as ``--nodes``) or by name (e.g. ``"second"``)."""
+    if isinstance(which, str):
+        return topology(which, state_dir)
+    return topology_for_nodes(which, state_dir)
+
+
+def conflicting(name: str) -> tuple[str, ...]:
+    """The other topologies with a node on one of ``name``'s addresses.
+
+    They can never run together: both nodes would bind the same CQL and storage
+    ports. ``single`` and ``cluster`` share 127.0.0.1, ``second`` and ``cluster``
+    share 127.0.0.2; ``single`` and ``second`` share nothing.
+    """
+    mine = _indexes(name)
+    return tuple(other for other in ALL_TOPOLOGIES if other != name and mine & _indexes(other))
+
+
+def _indexes(name: str) -> set[int]:
+    first = _FIRST_INDEX.get(name, 1)
+    return set(range(first, first + _SIZES[name]))

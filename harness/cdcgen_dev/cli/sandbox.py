@@ -79,13 +79,20 @@ def add_up(commands: SubParsers) -> None:
             "Start Apache Cassandra from Maven Central jars and wait until CQL "
             "answers. --nodes 1 (default) runs one node on 127.0.0.1:9042; --nodes 3 runs "
             "a cluster on 127.0.0.1, 127.0.0.2 and 127.0.0.3 (port 9042 each) for replica "
-            "and node-failure tests. Only one of the two can run at a time. The first run "
+            "and node-failure tests. Only one of the two can run at a time. --second runs "
+            "another, independent one-node cluster on 127.0.0.2:9042 beside the single node "
+            "(not beside the 3-node cluster, which uses that address). The first run "
             "downloads the jars with Maven (about a minute). Nodes keep running after this "
             "command exits; running it again just reports them."
         ),
     )
     parser.add_argument(
         "--nodes", type=decimal, choices=(1, 3), default=1, help="how many nodes (default: 1)"
+    )
+    parser.add_argument(
+        "--second",
+        action="store_true",
+        help="the second one-node cluster (127.0.0.2), e.g. a replication sink",
     )
     parser.add_argument(
         "--fresh", action="store_true", help="stop and delete this sandbox's data first"
@@ -117,7 +124,9 @@ def up_command(args: argparse.Namespace) -> int:
 
     if args.auth or args.tls:
         return secure_up(args)
-    sandbox = Sandbox(args.nodes)
+    if args.second and args.nodes != 1:
+        raise CliError("--second runs one node; --nodes does not apply")
+    sandbox = Sandbox("second" if args.second else args.nodes)
     with sandbox_errors():
         result = sandbox.up(fresh=args.fresh, timeout=args.timeout or DEFAULT_START_TIMEOUT)
     # Started by a person now: test sessions reuse it and leave it running.
@@ -134,8 +143,8 @@ def secure_up(args: argparse.Namespace) -> int:
     """The secure node, beside the open sandbox; prints where its credentials are."""
     from cdcgen_dev.cassandra.secure import SecureSandbox
 
-    if args.nodes != 1 or args.fresh:
-        raise CliError("--auth/--tls run one node; --nodes and --fresh do not apply")
+    if args.nodes != 1 or args.fresh or args.second:
+        raise CliError("--auth/--tls run one node; --nodes, --second and --fresh do not apply")
     with sandbox_errors():
         endpoint = SecureSandbox(auth=args.auth, tls=args.tls).up(timeout=args.timeout or 240.0)
     print(f"secure Cassandra ready; CQL at {endpoint.contact_points[0]} port {endpoint.port}")
@@ -158,7 +167,7 @@ def add_down(commands: SubParsers) -> None:
         "down",
         help="stop every sandbox Cassandra node (--wipe also deletes their data)",
         description=(
-            "Stop all sandbox Cassandra nodes, single node and cluster alike "
+            "Stop all sandbox Cassandra nodes, single node, cluster and second alike "
             "(SIGTERM, then SIGKILL after --timeout). Data is kept for the next `up` "
             "unless --wipe is given."
         ),
@@ -177,9 +186,9 @@ def add_down(commands: SubParsers) -> None:
 def down_command(args: argparse.Namespace) -> int:
     from cdcgen_dev.cassandra import down_all
     from cdcgen_dev.cassandra.leases import lessees
-    from cdcgen_dev.cassandra.topology import TOPOLOGIES, default_state_dir
+    from cdcgen_dev.cassandra.topology import ALL_TOPOLOGIES, default_state_dir
 
-    users = sorted({pid for name in TOPOLOGIES for pid in lessees(default_state_dir(), name)})
+    users = sorted({pid for name in ALL_TOPOLOGIES for pid in lessees(default_state_dir(), name)})
     if users:
         print(f"note: test session pid(s) {users} were using the sandbox", file=sys.stderr)
     with sandbox_errors():
