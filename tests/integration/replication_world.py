@@ -7,7 +7,9 @@ are the steps they take the same way, and the one comparison rule they apply.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 from cdcgen.adapters.cql import CqlClient, connect
@@ -16,16 +18,62 @@ from cdcgen.changes.run import ChangesRequest, extract_changes
 from cdcgen.changes.settings import ChangesSettings
 from cdcgen.config import PipelineConfig
 from cdcgen.core.cdc_log import TableRef
+from cdcgen.core.generation import SourceMode
 from cdcgen.core.windows import Interval, Mode
-from cdcgen_dev.emulator import SandboxCluster, WorkloadSpec
+from cdcgen.schema import SourceSchema
+from cdcgen_dev.emulator import SandboxCluster, WorkloadSpec, orders_table
 from cdcgen_dev.emulator import run_workload as emulate
+from cdcgen_dev.emulator.log_schema import base_table_cql
+from cdcgen_dev.emulator.schema_setup import drop_keyspaces
+from cdcgen_dev.sandbox import sandbox_config
 
 RING_DELAY = timedelta(milliseconds=500)
 LEEWAY = timedelta(milliseconds=800)
 CONFIDENCE = timedelta(milliseconds=500)
 #: How long after a write its window may be extracted (leeway + confidence window).
 CLOSE_SECONDS = (LEEWAY + CONFIDENCE).total_seconds() + 0.2
+DDL_TIMEOUT = 120.0
 SETTINGS = ChangesSettings(buckets=4, streams_per_task=8, page_size=200, batch_rows=500)
+
+
+def world_config(prefix: str, contact_points: Sequence[str], lake: Path) -> PipelineConfig:
+    """A module's settings: its own prefix, state keyspace, lake and short timings."""
+    return sandbox_config(
+        prefix,
+        contact_points=tuple(contact_points),
+        source_mode=SourceMode.RAFT,
+        target_keyspace=f"{prefix}state",
+        lake_path=lake,
+        report_dir=lake / "reports",
+        generation_leeway=LEEWAY,
+        confidence_window=CONFIDENCE,
+    )
+
+
+def fresh_cluster(
+    client: CqlClient, prefix: str, keyspaces: Sequence[str], seed: int
+) -> SandboxCluster:
+    """An emulated raft cluster of one node under ``prefix``, whatever an earlier run of
+    the module left (its prefixed keyspaces and ``keyspaces`` dropped first)."""
+    schema = SourceSchema(prefix)
+    drop_keyspaces(client, schema)
+    for keyspace in keyspaces:
+        client.session.execute(f"DROP KEYSPACE IF EXISTS {keyspace}", timeout=DDL_TIMEOUT)
+    cluster = SandboxCluster(client, schema, ring_delay=RING_DELAY, leeway=LEEWAY)
+    cluster.join_node(SourceMode.RAFT, shards=2, vnodes=4, seed=seed)
+    return cluster
+
+
+def create_sink_table(client: CqlClient, sink: TableRef) -> None:
+    """An empty table of the workload's ``orders`` definition in a fresh keyspace."""
+    client.session.execute(f"DROP KEYSPACE IF EXISTS {sink.keyspace}", timeout=DDL_TIMEOUT)
+    client.session.execute(
+        f"CREATE KEYSPACE {sink.keyspace} WITH replication = "
+        "{'class': 'SimpleStrategy', 'replication_factor': 1}",
+        timeout=DDL_TIMEOUT,
+    )
+    cql = base_table_cql(orders_table(sink.keyspace, sink.table))
+    client.session.execute(cql, timeout=DDL_TIMEOUT)
 
 
 def workload(

@@ -33,14 +33,14 @@ from typing import Any
 import pytest
 from replication_world import (
     CLOSE_SECONDS,
-    CONFIDENCE,
-    LEEWAY,
-    RING_DELAY,
     assert_sink_matches,
     contents,
+    create_sink_table,
     extract,
+    fresh_cluster,
     settle,
     workload,
+    world_config,
 )
 
 from cdcgen.adapters.checkpoints import CqlCheckpointStore
@@ -53,12 +53,8 @@ from cdcgen.core.replication_plan import ApplyPlan, ReplicationError
 from cdcgen.replication.apply import SinkApplier
 from cdcgen.replication.run import Replication, bootstrap_sink, replicate, shape_of
 from cdcgen.replication.sink_state import CqlSinkState
-from cdcgen.schema import SourceSchema
 from cdcgen.spark.session import JobKind, job_session
-from cdcgen_dev.emulator import SandboxCluster, create_cdc_table, orders_table
-from cdcgen_dev.emulator.log_schema import base_table_cql
-from cdcgen_dev.emulator.schema_setup import drop_keyspaces
-from cdcgen_dev.sandbox import sandbox_config
+from cdcgen_dev.emulator import create_cdc_table, orders_table
 
 pytestmark = pytest.mark.integration
 
@@ -90,33 +86,12 @@ def world(contact_points: tuple[str, ...], tmp_path_factory: pytest.TempPathFact
           ) -> Iterator[World]:  # fmt: skip
     lake = tmp_path_factory.mktemp("replication-lake")
     client = connect(contact_points)
-    schema = SourceSchema(PREFIX)
-    drop_keyspaces(client, schema)
-    for keyspace in ("ks", "state", *(f"sink_{name}" for name in SINKS)):
-        client.session.execute(f"DROP KEYSPACE IF EXISTS {PREFIX}{keyspace}", timeout=120)
-    config = sandbox_config(
-        PREFIX,
-        contact_points=contact_points,
-        source_mode=SourceMode.RAFT,
-        target_keyspace=f"{PREFIX}state",
-        lake_path=lake,
-        report_dir=lake / "reports",
-        generation_leeway=LEEWAY,
-        confidence_window=CONFIDENCE,
-    )
-    cluster = SandboxCluster(client, schema, ring_delay=RING_DELAY, leeway=LEEWAY)
-    cluster.join_node(SourceMode.RAFT, shards=2, vnodes=4, seed=31)
-    spec = orders_table(KEYSPACE)
-    create_cdc_table(cluster, spec)
+    keyspaces = [KEYSPACE, f"{PREFIX}state", *(sink_of(name).keyspace for name in SINKS)]
+    cluster = fresh_cluster(client, PREFIX, keyspaces, seed=31)
+    config = world_config(PREFIX, contact_points, lake)
+    create_cdc_table(cluster, orders_table(KEYSPACE))
     for name in SINKS:
-        sink = sink_of(name)
-        client.session.execute(
-            f"CREATE KEYSPACE {sink.keyspace} WITH replication = "
-            "{'class': 'SimpleStrategy', 'replication_factor': 1}",
-            timeout=120,
-        )
-        cql = base_table_cql(spec).replace(spec.qualified_table, sink.qualified)
-        client.session.execute(cql, timeout=120)
+        create_sink_table(client, sink_of(name))
     spark = job_session(JobKind.CHANGES_EXTRACT, "cdcgen-replication-tests")
     start = datetime.now(UTC)
     workload(cluster, TABLE, 2.5, seed=41)

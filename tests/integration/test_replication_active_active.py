@@ -32,26 +32,21 @@ from typing import Any
 import pytest
 from replication_world import (
     CLOSE_SECONDS,
-    CONFIDENCE,
-    LEEWAY,
-    RING_DELAY,
     contents,
     extract,
+    fresh_cluster,
     workload,
+    world_config,
 )
 
 from cdcgen.adapters.cql import CqlClient, connect
 from cdcgen.changes.layout import read_delta, table_root
 from cdcgen.config import PipelineConfig
 from cdcgen.core.cdc_log import TableRef
-from cdcgen.core.generation import SourceMode
 from cdcgen.replication.run import Replication, bootstrap_sink, replicate
-from cdcgen.schema import SourceSchema
 from cdcgen.spark.session import JobKind, job_session
 from cdcgen_dev.emulator import SandboxCluster, create_cdc_table, orders_table
 from cdcgen_dev.emulator.capture import capture_into
-from cdcgen_dev.emulator.schema_setup import drop_keyspaces
-from cdcgen_dev.sandbox import sandbox_config
 
 pytestmark = pytest.mark.integration
 
@@ -86,22 +81,9 @@ def pair(contact_points: tuple[str, ...], tmp_path_factory: pytest.TempPathFacto
          ) -> Iterator[Pair]:  # fmt: skip
     lake: Path = tmp_path_factory.mktemp("active-active-lake")
     client = connect(contact_points)
-    schema = SourceSchema(PREFIX)
-    drop_keyspaces(client, schema)
-    for keyspace in ("a", "b", "state"):
-        client.session.execute(f"DROP KEYSPACE IF EXISTS {PREFIX}{keyspace}", timeout=120)
-    config = sandbox_config(
-        PREFIX,
-        contact_points=contact_points,
-        source_mode=SourceMode.RAFT,
-        target_keyspace=f"{PREFIX}state",
-        lake_path=lake,
-        report_dir=lake / "reports",
-        generation_leeway=LEEWAY,
-        confidence_window=CONFIDENCE,
-    )
-    cluster = SandboxCluster(client, schema, ring_delay=RING_DELAY, leeway=LEEWAY)
-    cluster.join_node(SourceMode.RAFT, shards=2, vnodes=4, seed=51)
+    keyspaces = [A.keyspace, B.keyspace, f"{PREFIX}state"]
+    cluster = fresh_cluster(client, PREFIX, keyspaces, seed=51)
+    config = world_config(PREFIX, contact_points, lake)
     for table in (A, B):
         create_cdc_table(cluster, orders_table(table.keyspace, table.table))
     spark = job_session(JobKind.CHANGES_EXTRACT, "cdcgen-active-active-tests")

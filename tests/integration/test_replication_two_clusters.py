@@ -28,27 +28,22 @@ from typing import Any
 
 import pytest
 from replication_world import (
-    CONFIDENCE,
-    LEEWAY,
-    RING_DELAY,
     assert_sink_matches,
     contents,
+    create_sink_table,
     extract,
+    fresh_cluster,
     settle,
     workload,
+    world_config,
 )
 
 from cdcgen.adapters.cql import CqlClient, connect
 from cdcgen.config import PipelineConfig
 from cdcgen.core.cdc_log import TableRef
-from cdcgen.core.generation import SourceMode
 from cdcgen.replication.sink_state import PROGRESS
-from cdcgen.schema import SourceSchema
 from cdcgen.spark.session import JobKind, job_session
-from cdcgen_dev.emulator import SandboxCluster, create_cdc_table, orders_table
-from cdcgen_dev.emulator.log_schema import base_table_cql
-from cdcgen_dev.emulator.schema_setup import drop_keyspaces
-from cdcgen_dev.sandbox import sandbox_config
+from cdcgen_dev.emulator import create_cdc_table, orders_table
 
 pytestmark = pytest.mark.integration
 
@@ -56,7 +51,6 @@ PREFIX = "t_repl2c_"
 KEYSPACE = f"{PREFIX}ks"
 TABLE = TableRef(KEYSPACE, "orders")
 SINK = TableRef(f"{PREFIX}sink", "orders")
-DDL_TIMEOUT = 120.0
 
 
 @dataclass
@@ -91,19 +85,6 @@ def replication(env: dict[str, str], command: str, run_id: str) -> dict[str, Any
     return record
 
 
-def create_sink(sink: CqlClient) -> None:
-    """The source table's definition, in a fresh keyspace on the sink cluster."""
-    sink.session.execute(f"DROP KEYSPACE IF EXISTS {SINK.keyspace}", timeout=DDL_TIMEOUT)
-    sink.session.execute(
-        f"CREATE KEYSPACE {SINK.keyspace} WITH replication = "
-        "{'class': 'SimpleStrategy', 'replication_factor': 1}",
-        timeout=DDL_TIMEOUT,
-    )
-    spec = orders_table(KEYSPACE)
-    cql = base_table_cql(spec).replace(spec.qualified_table, SINK.qualified)
-    sink.session.execute(cql, timeout=DDL_TIMEOUT)
-
-
 @pytest.fixture(scope="module")
 def two_clusters(
     contact_points: tuple[str, ...],
@@ -114,24 +95,10 @@ def two_clusters(
     source = connect(contact_points)
     sink = connect(cassandra_second.contact_points)
     try:
-        schema = SourceSchema(PREFIX)
-        drop_keyspaces(source, schema)
-        for keyspace in (KEYSPACE, f"{PREFIX}state", SINK.keyspace):
-            source.session.execute(f"DROP KEYSPACE IF EXISTS {keyspace}", timeout=DDL_TIMEOUT)
-        create_sink(sink)
-        config = sandbox_config(
-            PREFIX,
-            contact_points=contact_points,
-            source_mode=SourceMode.RAFT,
-            target_keyspace=f"{PREFIX}state",
-            lake_path=lake,
-            report_dir=lake / "reports",
-            generation_leeway=LEEWAY,
-            confidence_window=CONFIDENCE,
-        )
+        cluster = fresh_cluster(source, PREFIX, [KEYSPACE, f"{PREFIX}state", SINK.keyspace], 51)
+        create_sink_table(sink, SINK)
+        config = world_config(PREFIX, contact_points, lake)
         env = cli_environment(config, cassandra_second.contact_points)
-        cluster = SandboxCluster(source, schema, ring_delay=RING_DELAY, leeway=LEEWAY)
-        cluster.join_node(SourceMode.RAFT, shards=2, vnodes=4, seed=51)
         create_cdc_table(cluster, orders_table(KEYSPACE))
         spark = job_session(JobKind.CHANGES_EXTRACT, "cdcgen-replication-tests")
         start = datetime.now(UTC)

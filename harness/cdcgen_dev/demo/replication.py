@@ -20,25 +20,23 @@ SINK_KEYSPACE = "demo_shop_replica"
 
 
 def prepare_sink(config: PipelineConfig, table: str) -> str:
-    """A fresh sink keyspace with an empty table of ``table``'s definition; its name."""
+    """A fresh sink keyspace with an empty table of the demo table's definition (the
+    emulator's ``orders``, without its CDC log); its name."""
     from cdcgen.adapters.cql import client_for
     from cdcgen.core.cdc_log import TableRef
+    from cdcgen_dev.emulator import orders_table
+    from cdcgen_dev.emulator.log_schema import base_table_cql
 
-    source = TableRef.parse(table)
+    sink = TableRef(SINK_KEYSPACE, TableRef.parse(table).table)
     with client_for(config) as client:
-        client.session.execute(f"DROP KEYSPACE IF EXISTS {SINK_KEYSPACE}", timeout=120)
+        client.session.execute(f"DROP KEYSPACE IF EXISTS {sink.keyspace}", timeout=120)
         client.session.execute(
-            f"CREATE KEYSPACE {SINK_KEYSPACE} WITH replication = "
+            f"CREATE KEYSPACE {sink.keyspace} WITH replication = "
             "{'class': 'SimpleStrategy', 'replication_factor': 1}",
             timeout=120,
         )
-        described = client.cluster.metadata.keyspaces[source.keyspace].tables[source.table]
-        cql = described.as_cql_query().replace(
-            f"{source.keyspace}.{source.table}", f"{SINK_KEYSPACE}.{source.table}", 1
-        )
-        # The sink table is a plain table: the source's CDC options stay behind.
-        client.session.execute(cql.split(") WITH ")[0] + ")", timeout=120)
-    return f"{SINK_KEYSPACE}.{source.table}"
+        client.session.execute(base_table_cql(orders_table(sink.keyspace, sink.table)), timeout=120)
+    return sink.qualified
 
 
 def replicate(runner: DagRunner, config: PipelineConfig, table: str) -> dict[str, Any]:

@@ -88,11 +88,12 @@ class SinkApplier:
 
     def apply(self, root: LakeRoot, plan: ApplyPlan) -> ApplyOutcome:
         outcome = ApplyOutcome()
+        self.rejected = []
         changes = changes_in_range(root, plan)
-        self._peer = peer_changes(self.peer, plan)
+        peer = peer_changes(self.peer, plan)
         progress = Progress(changes.num_rows, "changes", log.info, label=str(self.state.sink))
         for chunk in stream_chunks(changes, self.chunk_rows):
-            streams = self._apply_chunk(chunk.to_pylist(), plan, outcome)
+            streams = self._apply_chunk(chunk.to_pylist(), plan, peer, outcome)
             self.state.save_streams(streams, plan.until)
             outcome.streams += len(streams)
             progress.advance(chunk.num_rows)
@@ -101,7 +102,11 @@ class SinkApplier:
         return outcome
 
     def _apply_chunk(
-        self, rows: list[dict[str, Any]], plan: ApplyPlan, outcome: ApplyOutcome
+        self,
+        rows: list[dict[str, Any]],
+        plan: ApplyPlan,
+        peer: frozenset[tuple[Any, ...]],
+        outcome: ApplyOutcome,
     ) -> list[bytes]:
         work: list[tuple[Any, Any]] = []
         applied: list[dict[str, Any]] = []
@@ -113,7 +118,7 @@ class SinkApplier:
                 changes = list(batch)
                 if changes[0]["write_time"] < since:
                     continue  # applied by an interrupted run of this range
-                if self._peer and all(fingerprint(c) in self._peer for c in changes):
+                if peer and all(fingerprint(c) in peer for c in changes):
                     outcome.peer_rows += len(changes)
                     continue  # the sink's own log holds it: it came from there
                 item = self._batch(changes)

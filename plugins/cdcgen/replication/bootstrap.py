@@ -119,10 +119,8 @@ class SnapshotCopy:
 
     def copy(self, snapshot_at: datetime) -> int:
         """Every row of the source into the sink; how many."""
-        select = self.source_client.session.prepare(self.select_cql())
-        select.consistency_level = self.source_client.metadata_consistency
+        select = self.source_client.prepared(self.select_cql())
         select.fetch_size = PAGE_ROWS
-        select.is_idempotent = True
         ring = [int(t.value) for t in self.source_client.cluster.metadata.token_map.ring]
         ranges = ring_ranges(ring, at_least=SCAN_RANGES)
         progress = Progress(len(ranges), "token ranges", log.info, label=f"copy {self.source}")
@@ -192,12 +190,13 @@ def bootstrap(
     state: CqlSinkState,
     snapshot_at: datetime,
     lake_since: datetime | None,
+    current: datetime | None,
     run_id: str,
     replace: bool = False,
 ) -> BootstrapOutcome:
-    """Copy at ``snapshot_at``, then record it as the sink's consistency point."""
+    """Copy at ``snapshot_at``, then record it as the sink's consistency point
+    (``current``: the sink's consistency point now, None for a new sink)."""
     check_lake_covers(state.source, state.sink, lake_since, snapshot_at)
-    current = state.progress().consistent_until
     if current is not None and current > snapshot_at:
         raise ReplicationError(
             f"{state.sink} is consistent with {state.source} until {iso_millis(current)}, "

@@ -158,8 +158,9 @@ def bootstrap_sink(
     shape = shape_of(source_client, sink_client, job)
     copy = SnapshotCopy(source_client, sink_client, job.source, shape)
     coverage = lake_coverage(config, source_client, job.source)
-    outcome = bootstrap(copy, state, at, coverage.since, run_id, replace)
-    record = _record(job, run_id, started, state.progress())
+    before = state.progress()
+    outcome = bootstrap(copy, state, at, coverage.since, before.consistent_until, run_id, replace)
+    record = _record(job, run_id, started, before)
     record.update(kind="bootstrap", copied_rows=outcome.rows, truncated=outcome.truncated)
     return _finish(config, record, state.progress(), 0, 0, [])
 
