@@ -17,9 +17,10 @@ import json
 import resource
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from cdcgen.adapters.lake_store import LakeLocation
 from cdcgen.config import PipelineConfig
@@ -28,6 +29,9 @@ from cdcgen.core.ring import Ring, ring_from_json
 from cdcgen.core.time import InvalidTimestamp, from_millis, parse_moment
 from cdcgen.extract.description_columns import DescriptionColumns
 from cdcgen.extract.description_json import read_description_file
+from cdcgen.spark.session import JobKind
+
+T = TypeVar("T")
 
 
 class ExtractJobError(Exception):
@@ -148,21 +152,26 @@ def run(argv: Sequence[str] | None = None, config: PipelineConfig | None = None)
     """
     from cdcgen.extract.rings import LakeRingRecords
     from cdcgen.extract.spark_extract import extract_generation
-    from cdcgen.spark.session import JobKind, job_session
+    from cdcgen.spark.session import job_session
 
     args = build_parser().parse_args(argv)
     config = config or PipelineConfig.from_env()
     started = time.monotonic()
     generation = generation_of(args)
-    columns, source_problem = load_columns(config, generation, args.description)
-    lake = args.lake or config.lake_path
-    ring: Ring | None
-    if args.topology:  # given: the recorded ring is not read
-        ring = ring_from_json(json.loads(Path(args.topology).read_text(encoding="utf-8")))
-    else:
-        ring = LakeRingRecords(lake).recorded(generation) if not generation.table else None
-    loaded = time.monotonic()
-    spark = job_session(JobKind.GENERATION_EXTRACT)
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="cdcgen-spark-start") as pool:
+        # The session starts while the description is read: the JVM's start-up and the
+        # driver's Python reading rows each take seconds, and they need different cores.
+        session = pool.submit(_timed, job_session, JobKind.GENERATION_EXTRACT)
+        columns, source_problem = load_columns(config, generation, args.description)
+        lake = args.lake or config.lake_path
+        ring: Ring | None
+        if args.topology:  # given: the recorded ring is not read
+            ring = ring_from_json(json.loads(Path(args.topology).read_text(encoding="utf-8")))
+        else:
+            ring = LakeRingRecords(lake).recorded(generation) if not generation.table else None
+        loaded = time.monotonic()
+        spark, spark_start = session.result()
+    waited = time.monotonic()
     result = extract_generation(
         spark,
         lake,
@@ -179,9 +188,16 @@ def run(argv: Sequence[str] | None = None, config: PipelineConfig | None = None)
         **result.artifact.to_json(),
         "rows_read_back": result.rows_read_back,
         "seconds_load": round(loaded - started, 3),
-        "seconds_extract": round(done - loaded, 3),
+        "seconds_spark_start": round(spark_start, 3),
+        "seconds_spark_wait": round(waited - loaded, 3),
+        "seconds_extract": round(done - waited, 3),
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
     }
+
+
+def _timed(start: Callable[[JobKind], T], kind: JobKind) -> tuple[T, float]:
+    began = time.monotonic()
+    return start(kind), time.monotonic() - began
 
 
 def main(argv: Sequence[str] | None = None) -> int:
