@@ -296,7 +296,7 @@ def test_publish_records_the_ring_validate_drew_in_the_same_run(tmp_path: Path) 
     from cdcgen.core.generation import Generation
     from cdcgen.pipeline.outcomes import ValidationOutcome
     from cdcgen.pipeline.reporting import record_generation
-    from cdcgen.reports.record_json import loads
+    from cdcgen.reports.record_store import read_record
 
     config = PipelineConfig(lake_path=tmp_path / "lake", report_dir=tmp_path / "reports")
     artifact = write_generation(config.lake_path, _columns(), WHEN, "gen-a", nodes=NODES)
@@ -308,7 +308,7 @@ def test_publish_records_the_ring_validate_drew_in_the_same_run(tmp_path: Path) 
     def published(run_id: str) -> tuple[int, int | None]:
         record_generation(config, generation, outcome, published=True, run_id=run_id)
         (path,) = (config.report_dir / "runs").glob(f"*-{run_id or 'manual'}.json")
-        record = loads(path.read_text(encoding="utf-8"))
+        record = read_record(config.report_dir, path)
         assert record.published  # type: ignore[union-attr]
         counts = record.counts  # type: ignore[union-attr]
         return len(record.ring), None if counts is None else counts.streams  # type: ignore[union-attr]

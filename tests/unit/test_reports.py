@@ -30,7 +30,15 @@ from cdcgen.reports.records import (
     TableLag,
     generation_page_name,
 )
-from cdcgen.reports.ring_picture import MAX_STREAM_DOTS, range_fraction, token_angle
+from cdcgen.reports.ring_picture import (
+    MAX_RANGE_ARCS,
+    MAX_STREAM_DOTS,
+    RING_ARCS,
+    node_colours,
+    range_fraction,
+    ring_svg,
+    token_angle,
+)
 from cdcgen.reports.sample import sample_changes, sample_generation
 from cdcgen.reports.site import build_site, load_records, record_run, save_record
 from cdcgen.validation.results import CheckOutcome
@@ -168,6 +176,26 @@ def test_records_of_generations_too_large_for_stream_dots_leave_their_tokens_out
     record = sample_generation(T0, seed=3, failing=0, vnodes=8)
     page = render_generation_page(replace(record, ring=ring_from_description(large)), [record])
     assert 'class="stream"' not in page and 'class="range"' in page
+
+
+def test_a_ring_of_many_ranges_is_drawn_as_equal_arcs_of_their_owners() -> None:
+    rng = random.Random(4)
+    tokens = sorted({rng.randint(MIN + 1, MAX) for _ in range(3 * MAX_RANGE_ARCS)})
+    ring = tuple(
+        RingEntry(tokens[i - 1], end, "ab"[i % 2] if end < 0 else "c", 1, ())
+        for i, end in enumerate(tokens)
+    )
+    svg = ring_svg(ring, node_colours([e.node for e in ring]))
+    root = ET.fromstring(svg)
+    assert root.findall(f".//{SVG_NS}path[@class='range']") == []
+    arcs = root.findall(f".//{SVG_NS}path[@class='arc']")
+    assert 2 <= len(arcs) <= RING_ARCS
+    titles = [a.find(f"{SVG_NS}title").text or "" for a in arcs]  # type: ignore[union-attr]
+    # The positive half of the ring belongs to c alone: one arc, half of them.
+    assert f"node c owns the middle of {RING_ARCS // 2} of {RING_ARCS} arcs here" in titles
+    assert sum(int(t.split()[6]) for t in titles) == RING_ARCS
+    lone = ring_svg(tuple(replace(e, node="c") for e in ring), {"c": "#123456"})
+    assert lone.count('class="arc"') == 1 and '<circle class="arc"' in lone
 
 
 # --- pages ------------------------------------------------------------------------------

@@ -219,16 +219,27 @@ def from_json(data: Mapping[str, Any]) -> RunRecord:
 
 
 def dumps(record: RunRecord) -> str:
-    # No ``indent``: it switches CPython to its pure-Python encoder, and a generation's
-    # record carries every stream token (1.6 million in the seed's large cluster).
-    return json.dumps(to_json(record), sort_keys=True, separators=(",", ":")) + "\n"
+    return encode(to_json(record))
+
+
+def encode(data: Mapping[str, Any]) -> str:
+    """A record's JSON text (or a part kept in a file of its own, like a ring).
+
+    No ``indent``: it switches CPython to its pure-Python encoder, and a generation's
+    ring has an entry per range (25,600 in the seed's large cluster)."""
+    return json.dumps(data, sort_keys=True, separators=(",", ":")) + "\n"
 
 
 def loads(text: str) -> RunRecord:
+    return from_json(decode(text))
+
+
+def decode(text: str) -> dict[str, Any]:
+    """The JSON object of a record file, not yet checked field by field."""
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise RecordError(f"not JSON: {exc}") from exc
     if not isinstance(data, dict) or "kind" not in data:
         raise NotARecord("not a run record (no 'kind')")
-    return from_json(data)
+    return data

@@ -3,6 +3,7 @@
 Layout under the report directory::
 
     runs/<kind>-<time>-...json     one record per generation or changes run
+    runs/rings/<sha256>.json       the rings generation records name (:mod:`.record_store`)
     replication/<sink>/*.json      one record per replication run (:mod:`.replication_records`)
     index.html                     every run
     changes.html                   lag, watermark, rows per generation
@@ -21,14 +22,14 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from cdcgen.reports import replication_records
 from cdcgen.reports.changes_page import render_changes_page
 from cdcgen.reports.files import write_atomic
 from cdcgen.reports.generation_page import render_generation_page
 from cdcgen.reports.index_page import render_index
-from cdcgen.reports.record_json import NotARecord, RecordError, dumps, loads
+from cdcgen.reports.record_store import RUNS_DIR, load_record, load_records, save_record
 from cdcgen.reports.records import (
     ChangesReport,
     GenerationReport,
@@ -38,7 +39,21 @@ from cdcgen.reports.records import (
 )
 from cdcgen.reports.replication_page import REPLICATION, render_replication_page
 
-RUNS_DIR = "runs"
+__all__ = [
+    "CHANGES",
+    "GENERATIONS_DIR",
+    "INDEX",
+    "RUNS_DIR",
+    "SitePaths",
+    "build_site",
+    "load_record",
+    "load_records",
+    "record_replication",
+    "record_run",
+    "save_record",
+]
+R = TypeVar("R", bound=RunRecord)
+
 GENERATIONS_DIR = "generations"
 INDEX = "index.html"
 CHANGES = "changes.html"
@@ -53,45 +68,7 @@ class SitePaths:
     problems: tuple[str, ...]
 
 
-def _record_path(report_dir: Path, key: str) -> Path:
-    return Path(report_dir) / RUNS_DIR / f"{key}.json"
-
-
-def save_record(report_dir: Path, record: RunRecord) -> Path:
-    """Write ``record`` as ``runs/<key>.json``; returns its path."""
-    path = _record_path(report_dir, record_key(record))
-    write_atomic(path, dumps(record))
-    return path
-
-
-def load_record(report_dir: Path, key: str) -> RunRecord | None:
-    """The record saved as ``runs/<key>.json``, or None if there is none or it is
-    unreadable (the caller then builds it afresh)."""
-    path = _record_path(report_dir, key)
-    try:
-        return loads(path.read_text(encoding="utf-8"))
-    except (OSError, RecordError):
-        return None
-
-
-def load_records(report_dir: Path) -> tuple[list[RunRecord], list[str]]:
-    """Every readable record, and one message per file that is not (shown on the index)."""
-    records: list[RunRecord] = []
-    problems: list[str] = []
-    runs = Path(report_dir) / RUNS_DIR
-    for path in sorted(runs.glob("*.json")) if runs.is_dir() else ():
-        try:
-            record = loads(path.read_text(encoding="utf-8"))
-        except NotARecord:
-            continue  # another tool's JSON (the DAG's run summaries live here too)
-        except (OSError, RecordError) as exc:
-            problems.append(f"{path.name}: {exc}")
-        else:
-            records.append(record)
-    return records, problems
-
-
-def _site_relative(record: RunRecord, report_dir: Path) -> RunRecord:
+def _site_relative(record: R, report_dir: Path) -> R:
     """Data Docs recorded by absolute path inside the report dir become relative links,
     so they work both from disk and through the Airflow plugin's mount."""
     docs = record.data_docs_path
@@ -105,11 +82,9 @@ def _site_relative(record: RunRecord, report_dir: Path) -> RunRecord:
 
 
 def build_site(report_dir: Path) -> SitePaths:
-    """Render every page from ``runs/`` and ``replication/``; safe to call after each
-    recorded run."""
+    """Render every page from ``runs/`` and ``replication/``; safe to call at any time."""
     report_dir = Path(report_dir)
-    records, problems = load_records(report_dir)
-    records = [_site_relative(record, report_dir) for record in records]
+    records, problems = _summaries(report_dir)
     by_generation: dict[str, list[GenerationReport]] = defaultdict(list)
     changes: list[ChangesReport] = []
     for record in records:
@@ -117,12 +92,7 @@ def build_site(report_dir: Path) -> SitePaths:
             by_generation[generation_page_name(record)].append(record)
         else:
             changes.append(record)
-    pages = []
-    for name, runs in sorted(by_generation.items()):
-        history = sorted(runs, key=lambda r: r.created_at, reverse=True)
-        path = report_dir / GENERATIONS_DIR / name
-        write_atomic(path, render_generation_page(history[0], history))
-        pages.append(path)
+    pages = [_write_generation_page(report_dir, runs) for runs in by_generation.values()]
     changes_path = report_dir / CHANGES
     write_atomic(changes_path, render_changes_page(changes))
     replicated, unread = replication_records.read_runs(replication_records.load_records(report_dir))
@@ -130,20 +100,52 @@ def build_site(report_dir: Path) -> SitePaths:
     write_atomic(replication_path, render_replication_page(replicated, unread))
     index_path = report_dir / INDEX
     write_atomic(index_path, render_index(records, problems, replicated))
-    return SitePaths(index_path, changes_path, replication_path, tuple(pages), (*problems, *unread))
+    return SitePaths(
+        index_path, changes_path, replication_path, tuple(sorted(pages)), (*problems, *unread)
+    )
 
 
 def record_run(report_dir: Path, record: RunRecord) -> Path:
-    """Save ``record`` and rebuild the site; returns the page a person should open.
+    """Save ``record`` and render what it changes; returns the page a person should open.
 
-    The one call a task makes at its end (success or failure): for a generation,
-    the path of its summary page; for a changes run, ``changes.html``.
+    The one call a task makes at its end (success or failure): for a generation, its
+    summary page (the path returned) and the index; for a changes run, ``changes.html``
+    and the index. Other pages are functions of records this one does not touch, so a
+    task's cost does not grow with the site's history (:func:`build_site` renders all).
     """
+    report_dir = Path(report_dir)
     save_record(report_dir, record)
-    build_site(report_dir)
+    records, problems = _summaries(report_dir)
     if isinstance(record, GenerationReport):
-        return Path(report_dir) / GENERATIONS_DIR / generation_page_name(record)
-    return Path(report_dir) / CHANGES
+        name = generation_page_name(record)
+        mine = [r for r in records if isinstance(r, GenerationReport)]
+        target = _write_generation_page(
+            report_dir, [r for r in mine if generation_page_name(r) == name]
+        )
+    else:
+        target = report_dir / CHANGES
+        write_atomic(
+            target, render_changes_page([r for r in records if isinstance(r, ChangesReport)])
+        )
+    replicated, _ = replication_records.read_runs(replication_records.load_records(report_dir))
+    write_atomic(report_dir / INDEX, render_index(records, problems, replicated))
+    return target
+
+
+def _summaries(report_dir: Path) -> tuple[list[RunRecord], list[str]]:
+    """Every record without its ring (what lists and histories need), links relative."""
+    records, problems = load_records(report_dir, rings=False)
+    return [_site_relative(record, report_dir) for record in records], problems
+
+
+def _write_generation_page(report_dir: Path, runs: list[GenerationReport]) -> Path:
+    """One generation's page: its latest record, ring read back, over all its runs."""
+    history = sorted(runs, key=lambda r: r.created_at, reverse=True)
+    latest = load_record(report_dir, record_key(history[0]))
+    shown = history[0] if not isinstance(latest, GenerationReport) else latest
+    path = report_dir / GENERATIONS_DIR / generation_page_name(history[0])
+    write_atomic(path, render_generation_page(_site_relative(shown, report_dir), history))
+    return path
 
 
 def record_replication(report_dir: Path, record: dict[str, Any]) -> Path:

@@ -54,7 +54,7 @@ def index_is_stale(report_dir: Path) -> bool:
 
 def page_for_run(report_dir: Path, dag_id: str, run_id: str) -> str | None:
     """Relative path of the page showing that DAG run's latest record, if it has one."""
-    records, _ = load_records(report_dir)
+    records, _ = load_records(report_dir, rings=False)
     mine = [r for r in records if r.dag_id == dag_id and r.run_id == run_id]
     if not mine:
         return None

@@ -1,0 +1,111 @@
+"""Where run records live on disk: ``runs/<key>.json``, their rings in ``runs/rings/``.
+
+A generation's ring (an entry per range: 25,600 in the seed's large cluster, 1.4 MB of
+JSON) is the same in every record of that generation, and only its page draws it. Kept
+inline, every task that records a run re-read every ring of the site's history to draw
+the index, so recording grew with the history. The ring is therefore kept once, in a
+file named by the SHA-256 of its JSON (writing it again is a no-op), and the record
+names it; readers that only list runs (the index, the web app's run lookup) never open
+it. Records written before rings moved out keep theirs inline and read as before.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from cdcgen.reports.files import write_atomic
+from cdcgen.reports.record_json import NotARecord, RecordError, decode, encode, from_json, to_json
+from cdcgen.reports.records import RunRecord, record_key
+
+RUNS_DIR = "runs"
+RINGS_DIR = "rings"
+#: The record field naming its ring file (absent: the ring, if any, is inline).
+RING_FILE = "ring_file"
+_DIGEST = re.compile(r"[0-9a-f]{64}")
+
+
+def record_path(report_dir: Path, key: str) -> Path:
+    return Path(report_dir) / RUNS_DIR / f"{key}.json"
+
+
+def ring_path(report_dir: Path, digest: str) -> Path:
+    return Path(report_dir) / RUNS_DIR / RINGS_DIR / f"{digest}.json"
+
+
+def save_record(report_dir: Path, record: RunRecord) -> Path:
+    """Write ``record`` as ``runs/<key>.json`` (its ring, if any, to its own file first,
+    so a record never names a ring that is not there); returns the record's path."""
+    data = to_json(record)
+    ring = data.pop("ring", None)
+    if ring:
+        text = encode(ring)
+        digest = hashlib.sha256(text.encode()).hexdigest()
+        path = ring_path(report_dir, digest)
+        if not path.is_file():
+            write_atomic(path, text)
+        data[RING_FILE] = digest
+    path = record_path(report_dir, record_key(record))
+    write_atomic(path, encode(data))
+    return path
+
+
+def read_record(report_dir: Path, path: Path, *, ring: bool = True) -> RunRecord:
+    """The record in ``path``; without ``ring``, its ring file is not read (ring empty).
+
+    Raises :class:`RecordError` (or :class:`NotARecord`) naming what is wrong, a missing
+    or altered ring file included."""
+    try:
+        data = decode(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise RecordError(f"{path.name}: {exc.strerror or exc}") from exc
+    digest = data.pop(RING_FILE, None)
+    if digest is not None and ring:
+        data["ring"] = _read_ring(report_dir, digest)
+    return from_json(data)
+
+
+def load_record(report_dir: Path, key: str) -> RunRecord | None:
+    """The record saved as ``runs/<key>.json`` with its ring, or None if there is none or
+    it is unreadable (the caller then builds it afresh)."""
+    try:
+        return read_record(report_dir, record_path(report_dir, key))
+    except RecordError:
+        return None
+
+
+def load_records(report_dir: Path, *, rings: bool = True) -> tuple[list[RunRecord], list[str]]:
+    """Every readable record (with its ring unless ``rings`` is false), and one message per
+    file that is not (shown on the index)."""
+    records: list[RunRecord] = []
+    problems: list[str] = []
+    runs = Path(report_dir) / RUNS_DIR
+    for path in sorted(runs.glob("*.json")) if runs.is_dir() else ():
+        try:
+            record = read_record(report_dir, path, ring=rings)
+        except NotARecord:
+            continue  # another tool's JSON (the DAG's run summaries live here too)
+        except RecordError as exc:
+            problems.append(f"{path.name}: {exc}")
+        else:
+            records.append(record)
+    return records, problems
+
+
+def _read_ring(report_dir: Path, digest: Any) -> Any:
+    if not isinstance(digest, str) or not _DIGEST.fullmatch(digest):
+        raise RecordError(f"{RING_FILE}: not a SHA-256 digest: {digest!r}")
+    path = ring_path(report_dir, digest)
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise RecordError(f"ring {digest[:16]}…: {exc.strerror or exc}") from exc
+    if hashlib.sha256(raw).hexdigest() != digest:
+        raise RecordError(f"ring {digest[:16]}… changed since it was recorded")
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise RecordError(f"ring {digest[:16]}…: not JSON: {exc}") from exc
