@@ -86,6 +86,42 @@ def test_id_counts_keep_only_repeated_or_reused_ids() -> None:
     assert alone.to_pylist() == [{"stream_id": a, "occurrences": 2, "reused": False}]
 
 
+def test_id_counts_decide_distinctness_by_whole_ids_not_by_low_halves() -> None:
+    """The sorted-low-halves shortcut only ever says "all distinct"; IDs sharing a low
+    half, IDs of other lengths and sliced arrays go to the exact count."""
+    low = bytes(range(8))
+    x, y = b"\x01" * 8 + low, b"\x02" * 8 + low  # distinct IDs, same low half
+    assert stream_id_counts(pa.array([x, y]), None).num_rows == 0
+    assert stream_id_counts(pa.array([x]), pa.array([y])).num_rows == 0
+    assert stream_id_counts(pa.array([x, x]), None)["occurrences"].to_pylist() == [2]
+    sliced = pa.array([x, x, y, b"\x03" * 16]).slice(1)  # an offset into the buffer
+    assert stream_id_counts(sliced, None).num_rows == 0
+    assert stream_id_counts(sliced, pa.array([b"\x03" * 16]))["reused"].to_pylist() == [True]
+    distinct = [bytes([i // 256, i % 256]) * 8 for i in range(5000)]
+    assert stream_id_counts(pa.array(distinct), pa.array([b"\xff" * 16])).num_rows == 0
+    again = stream_id_counts(pa.array(distinct), pa.array(distinct[4321:4322]))
+    assert again.to_pylist() == [{"stream_id": distinct[4321], "occurrences": 1, "reused": True}]
+
+
+def test_without_counted_ids_the_pass_needs_no_counts_table() -> None:
+    """No ID repeats or is reused: the query gives every ID the defaults without a
+    join, so the counts table need not exist; a stream still breaks the other rules."""
+    rules = rules_of([r.expectation for r in RULES if "tablet" not in r.expectation], "streams")
+    assert flag_sql.COUNTS_SOURCE not in flag_sql.streams_query(rules, counted=False)
+    rows = [dict(STREAM, stream_id=bytes([0x20 + i]) * 16, shard=i) for i in range(3)]
+    rows.append({**STREAM, "stream_id": b"\x30" * 16, "shard": 7, "version": 2})
+    streams = pa.Table.from_pylist([{k: row[k] for k in SOURCE_COLUMNS["streams"]} for row in rows])
+    counts = stream_id_counts(streams["stream_id"], pa.array([b"\x0a" * 16]))
+    assert counts.num_rows == 0
+    with sqlite3.connect(":memory:") as connection:
+        sqlite_batches.flag_streams(connection, streams, counts, rules)
+        cursor = connection.execute(f"SELECT * FROM {sqlite_batches.STREAMS_TABLE}")
+        names = [column[0] for column in cursor.description]
+        (row,) = [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+    assert row["shard"] == 7 and row["occurrences"] == 1
+    assert {r.flag for r in rules if row[r.flag]} == {"breaks_stream_id_version_one"}
+
+
 STREAM = {
     "entry_index": 1,
     "range_start": 100,

@@ -59,13 +59,14 @@ def flag_on_spark(
 
     views = [flag_sql.STREAMS_SOURCE]
     streams.createOrReplaceTempView(flag_sql.STREAMS_SOURCE)
-    if counts is not None:
+    counted = counts is not None and counts.num_rows > 0
+    if counts is not None and counted:
         path = scratch / "stream_id_counts.parquet"
         pq.write_table(counts, path)
         spark.read.parquet(str(path)).createOrReplaceTempView(flag_sql.COUNTS_SOURCE)
         views.append(flag_sql.COUNTS_SOURCE)
     try:
-        return spark.sql(flag_sql.streams_query(rules)).toArrow()
+        return spark.sql(flag_sql.streams_query(rules, counted=counted)).toArrow()
     finally:
         for view in views:
             spark.catalog.dropTempView(view)

@@ -59,12 +59,18 @@ def entries_query(rules: Sequence[RowRule]) -> str:
     return _flagged(rules, "entries", _with_derived(ENTRIES_SOURCE, ENTRY_DERIVED, rules))
 
 
-def streams_query(rules: Sequence[RowRule]) -> str:
-    """The streams breaking at least one active stream rule, with every flag."""
+def streams_query(rules: Sequence[RowRule], *, counted: bool = True) -> str:
+    """The streams breaking at least one active stream rule, with every flag.
+
+    ``counted=False`` says the counts table has no rows (no ID repeats, none is reused:
+    the usual case), so every ID takes :data:`_ID_DEFAULTS` without a join and
+    :data:`COUNTS_SOURCE` need not exist. On a cold Spark session the join of an empty
+    table cost more than the rest of the pass (3.4 against 1.1 s at 1.6M streams).
+    """
     rows = _with_derived(STREAMS_SOURCE, STREAM_DERIVED, rules)
     counts = used(STREAM_ID_COUNTS, rules)
     if counts:
-        rows = _with_id_counts(rows, counts)
+        rows = _with_id_counts(rows, counts) if counted else _with_id_defaults(rows, counts)
     flags = " OR ".join(rule.flag for rule in rules) or "FALSE"
     return f"SELECT * FROM ({_flagged(rules, 'streams', rows)}) flagged WHERE {flags}"
 
@@ -90,3 +96,9 @@ def _with_id_counts(rows: str, counts: list[str]) -> str:
         f"SELECT rows_.*, {values} FROM ({rows}) rows_ "
         f"LEFT JOIN {COUNTS_SOURCE} counted ON counted.stream_id = rows_.stream_id"
     )
+
+
+def _with_id_defaults(rows: str, counts: list[str]) -> str:
+    """``rows`` with the :data:`STREAM_ID_COUNTS` an ID without a count row has."""
+    values = ", ".join(f"{_ID_DEFAULTS[name]} AS {name}" for name in counts)
+    return f"SELECT rows_.*, {values} FROM ({rows}) rows_"

@@ -68,9 +68,11 @@ def flag_streams(
 ) -> None:
     """The ``sql`` engine: flag the streams here, keeping the offending ones."""
     load_arrow(connection, flag_sql.STREAMS_SOURCE, streams)
-    if counts is not None:
+    counted = counts is not None and counts.num_rows > 0
+    if counts is not None and counted:
         load_arrow(connection, flag_sql.COUNTS_SOURCE, counts)
-    connection.execute(f"CREATE TABLE {STREAMS_TABLE} AS {flag_sql.streams_query(rules)}")
+    query = flag_sql.streams_query(rules, counted=counted)
+    connection.execute(f"CREATE TABLE {STREAMS_TABLE} AS {query}")
 
 
 def store_flagged_streams(connection: sqlite3.Connection, flagged: pa.Table) -> None:
