@@ -14,7 +14,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cdcgen.adapters.description_rows import RawRow, arrays_from_rows, description_from_rows
+from cdcgen.adapters.description_rows import (
+    RawRow,
+    _stored_arrays,
+    arrays_from_rows,
+    description_from_rows,
+)
 from cdcgen.core.generation import CorruptGeneration
 from cdcgen.core.generation_arrays import GenerationArrays, build_generation_arrays
 from cdcgen.core.topology import InvalidDescription, Node
@@ -161,3 +166,52 @@ def test_columns_give_arrays_exactly_when_they_give_a_description() -> None:
             assert columns.to_arrays() is None, kind
         else:
             assert columns.to_arrays() is not None, kind
+
+
+def vectorized(rows: list[RawRow]) -> GenerationArrays | None:
+    """The fast path alone, without the object path behind it."""
+    return _stored_arrays(list(rows), False)
+
+
+@settings(max_examples=40, deadline=None)
+@given(rings(), st.integers(0, 2**32))
+def test_streams_out_of_byte_order_still_take_the_fast_path(nodes: list[Node], seed: int) -> None:
+    """The single-key sorts rely on ``set<blob>`` byte order; any other order in a range
+    (here shuffled) takes the general sorts, with the same arrays."""
+    arrays = build_generation_arrays(nodes, random.Random(seed))
+    rng = random.Random(seed)
+    rows: list[RawRow] = [
+        (end, rng.sample(list(streams), len(list(streams))), ignore)
+        for end, streams, ignore in stored_rows(arrays, seed)
+    ]
+    found = vectorized(rows)
+    assert found is not None
+    assert_same(found, object_path(rows))
+
+
+def test_ranges_around_token_zero_and_the_ring_end() -> None:
+    """Byte order puts token -1 after token 0, and the first range wraps past the last."""
+    nodes = [Node("a", 8, 12, (-(2**63) + 3, -7, 2**63 - 9)), Node("b", 5, 0, (6, 2**62))]
+    rows = stored_rows(build_generation_arrays(nodes, random.Random(7)), 8)
+    found = vectorized(rows)
+    assert found is not None
+    assert_same(found, object_path(rows))
+
+
+def test_streams_swapped_between_ranges_are_declined() -> None:
+    """Every stream still on some shard's token, but two in the wrong range: only the
+    per-range pairing can tell, and the fast path must leave it to the object path."""
+    nodes = [Node("a", 64, 12, (-(2**62), 0, 2**62)), Node("b", 4, 12, (7, 2**40))]
+    rows = stored_rows(build_generation_arrays(nodes, random.Random(3)), 4)
+    rows.sort(key=lambda row: row[0])
+    (end_a, first, ignore_a), (end_b, second, ignore_b) = rows[1], rows[2]
+    first_list, second_list = list(first), list(second)
+    swapped = [
+        rows[0],
+        (end_a, sorted([second_list[0], *first_list[1:]]), ignore_a),
+        (end_b, sorted([first_list[0], *second_list[1:]]), ignore_b),
+        *rows[3:],
+    ]
+    assert vectorized(swapped) is None
+    with pytest.raises(CorruptGeneration):
+        object_path(swapped)

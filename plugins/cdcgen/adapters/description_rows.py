@@ -133,29 +133,38 @@ def arrays_from_rows(
 
 
 def _stored_arrays(stored: list[RawRow], shard_ordered: bool) -> GenerationArrays | None:
+    """The fast path's columns from the rows, or None where it cannot take them.
+
+    Each range's blobs are checked and joined while they are in the cache (1.6M blobs
+    as one flat list cost ~0.1 s more, walked three times); one ``b"".join`` over them
+    all would also first allocate a Py_buffer (80 bytes) per blob.
+    """
     ends: list[int] = []
     ignores: list[int] = []
     counts: list[int] = []
-    blobs: list[bytes] = []
+    parts: list[bytes] = []
+    kinds: set[type] = set()
+    lengths: set[int] = set()
     for range_end, streams, ignore_msb in stored:
         if range_end is None or ignore_msb is None or streams is None:
             return None
-        before = len(blobs)
-        blobs.extend(streams)
+        blobs = list(streams)  # iterated once, as the object path will again
+        kinds.update(map(type, blobs))  # loops in C, unlike all(... for ...)
+        lengths.update(map(len, blobs))
+        if not kinds <= {bytes}:
+            return None  # before the join, which takes any buffer
+        parts.append(b"".join(blobs))
         ends.append(range_end)
         ignores.append(ignore_msb)
-        counts.append(len(blobs) - before)
-    if not set(map(type, blobs)) <= {bytes}:  # loops in C, unlike all(... for ...)
-        return None
-    lengths = np.fromiter(map(len, blobs), dtype=np.int64, count=len(blobs))
-    if np.any(lengths != STREAM_ID_SIZE):
+        counts.append(len(blobs))
+    if not lengths <= {STREAM_ID_SIZE}:
         return None
     try:
         end_array = np.array(ends, dtype=np.int64)
         ignore_array = np.array(ignores, dtype=np.int64)
     except (OverflowError, TypeError, ValueError):
         return None
-    matrix = np.frombuffer(b"".join(blobs), dtype=np.uint8).reshape(-1, STREAM_ID_SIZE)
+    matrix = np.frombuffer(b"".join(parts), dtype=np.uint8).reshape(-1, STREAM_ID_SIZE)
     return arrays_from_stored(
         end_array,
         ignore_array,

@@ -112,7 +112,7 @@ def _first_from_array(
     """
     unbiased = unbias_array(tokens)
     current = zero_based_shard_of_array(
-        unbiased, np.full_like(unbiased, shards), np.full_like(unbiased, ignore)
+        unbiased, np.asarray(shards, dtype=np.uint64), np.asarray(ignore, dtype=np.uint64)
     )
     on_shard = current == shard
     table = np.array(shard_start_table(shards, ignore), dtype=np.uint64)
@@ -163,9 +163,13 @@ def find_first_token_for_shard_array(
     plain = start_a < end_a
     plain_result = np.where(first_none | (first > end_a), end_a, first)
 
-    # Wrapping, second part: (MIN, end].
-    ring_start = np.full_like(start_a, MIN_TOKEN + 1)
-    second, second_none = _first_from_array(ring_start, shard_u, shards, ignore)
+    # Wrapping, second part: (MIN, end]. From a fixed start it depends on the shard
+    # alone, so it is worked out once per shard, not once per element.
+    every_shard = np.arange(shards, dtype=np.uint64)
+    ring_start = np.full(shards, MIN_TOKEN + 1, dtype=np.int64)
+    second_by_shard, none_by_shard = _first_from_array(ring_start, every_shard, shards, ignore)
+    shard_index = shard_a.astype(np.intp)
+    second, second_none = second_by_shard[shard_index], none_by_shard[shard_index]
     second_result = np.where(second_none | (second > end_a), end_a, second)
     use_first = (start_a != max_token) & ~first_none
     wrap_result = np.where(use_first, first, second_result)
@@ -211,6 +215,11 @@ def expected_first_tokens(
     )
     if not valid.any():
         return result, valid
+    if valid.all() and (count == count.flat[0]).all() and (ignore == ignore.flat[0]).all():
+        # One configuration (the common generation): no grouping, no gathers (~60 ms of
+        # 170 ms at 1.6M rows).
+        shards, ignore_msb = int(count.flat[0]), int(ignore.flat[0])
+        return find_first_token_for_shard_array(start, end, shard_a, shards, ignore_msb), valid
     rows = np.flatnonzero(valid.ravel())
     # One key per configuration; ignore_msb < 64 fits in the low 6 bits.
     keys = (count.ravel()[rows] << 6) | ignore.ravel()[rows]
