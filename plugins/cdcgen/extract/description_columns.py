@@ -11,7 +11,11 @@ range end, ignore_msb and a slice of stream blobs of any length. Its JSON form i
 
 from __future__ import annotations
 
+import binascii
+import gc
 import itertools
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,7 +37,9 @@ Int64Array = npt.NDArray[np.int64]
 ByteMatrix = npt.NDArray[np.uint8]
 
 _INT16_MIN, _INT16_MAX = -(2**15), 2**15 - 1
-_HEX_DIGITS = np.frombuffer(b"0123456789abcdef", dtype=np.uint8)
+#: A 16-byte blob as one numpy item whose ``tolist()`` is a ``bytes`` object (``S16``
+#: would drop trailing zero bytes).
+_BLOB16 = np.dtype((np.void, STREAM_ID_SIZE))
 
 
 @dataclass(frozen=True, eq=False)
@@ -107,7 +113,7 @@ class DescriptionColumns:
     def stream_hex(self) -> list[str]:
         """Lowercase hex of every stream blob, in row order."""
         if self.all_stream_ids_16_bytes():
-            text = hex_matrix(self.id_matrix()[0]).tobytes().decode("ascii")
+            text = binascii.hexlify(self.blob_data).decode("ascii")
             width = 2 * STREAM_ID_SIZE
             return [text[i : i + width] for i in range(0, len(text), width)]
         starts = self.blob_offsets.tolist()
@@ -167,16 +173,22 @@ class DescriptionColumns:
     def stream_rows(self) -> list[tuple[int, list[bytes]]]:
         """``(range_end, [stream blob, ...])`` per entry: the rows a publisher writes.
 
-        No per-stream objects: for a description the suites already validated, this is
-        what lets 1.6 million streams be published without a minute of object building.
+        No per-stream Python work: for a description the suites already validated, this
+        is what lets 1.6 million streams be published without a minute of object
+        building. When every blob is 16 bytes (always, once validated), numpy's
+        ``tolist`` makes the ``bytes`` objects in one C loop, and each entry takes a
+        slice of that list; without collections meanwhile (:func:`paused_collections`)
+        that is 0.1 s for 1.6 million streams, against 0.35 s for a slice per blob.
         """
-        data = self.blob_data
-        starts = self.blob_offsets.tolist()
+        ends = self.range_ends.tolist()
         offsets = self.offsets.tolist()
-        return [
-            (end, [data[starts[r] : starts[r + 1]] for r in range(offsets[i], offsets[i + 1])])
-            for i, end in enumerate(self.range_ends.tolist())
-        ]
+        with paused_collections():
+            if self.all_stream_ids_16_bytes():
+                blobs: list[bytes] = np.frombuffer(self.blob_data, dtype=_BLOB16).tolist()
+            else:
+                data = self.blob_data
+                blobs = [data[a:b] for a, b in itertools.pairwise(self.blob_offsets.tolist())]
+            return [(end, blobs[offsets[i] : offsets[i + 1]]) for i, end in enumerate(ends)]
 
     def to_arrays(self) -> GenerationArrays | None:
         """The same description as the core's arrays when :meth:`to_description` would
@@ -213,12 +225,34 @@ class DescriptionColumns:
             raise InvalidDescription(str(exc)) from exc
 
 
+@contextmanager
+def paused_collections() -> Iterator[None]:
+    """No garbage collection while millions of objects are built that form no cycles.
+
+    Each collection the new lists and tuples trigger walks every list reachable so far,
+    so the 1.6 million blobs of a large generation are visited again and again: half
+    the time of :meth:`DescriptionColumns.stream_rows`. Left as found on exit.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def hex_matrix(ids: ByteMatrix) -> ByteMatrix:
-    """ASCII hex digits of each 16-byte row: a (n, 32) uint8 matrix, computed vectorized."""
-    out = np.empty((ids.shape[0], 2 * ids.shape[1]), dtype=np.uint8)
-    out[:, 0::2] = _HEX_DIGITS[ids >> 4]
-    out[:, 1::2] = _HEX_DIGITS[ids & 0x0F]
-    return out
+    """ASCII hex digits of each 16-byte row: a read-only (n, 32) uint8 matrix.
+
+    ``binascii.hexlify`` makes them in one C pass, six times faster than numpy
+    lookups of each nibble (50 ms against 0.3 s for 1.6 million streams).
+    """
+    digits = binascii.hexlify(np.ascontiguousarray(ids, dtype=np.uint8).data)
+    matrix: ByteMatrix = np.frombuffer(digits, dtype=np.uint8).reshape(
+        ids.shape[0], 2 * ids.shape[1]
+    )
+    return matrix
 
 
 def token_value(value: Any, where: str) -> int:

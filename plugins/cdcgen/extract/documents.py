@@ -20,7 +20,7 @@ from dataclasses import fields
 import numpy as np
 
 from cdcgen.adapters.lake_store import LakeLocation, LakeRoot
-from cdcgen.extract.description_columns import DescriptionColumns
+from cdcgen.extract.description_columns import DescriptionColumns, paused_collections
 from cdcgen.extract.description_json import columns_from_json
 
 DOCUMENTS_DIR = "documents"
@@ -75,7 +75,8 @@ def read_description_document(lake: LakeRoot, digest: str) -> DescriptionColumns
         found = _parsed.get(digest)
     if found is not None:
         return found
-    columns = columns_from_json(json.loads(raw))
+    with paused_collections():  # 1.6M strings in 25,600 lists: 10% of the parse
+        columns = columns_from_json(json.loads(raw))
     for field in fields(columns):
         value = getattr(columns, field.name)
         if isinstance(value, np.ndarray):

@@ -16,6 +16,7 @@ Parquet take it without copying through Python).
 
 from __future__ import annotations
 
+import binascii
 from collections.abc import Iterable
 from datetime import datetime
 
@@ -29,7 +30,7 @@ from cdcgen.core.time import generation_timestamp, to_millis
 from cdcgen.core.token_arrays import expected_first_tokens
 from cdcgen.core.tokens import MIN_TOKEN
 from cdcgen.core.topology import Node
-from cdcgen.extract.description_columns import DescriptionColumns, hex_matrix
+from cdcgen.extract.description_columns import DescriptionColumns
 
 Int64Array = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
@@ -108,10 +109,11 @@ def flatten_generation(
     ignore = columns.ignore_msb[entry]
 
     ids, well_formed = columns.id_matrix()
-    tokens = np.ascontiguousarray(ids[:, :8]).view(">i8").reshape(-1).astype(np.int64)
+    # Each 16-byte row read as two big-endian words in place: one pass per column.
+    tokens = ids.view(">i8")[:, 0].astype(np.int64)
     # A blob that is not 16 bytes maps to the minimum token (cdc/cdc_partitioner.cc).
     tokens[~well_formed] = MIN_TOKEN
-    low = np.ascontiguousarray(ids[:, 8:]).view(">u8").reshape(-1).astype(np.uint64)
+    low = ids.view(">u8")[:, 1].astype(np.uint64)
     version = (low & np.uint64(0xF)).astype(np.int8)
     index_bits = ((low >> np.uint64(INDEX_SHIFT)) & np.uint64(MAX_INDEX)).astype(np.int32)
     random_bits = (low >> np.uint64(RANDOM_SHIFT)).astype(np.int64)
@@ -130,7 +132,7 @@ def flatten_generation(
         pa.array(shard_count.astype(np.int32)),
         pa.array(shard.astype(np.int32)),
         _binary_array(columns),
-        _hex_array(columns, ids),
+        _hex_array(columns),
         pa.array(tokens),
         pa.array(version, mask=malformed),
         pa.array(index_bits, mask=malformed),
@@ -214,12 +216,14 @@ def _binary_array(columns: DescriptionColumns) -> pa.Array:
     return large.cast(pa.binary())
 
 
-def _hex_array(columns: DescriptionColumns, ids: npt.NDArray[np.uint8]) -> pa.Array:
+def _hex_array(columns: DescriptionColumns) -> pa.Array:
+    """``stream_id_hex``: with 16-byte IDs, the hex of the whole blob buffer (one C
+    pass) is already the string column's data, 32 characters a row."""
     if not columns.all_stream_ids_16_bytes():
         return pa.array(columns.stream_hex(), pa.string())
     width = 2 * STREAM_ID_SIZE
     count = columns.stream_count
-    data = hex_matrix(ids).tobytes()
+    data = binascii.hexlify(columns.blob_data)
     if len(data) < 2**31:
         offsets = np.arange(0, width * (count + 1), width, dtype=np.int32)
         return pa.Array.from_buffers(
