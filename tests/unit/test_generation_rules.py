@@ -14,7 +14,7 @@ import pyarrow as pa
 import pytest
 
 from cdcgen.config import ConfigError, PipelineConfig
-from cdcgen.validation import flag_sql, sqlite_batches
+from cdcgen.validation import flag_sql, generation_flags, sqlite_batches
 from cdcgen.validation.flag_engines import choose_engine
 from cdcgen.validation.generation_rules import (
     ENTRY_DERIVED,
@@ -111,13 +111,17 @@ def test_without_counted_ids_the_pass_needs_no_counts_table() -> None:
     rows = [dict(STREAM, stream_id=bytes([0x20 + i]) * 16, shard=i) for i in range(3)]
     rows.append({**STREAM, "stream_id": b"\x30" * 16, "shard": 7, "version": 2})
     streams = pa.Table.from_pylist([{k: row[k] for k in SOURCE_COLUMNS["streams"]} for row in rows])
-    counts = stream_id_counts(streams["stream_id"], pa.array([b"\x0a" * 16]))
-    assert counts.num_rows == 0
+    previous = pa.table({"stream_id": [b"\x0a" * 16]})
+    assert stream_id_counts(streams["stream_id"], previous["stream_id"]).num_rows == 0
+    counts = generation_flags.counts_of(streams, previous, rules)
+    assert counts is None  # nothing counted: what both engines are handed
     with sqlite3.connect(":memory:") as connection:
         sqlite_batches.flag_streams(connection, streams, counts, rules)
         cursor = connection.execute(f"SELECT * FROM {sqlite_batches.STREAMS_TABLE}")
         names = [column[0] for column in cursor.description]
         (row,) = [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+        tables = {t for (t,) in connection.execute("SELECT name FROM sqlite_master")}
+    assert flag_sql.COUNTS_SOURCE not in tables
     assert row["shard"] == 7 and row["occurrences"] == 1
     assert {r.flag for r in rules if row[r.flag]} == {"breaks_stream_id_version_one"}
 

@@ -120,7 +120,7 @@ def record_run(report_dir: Path, record: RunRecord) -> Path:
         name = generation_page_name(record)
         mine = [r for r in records if isinstance(r, GenerationReport)]
         target = _write_generation_page(
-            report_dir, [r for r in mine if generation_page_name(r) == name]
+            report_dir, [r for r in mine if generation_page_name(r) == name], record
         )
     else:
         target = report_dir / CHANGES
@@ -138,10 +138,17 @@ def _summaries(report_dir: Path) -> tuple[list[RunRecord], list[str]]:
     return [_site_relative(record, report_dir) for record in records], problems
 
 
-def _write_generation_page(report_dir: Path, runs: list[GenerationReport]) -> Path:
-    """One generation's page: its latest record, ring read back, over all its runs."""
+def _write_generation_page(
+    report_dir: Path, runs: list[GenerationReport], known: GenerationReport | None = None
+) -> Path:
+    """One generation's page: its latest record over all its runs. The latest one's ring
+    is read back from its file, unless it is ``known`` (the record a task just saved)."""
     history = sorted(runs, key=lambda r: r.created_at, reverse=True)
-    latest = load_record(report_dir, record_key(history[0]))
+    key = record_key(history[0])
+    if known is not None and record_key(known) == key:
+        latest: RunRecord | None = known
+    else:
+        latest = load_record(report_dir, key)
     shown = history[0] if not isinstance(latest, GenerationReport) else latest
     path = report_dir / GENERATIONS_DIR / generation_page_name(history[0])
     write_atomic(path, render_generation_page(_site_relative(shown, report_dir), history))

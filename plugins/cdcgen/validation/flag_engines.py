@@ -52,21 +52,21 @@ def flag_on_spark(
 
     The inputs are exposed to the query as temporary views, dropped afterwards. The
     counts reach Spark as a Parquet file in ``scratch`` (a directory Spark's executors
-    can read, like the lake): usually empty, they can be as many as the streams when a
-    generation repeats the previous one, too many to hand over through the driver.
+    can read, like the lake): usually there are none (``None``: no join at all), but they
+    can be as many as the streams when a generation repeats the previous one, too many
+    to hand over through the driver.
     """
     import pyarrow.parquet as pq
 
     views = [flag_sql.STREAMS_SOURCE]
     streams.createOrReplaceTempView(flag_sql.STREAMS_SOURCE)
-    counted = counts is not None and counts.num_rows > 0
-    if counts is not None and counted:
+    if counts is not None:
         path = scratch / "stream_id_counts.parquet"
         pq.write_table(counts, path)
         spark.read.parquet(str(path)).createOrReplaceTempView(flag_sql.COUNTS_SOURCE)
         views.append(flag_sql.COUNTS_SOURCE)
     try:
-        return spark.sql(flag_sql.streams_query(rules, counted=counted)).toArrow()
+        return spark.sql(flag_sql.streams_query(rules, counted=counts is not None)).toArrow()
     finally:
         for view in views:
             spark.catalog.dropTempView(view)

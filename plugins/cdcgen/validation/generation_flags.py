@@ -50,7 +50,7 @@ def flag_into(
     entry_rules = rules_of(names, "entries")
     if engine == "sql":
         streams = inputs.streams_arrow(batches.streams)
-        counts = _counts(streams, batches.previous, stream_rules)
+        counts = counts_of(streams, batches.previous, stream_rules)
         with sqlite_batches.connect(database) as connection:
             sqlite_batches.flag_entries(connection, batches.entries(), entry_rules)
             sqlite_batches.flag_streams(connection, streams, counts, stream_rules)
@@ -58,7 +58,7 @@ def flag_into(
     session = spark()  # started here: a session is not something to start in a thread
 
     def flag_streams() -> pa.Table:
-        counts = _counts(
+        counts = counts_of(
             inputs.as_arrow(batches.streams, ("stream_id",)), batches.previous, stream_rules
         )
         frame = inputs.as_frame(session, batches.streams)
@@ -72,12 +72,13 @@ def flag_into(
             sqlite_batches.store_flagged_streams(connection, flagged.result())
 
 
-def _counts(
+def counts_of(
     streams: pa.Table, previous: inputs.Rows | None, rules: Sequence[RowRule]
 ) -> pa.Table | None:
-    """The stream ID counts, if some rule reads them."""
+    """The stream ID counts, if some rule reads them and some ID has one (None: every ID
+    occurs once and is new, which the flag pass then assumes without a join)."""
     if not needs_counts(rules):
         return None
     before = None if previous is None else inputs.as_arrow(previous, ("stream_id",))["stream_id"]
     counts: pa.Table = stream_id_counts(streams["stream_id"], before)
-    return counts
+    return counts if counts.num_rows else None

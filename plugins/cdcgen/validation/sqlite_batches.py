@@ -66,12 +66,12 @@ def flag_streams(
     counts: pa.Table | None,
     rules: Sequence[RowRule],
 ) -> None:
-    """The ``sql`` engine: flag the streams here, keeping the offending ones."""
+    """The ``sql`` engine: flag the streams here, keeping the offending ones (``counts``
+    None: no ID repeats or is reused, and no counts table is made)."""
     load_arrow(connection, flag_sql.STREAMS_SOURCE, streams)
-    counted = counts is not None and counts.num_rows > 0
-    if counts is not None and counted:
+    if counts is not None:
         load_arrow(connection, flag_sql.COUNTS_SOURCE, counts)
-    query = flag_sql.streams_query(rules, counted=counted)
+    query = flag_sql.streams_query(rules, counted=counts is not None)
     connection.execute(f"CREATE TABLE {STREAMS_TABLE} AS {query}")
 
 
