@@ -9,20 +9,22 @@ the code the ``cdc_generations`` DAG tasks run, stage by stage, in this process:
   recorded with the newest (:func:`cdcgen.pipeline.detect.detect`);
 * ``extract``: the extract job (:func:`cdcgen.jobs.extract_generation.run`): read the
   description from the source, write the lake partition, read it back with Spark;
-* ``spark_start``: within ``extract``, the start of the Spark session the job and then
-  validation use (started once: a long-lived session, as a Spark Connect server or a
-  shared driver would give). The job starts it while it reads the description, so it
-  is not added to the total;
+* ``spark_start``: within ``extract``, getting the Spark session the job and then
+  validation use. With ``$CDCGEN_SPARK_REMOTE`` (what ``make bench`` sets) that is a
+  session on a long-lived Spark Connect server, as a deployment runs one: the job
+  connects after the read, and no stage starts a JVM. Without it, the job starts a
+  local session while it reads (not added to the total), and validation shares it;
 * ``validate``: the GX suites with the recorded ring (:func:`cdcgen.pipeline.validate.validate`),
   Data Docs and the report page;
 * ``publish``: :func:`cdcgen.pipeline.publish.publish_in_order` and the report page.
 
 ``floor_seconds`` is measured in the same run (:mod:`generation_floor`): the same rows
 read and written by cassandra-driver alone at its best concurrency. Peak RSS is this
-process and its children (the Spark JVM), sampled every 0.1 s.
+process and its children (a local Spark JVM), plus the Spark Connect server and its
+children when ``--spark-server-pid`` names it, sampled every 0.1 s; CPU seconds likewise.
 
     .venv/bin/python benchmarks/bench_generation_pipeline.py [--nodes 100 --shards 64
-        --vnodes 256] [--output FILE]
+        --vnodes 256] [--spark-server-pid PID] [--output FILE]
 
 Prints one JSON object (and writes it to ``--output``).
 """
@@ -114,7 +116,14 @@ def main() -> None:
     parser.add_argument("--shards", type=int, default=64)
     parser.add_argument("--vnodes", type=int, default=256)
     parser.add_argument("--output", type=Path)
+    parser.add_argument(
+        "--spark-server-pid", type=int, help="the Spark Connect server's, counted in memory/CPU"
+    )
     args = parser.parse_args()
+    server = (args.spark_server_pid,) if args.spark_server_pid else ()
+    spark = "connect" if os.environ.get("CDCGEN_SPARK_REMOTE") else "local"
+    if spark == "connect" and not server:
+        raise SystemExit("--spark-server-pid: the Connect server's memory must be counted")
 
     workdir = Path(tempfile.mkdtemp(prefix="cdcgen-bench-gen-"))
     config = sandbox_config(PREFIX, lake_path=workdir / "lake", report_dir=workdir / "reports")
@@ -135,13 +144,13 @@ def main() -> None:
 
     @contextmanager
     def stage(name: str) -> Iterator[None]:
-        started, cpu_started = time.perf_counter(), cpu_time()
+        started, cpu_started = time.perf_counter(), cpu_time(server)
         yield
         seconds[name] = round(time.perf_counter() - started, 3)
-        cpu[name] = round(cpu_time() - cpu_started, 2)
+        cpu[name] = round(cpu_time(server) - cpu_started, 2)
 
     result: dict[str, Any] = {}
-    with MemorySampler() as memory:
+    with MemorySampler(also=server) as memory:
         with stage("detect"):
             from cdcgen.adapters.generation_sources import connected_generation_ports
             from cdcgen.extract.rings import LakeRingRecords
@@ -186,9 +195,9 @@ def main() -> None:
                 dag_id=DAG_ID,
                 run_id=RUN_ID,
             )
-        from pyspark.sql import SparkSession
+        from cdcgen.spark.session import JobKind, job_session
 
-        SparkSession.builder.getOrCreate().stop()  # the session the extract job started
+        job_session(JobKind.GENERATION_EXTRACT).stop()  # the session the extract job used
     (publication,) = published.published
     if publication.streams != arrays.stream_count or not outcome.passed:
         raise SystemExit(f"wrong result: {publication}, passed={outcome.passed}")
@@ -197,7 +206,7 @@ def main() -> None:
     )
     if floor.streams != arrays.stream_count:
         raise SystemExit(f"floor read {floor.streams} streams, expected {arrays.stream_count}")
-    # spark_start is part of extract (the job starts its session while it reads).
+    # spark_start is within extract (its own part of it, or beside the read).
     total = round(sum(v for k, v in seconds.items() if k != "spark_start"), 2)
     result.update(
         {
@@ -214,6 +223,7 @@ def main() -> None:
             "cpu_seconds": cpu,
             "peak_rss_mb": round(memory.peak_total / 2**20),
             "peak_rss_jvm_mb": round(memory.peak_children / 2**20),
+            "spark": spark,
             "checks": len(outcome.expectations),
             "rows_read_back": extracted["rows_read_back"],
             "extract_parts": {

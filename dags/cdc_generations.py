@@ -11,7 +11,8 @@ checking them.
 2. per generation (a mapped task group):
    - **wait** until every node's clock has passed the generation timestamp plus
      leeway (deferrable: the triggerer waits, not a worker);
-   - **extract** the description with Spark into the lake, one row per stream;
+   - **extract** the description with Spark into the lake, one row per stream
+     (spark-submit, or on the Spark Connect server `CDCGEN_SPARK_REMOTE` names);
    - **validate** with the Great Expectations suites (Data Docs in the report
      directory); a failure stops this generation's publication.
 3. **publish** the validated generations oldest first: for each,
@@ -42,7 +43,7 @@ from cdcgen.airflow.assets import PUBLICATIONS, published_generations
 from cdcgen.airflow.connections import SOURCE_CONN_ID, SPARK_CONN_ID
 from cdcgen.airflow.sensors import GenerationStartedSensor
 from cdcgen.airflow.spark_jobs import GENERATION_EXTRACT
-from cdcgen.airflow.spark_submit import CdcSparkSubmitOperator
+from cdcgen.airflow.spark_submit import GenerationExtractOperator
 
 PUBLISHED = published_generations()  # environment only: no I/O at parse time
 
@@ -113,7 +114,7 @@ def cdc_generations() -> None:
             deferrable=True,
             doc_md="Every node's clock past the generation timestamp + leeway (deferrable).",
         )
-        extract = CdcSparkSubmitOperator(
+        extract = GenerationExtractOperator(
             task_id="extract",
             cdc_conn_id=SOURCE_CONN_ID,
             conn_id=SPARK_CONN_ID,

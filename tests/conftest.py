@@ -224,3 +224,16 @@ def lake_root(request: pytest.FixtureRequest, tmp_path: Any) -> Any:
 
 
 # ============================ end of object store section ============================
+
+
+# ================================ Spark Connect server ================================
+
+
+@pytest.fixture(scope="session")
+def spark_connect(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """The product's Spark Connect server (:mod:`cdcgen.spark.connect_server`) on a free
+    loopback port, started once per session (about 6 s) and stopped at its end."""
+    from cdcgen_dev.spark_connect import connect_server
+
+    with connect_server(tmp_path_factory.mktemp("spark-connect")) as server:
+        yield server

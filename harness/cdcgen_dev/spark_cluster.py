@@ -113,18 +113,18 @@ class StandaloneCluster:
     def stop(self, grace: float = 15) -> None:
         """SIGTERM every group (workers first, so they end their executors), then SIGKILL."""
         for process in reversed(self.processes):
-            _signal_group(process, signal.SIGTERM)
+            signal_group(process, signal.SIGTERM)
         deadline = time.monotonic() + grace
         for process in reversed(self.processes):
             with contextlib.suppress(subprocess.TimeoutExpired):
                 process.wait(timeout=max(0.1, deadline - time.monotonic()))
-            _signal_group(process, signal.SIGKILL)
+            signal_group(process, signal.SIGKILL)
             with contextlib.suppress(subprocess.TimeoutExpired):
                 process.wait(timeout=10)
         self.processes.clear()
 
 
-def _signal_group(process: subprocess.Popen[bytes], sig: signal.Signals) -> None:
+def signal_group(process: subprocess.Popen[bytes], sig: signal.Signals) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(process.pid, sig)
 

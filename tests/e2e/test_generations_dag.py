@@ -265,3 +265,25 @@ def test_corrupted_generation_is_not_published(scenario: Callable[..., Scenario]
     site = list((scn.config.report_dir / "generations").glob(f"*{slug(bad.generation.id)}.html"))
     assert site, "no report page for the rejected generation"
     assert "stream IDs unique" in site[0].read_text()
+
+
+def test_extract_and_validation_on_the_spark_connect_server(
+    scenario: Callable[..., Scenario], spark_connect: Any
+) -> None:
+    # The deployment with a long-lived Spark: no task starts a JVM of its own.
+    from cdcgen.spark.session import REMOTE_ENV
+
+    scn = scenario("connect", SourceMode.RAFT)
+    with scn.client() as client:
+        joined = scn.cluster(client).join_node(SourceMode.RAFT, seed=21)
+    env = {REMOTE_ENV: spark_connect.url, "CDCGEN_VALIDATION_ENGINE": "spark"}
+    run, summary = scn.run(env=env)
+    assert_ok(run)
+    assert "Spark-Submit cmd" not in run.output
+    assert "extracted on the Spark Connect server" in run.output
+    assert "the generation-extract job runs on the Spark Connect server" in run.output
+    assert "the validation job runs on the Spark Connect server" in run.output
+    assert "rows flagged (spark engine)" in run.output
+    assert summary["generations_published"] == 1 and summary["validation"] == "passed"
+    assert summary["streams_published"] == joined.description.stream_count()
+    assert scn.compare() == Comparison(published=1, matching=1)

@@ -2,6 +2,7 @@
 
 Starting Spark costs seconds (a JVM): all tests share one session (``local[2]``, few
 shuffle partitions, no UI), the same settings the pipeline uses on a small machine.
+``spark_remote`` is a session on the Spark Connect server (``tests/conftest.py``).
 Test modules load this with ``pytest_plugins = ("conftest_spark",)``; the repository's
 ``tests/conftest.py`` belongs to another part of the project.
 """
@@ -18,6 +19,8 @@ import pytest
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+    from cdcgen_dev.spark_connect import ConnectServer
+
 
 @pytest.fixture(scope="session")
 def spark(s3_server: object) -> Iterator[SparkSession]:  # the JVM inherits its AWS_*
@@ -28,3 +31,11 @@ def spark(s3_server: object) -> Iterator[SparkSession]:  # the JVM inherits its 
     session = spark_session("cdcgen-tests", {"spark.sql.shuffle.partitions": "2"})
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def spark_remote(spark_connect: ConnectServer) -> SparkSession:
+    """A validation session on :func:`spark_connect` (beside the local ``spark``)."""
+    from cdcgen.spark.session import JobKind, job_conf, remote_session
+
+    return remote_session(spark_connect.url, job_conf(JobKind.VALIDATION))

@@ -1,5 +1,6 @@
 """The GX suites: valid generations pass, each corruption names its expectation, on
-either flag engine (SQLite in-process, Spark), with the same verdicts and rows.
+either flag engine (SQLite in-process, Spark, also on a Spark Connect server), with the
+same verdicts and rows.
 
 Spark and GX cost seconds per validation, so the corruptions share one run per engine: a
 generation carrying every corruption, each in its own entry, validated once per engine
@@ -225,41 +226,47 @@ CORRUPTIONS: dict[str, tuple[Callable[[Json, Json], int], str]] = {
 Corrupted = tuple[ValidationResult, dict[str, int], Json]
 
 
+#: The engines, and the Spark engine on the Spark Connect server (the jobs' long-lived one).
+VARIANTS = (*ENGINES, "spark on connect")
+
+
 @pytest.fixture(scope="module")
 def corrupted_by_engine(
-    spark: SparkSession, tmp_path_factory: pytest.TempPathFactory
+    spark: SparkSession, spark_remote: SparkSession, tmp_path_factory: pytest.TempPathFactory
 ) -> dict[str, Corrupted]:
     previous = _generation(1)
     data = copy.deepcopy(_generation(2))
     touched = {name: corrupt(data, previous) for name, (corrupt, _) in CORRUPTIONS.items()}
     assert len(set(touched.values())) == len(touched), "one entry per corruption"
+    sessions = {"sql": spark, "spark": spark, "spark on connect": spark_remote}
     results = {
-        engine: validate_description(
-            spark,
+        variant: validate_description(
+            sessions[variant],
             columns_from_json(data),
-            report_dir=tmp_path_factory.mktemp(f"corrupted-{engine}") / "docs",
+            report_dir=tmp_path_factory.mktemp("corrupted") / "docs",
             nodes=NODES,
             previous=columns_from_json(previous),
             timestamp=T2,
             generation_id="corrupted",
-            engine=engine,
+            engine=variant.split()[0],
         )
-        for engine in ENGINES
+        for variant in VARIANTS
     }
-    return {engine: (result, touched, data) for engine, result in results.items()}
+    return {variant: (result, touched, data) for variant, result in results.items()}
 
 
-@pytest.fixture(scope="module", params=ENGINES)
+@pytest.fixture(scope="module", params=VARIANTS)
 def corrupted(
     request: pytest.FixtureRequest, corrupted_by_engine: dict[str, Corrupted]
 ) -> Corrupted:
     return corrupted_by_engine[request.param]
 
 
-def test_both_engines_give_the_same_verdicts_and_rows(
-    corrupted_by_engine: dict[str, Corrupted],
+@pytest.mark.parametrize("other", VARIANTS[1:])
+def test_every_engine_gives_the_same_verdicts_and_rows(
+    corrupted_by_engine: dict[str, Corrupted], other: str
 ) -> None:
-    sql, spark = (corrupted_by_engine[engine][0] for engine in ENGINES)
+    sql, spark = corrupted_by_engine["sql"][0], corrupted_by_engine[other][0]
 
     def verdicts(result: ValidationResult) -> list[tuple[str, str, bool, object]]:
         return [(c.suite, c.expectation, c.passed, c.observed) for c in result.checks]

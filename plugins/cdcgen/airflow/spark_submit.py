@@ -24,6 +24,7 @@ environment (:func:`without_inherited_secrets`).
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 from collections.abc import Iterator, MutableMapping
@@ -40,6 +41,7 @@ from cdcgen.airflow.lake_connection import lake_connection_env
 from cdcgen.config import PipelineConfig
 from cdcgen.pipeline.result_files import open_attempt
 from cdcgen.spark.class_archive import with_class_archive
+from cdcgen.spark.session import JobKind, remote_for
 
 
 class CdcSparkSubmitOperator(SparkSubmitOperator):
@@ -78,6 +80,32 @@ class CdcSparkSubmitOperator(SparkSubmitOperator):
             return args
         at = args.index(self.result_arg) + 1
         return [*args[:at], str(open_attempt(args[at], attempt)), *args[at + 1 :]]
+
+
+class GenerationExtractOperator(CdcSparkSubmitOperator):
+    """A generation's extract: spark-submit, or in this task's process on the Spark
+    Connect server ``$CDCGEN_SPARK_REMOTE`` names (:mod:`cdcgen.spark.connect_server`).
+
+    On the server the job starts no JVM: it reads the description here, writes the lake
+    partition here, and has the server read it back. Its configuration is the one the
+    spark-submit would get (the planned ``CDCGEN_*`` variables) with the connection's
+    credentials, which then never leave this process.
+    """
+
+    def execute(self, context: Any) -> Any:
+        if remote_for(JobKind.GENERATION_EXTRACT) is None:
+            return super().execute(context)
+        from cdcgen.jobs.extract_generation import run
+
+        access = CdcSourceHook(self.cdc_conn_id).get_config()  # and the lake's access
+        config = PipelineConfig.from_env(self.env_vars or {}).with_overrides(
+            username=access.username, password=access.password, password_file=access.password_file
+        )
+        summary = run(list(self.application_args or []), config)
+        self.log.info(
+            "extracted on the Spark Connect server: %s", json.dumps(summary, sort_keys=True)
+        )
+        return None
 
 
 @contextmanager

@@ -152,25 +152,37 @@ def run(argv: Sequence[str] | None = None, config: PipelineConfig | None = None)
     """
     from cdcgen.extract.rings import LakeRingRecords
     from cdcgen.extract.spark_extract import extract_generation
-    from cdcgen.spark.session import job_session
+    from cdcgen.spark.session import job_session, remote_for
 
     args = build_parser().parse_args(argv)
     config = config or PipelineConfig.from_env()
     started = time.monotonic()
     generation = generation_of(args)
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="cdcgen-spark-start") as pool:
-        # The session starts while the description is read: the JVM's start-up and the
-        # driver's Python reading rows each take seconds, and they need different cores.
-        session = pool.submit(_timed, job_session, JobKind.GENERATION_EXTRACT)
+    lake = args.lake or config.lake_path
+
+    def load() -> tuple[DescriptionColumns, str | None, Ring | None]:
         columns, source_problem = load_columns(config, generation, args.description)
-        lake = args.lake or config.lake_path
         ring: Ring | None
         if args.topology:  # given: the recorded ring is not read
             ring = ring_from_json(json.loads(Path(args.topology).read_text(encoding="utf-8")))
         else:
             ring = LakeRingRecords(lake).recorded(generation) if not generation.table else None
+        return columns, source_problem, ring
+
+    if remote_for(JobKind.GENERATION_EXTRACT) is not None:
+        # A Connect session is a client: connecting after the read costs a fraction of
+        # a second, where importing it beside the read slowed the read (one GIL).
+        columns, source_problem, ring = load()
         loaded = time.monotonic()
-        spark, spark_start = session.result()
+        spark, spark_start = _timed(job_session, JobKind.GENERATION_EXTRACT)
+    else:
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="cdcgen-spark-start") as pool:
+            # The session starts while the description is read: the JVM's start-up and
+            # the driver's Python reading rows each take seconds, on different cores.
+            session = pool.submit(_timed, job_session, JobKind.GENERATION_EXTRACT)
+            columns, source_problem, ring = load()
+            loaded = time.monotonic()
+            spark, spark_start = session.result()
     waited = time.monotonic()
     result = extract_generation(
         spark,

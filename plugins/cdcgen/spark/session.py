@@ -6,6 +6,13 @@ large generation's streams). Each gets its configuration here, once: :func:`subm
 hands it to ``SparkSubmitOperator`` (``conf=``), :func:`job_session` builds a local
 session with it when the job runs in-process (tests, the command line, a task without Spark).
 
+A generation's extract and its validation are seconds of Spark work, less than a JVM's
+start and its cold first job. With ``$CDCGEN_SPARK_REMOTE`` set (``sc://host:port``),
+those two kinds (:data:`CONNECT_KINDS`) run on that long-lived Spark Connect server
+instead (:mod:`cdcgen.spark.connect_server` starts one with their configuration): the
+process that runs them starts no JVM. The changes extraction keeps its own application:
+it fans out Python work over executors (broadcasts, accumulators), which Connect has not.
+
 All kinds share the small machine's defaults (two local cores, few shuffle partitions,
 no UI, UTC, Arrow) and Delta Lake (:mod:`cdcgen.spark.delta`; static, so every session
 has it whichever kind started it). The changes extraction adds what its writes rely
@@ -16,11 +23,12 @@ like numbers).
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 from collections.abc import Mapping
 from enum import StrEnum
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from cdcgen.adapters.lake_store import S3Access
 from cdcgen.spark.class_archive import with_class_archive
@@ -30,6 +38,9 @@ from cdcgen.spark.shipping import ship_package
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+
+
+log = logging.getLogger(__name__)
 
 
 class JobKind(StrEnum):
@@ -66,6 +77,15 @@ _KIND_CONF: Mapping[JobKind, Mapping[str, str]] = {
     JobKind.VALIDATION: SHORT_JOB_JIT,
 }
 
+#: The kinds a Spark Connect server can run (SQL, reads and Arrow results only).
+CONNECT_KINDS: frozenset[JobKind] = frozenset({JobKind.GENERATION_EXTRACT, JobKind.VALIDATION})
+REMOTE_ENV = "CDCGEN_SPARK_REMOTE"
+
+
+class SparkServerMismatch(Exception):
+    """The Spark Connect server lacks a setting the job needs (the message says which)."""
+
+
 _APP_NAMES: Mapping[JobKind, str] = {
     JobKind.GENERATION_EXTRACT: "cdcgen-extract",
     JobKind.CHANGES_EXTRACT: "cdcgen-changes",
@@ -88,10 +108,61 @@ def submit_env() -> dict[str, str]:
     return {"PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
 
 
+def remote_for(kind: JobKind, environ: Mapping[str, str] = os.environ) -> str | None:
+    """The Spark Connect server ``kind`` runs on, or None for a session of its own."""
+    url = environ.get(REMOTE_ENV, "").strip()
+    return url if url and kind in CONNECT_KINDS else None
+
+
 def job_session(kind: JobKind, app_name: str | None = None) -> SparkSession:
-    """The active session, or a new one configured for ``kind``, workers on this Python."""
+    """A session for ``kind``: on the Spark Connect server :func:`remote_for` names, else
+    the active session or a new one configured for ``kind``, workers on this Python."""
+    url = remote_for(kind)
+    if url is not None:
+        log.info("the %s job runs on the Spark Connect server", kind)
+        return remote_session(url, job_conf(kind))
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     return spark_session(app_name or _APP_NAMES[kind], _KIND_CONF[kind])
+
+
+#: Settings a running Spark fixed at its start; a Connect session can read, not set them.
+STATIC_SQL_CONF = frozenset(DELTA_CONF) - {"spark.databricks.delta.snapshotPartitions"}
+
+
+def server_mismatches(needed: Mapping[str, str], server: Mapping[str, str | None]) -> list[str]:
+    """What a server fixed at its start (``needed``'s static settings: Delta's extension
+    and catalog) but differently from ``needed``; each as ``key: server has X, needs Y``."""
+    return [
+        f"{key}: the server has {server.get(key)!r}, the job needs {value!r}"
+        for key, value in needed.items()
+        if key in STATIC_SQL_CONF and server.get(key) != value
+    ]
+
+
+def remote_session(url: str, conf: Mapping[str, str]) -> SparkSession:
+    """A session on the Spark Connect server at ``url`` with ``conf``'s SQL settings.
+
+    Made with Connect's own builder, which, unlike ``SparkSession.builder.remote``, does
+    not switch the whole process to Connect: a local session can live beside it. The
+    server's static settings are checked first (:class:`SparkServerMismatch`), since a
+    server without Delta would misread the lake rather than fail.
+    """
+    from pyspark.sql.connect.session import SparkSession as ConnectSession
+
+    session = ConnectSession.builder.remote(url).getOrCreate()
+    found = {key: session.conf.get(key, None) for key in conf if key in STATIC_SQL_CONF}
+    problems = server_mismatches(conf, found)
+    if problems:
+        raise SparkServerMismatch(
+            "the Spark Connect server ($"
+            + REMOTE_ENV
+            + ") cannot run this job: "
+            + "; ".join(problems)
+        )
+    for key, value in conf.items():
+        if key.startswith("spark.sql.") and key not in STATIC_SQL_CONF:
+            session.conf.set(key, value)
+    return cast("SparkSession", session)
 
 
 def spark_session(app_name: str = "cdcgen", conf: Mapping[str, str] | None = None) -> SparkSession:
