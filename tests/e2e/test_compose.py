@@ -56,6 +56,7 @@ OPTIONAL_SETTINGS: frozenset[str] = frozenset(
         "CDCGEN_TLS_VERIFY_HOSTNAME",
         "CDCGEN_LAKE_ROOTS",  # none but the configured lake: the default is the safe one
         "CDCGEN_PRUNE_EXPIRED_AFTER_SECONDS",  # off: ScyllaDB keeps every description
+        "CDCGEN_SPARK_REMOTE",  # the tasks' (Airflow's) setting; the Spark daemons run no job
     }
 )
 
@@ -110,8 +111,11 @@ class RecordingEnv(Mapping[str, str]):
 
 
 def settings_read_by_the_pipeline() -> set[str]:
+    from cdcgen.spark.session import JobKind, remote_for
+
     env = RecordingEnv({})
     PipelineConfig.from_env(env)
+    remote_for(JobKind.GENERATION_EXTRACT, env)
     return {name for name in env.asked if name.startswith("CDCGEN_")}
 
 
@@ -193,6 +197,7 @@ def test_every_component_is_there(services: dict[str, Any]) -> None:
         *AIRFLOW_COMMANDS,
         "spark-master",
         "spark-worker",
+        "spark-connect",
     }
     assert expected <= set(services)
 
@@ -263,6 +268,7 @@ def test_services_wait_for_what_they_need(services: dict[str, Any]) -> None:
         assert services[name].get("healthcheck"), f"{name} needs a health check"
     scheduler = services["airflow-scheduler"]["depends_on"]
     assert scheduler["spark-master"]["condition"] == "service_healthy"
+    assert scheduler["spark-connect"]["condition"] == "service_healthy"
     assert scheduler["scylla-3"]["condition"] == "service_healthy"
     for name, service in services.items():
         for target, rule in (service.get("depends_on") or {}).items():
