@@ -129,11 +129,13 @@ def signal_group(process: subprocess.Popen[bytes], sig: signal.Signals) -> None:
         os.killpg(process.pid, sig)
 
 
-def _spawn(args: list[str], env: Mapping[str, str], log: Path) -> subprocess.Popen[bytes]:
+def spawn(command: list[str], env: Mapping[str, str], log: Path) -> subprocess.Popen[bytes]:
+    """``command`` in ``log``'s folder, output to ``log``, in its own process group, killed
+    when this process dies."""
     log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("ab") as out:
         return subprocess.Popen(
-            [str(spark_home() / "bin" / "spark-class"), *args],
+            command,
             env=dict(env),
             stdout=out,
             stderr=subprocess.STDOUT,
@@ -142,6 +144,10 @@ def _spawn(args: list[str], env: Mapping[str, str], log: Path) -> subprocess.Pop
             start_new_session=True,
             preexec_fn=die_with_parent,
         )
+
+
+def _spark_class(args: list[str], env: Mapping[str, str], log: Path) -> subprocess.Popen[bytes]:
+    return spawn([str(spark_home() / "bin" / "spark-class"), *args], env, log)
 
 
 def start(
@@ -161,7 +167,7 @@ def start(
     cluster = StandaloneCluster(f"spark://{LOOPBACK}:{port}", f"http://{LOOPBACK}:{web}", root)
     master_args = [MASTER_CLASS, "--host", LOOPBACK, "--port", str(port), "--webui-port", str(web)]
     try:
-        cluster.processes.append(_spawn(master_args, env, root / "master" / "master.log"))
+        cluster.processes.append(_spark_class(master_args, env, root / "master" / "master.log"))
         _wait(cluster, lambda state: True, timeout, root / "master" / "master.log")
         for index in range(workers):
             home = root / f"worker-{index}"
@@ -173,7 +179,7 @@ def start(
                 *("--memory", memory, "--work-dir", str(home / "work")),
                 cluster.master_url,
             ]
-            cluster.processes.append(_spawn(worker_args, env, home / "worker.log"))
+            cluster.processes.append(_spark_class(worker_args, env, home / "worker.log"))
         _wait(
             cluster,
             lambda state: int(state.get("aliveworkers", 0)) >= workers,

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 from cdcgen.spark.connect_server import server_env
 from cdcgen.spark.session import JobKind, job_conf, remote_session
-from cdcgen_dev.spark_cluster import LOOPBACK, die_with_parent, free_port, signal_group
+from cdcgen_dev.spark_cluster import LOOPBACK, free_port, signal_group, spawn
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -42,21 +42,10 @@ class ConnectServer:
 @contextlib.contextmanager
 def connect_server(root: Path, timeout: float = 180) -> Iterator[ConnectServer]:
     """A running server whose log is ``root/connect.log``; stopped on the way out."""
-    root.mkdir(parents=True, exist_ok=True)
     port, log = free_port(), root / "connect.log"
     command = [sys.executable, "-m", "cdcgen.spark.connect_server", "--port", str(port)]
     command += ["--master", "local[2]"]
-    with log.open("ab") as out:
-        process = subprocess.Popen(
-            command,
-            env=server_env(),
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            cwd=root,
-            start_new_session=True,
-            preexec_fn=die_with_parent,
-        )
+    process = spawn(command, server_env(), log)
     server = ConnectServer(f"sc://{LOOPBACK}:{port}", process.pid, log)
     session = None
     try:

@@ -61,7 +61,7 @@ def test_the_extract_job_runs_on_the_server_and_starts_no_spark_of_its_own(
     argv += ["--topology", str(tmp_path / "t.json")]
     env = {**os.environ, REMOTE_ENV: spark_connect.url}
     done = subprocess.run(
-        [sys.executable, "-c", JOB, *argv], env=env, capture_output=True, text=True, timeout=300
+        [sys.executable, "-c", JOB, *argv], env=env, capture_output=True, text=True, timeout=120
     )
     assert done.returncode == 0, done.stderr
     summary = json.loads(done.stdout.strip().splitlines()[-1])
@@ -88,3 +88,43 @@ def test_a_session_on_the_server_gets_the_jobs_sql_settings(spark_connect: Conne
     assert session.conf.get("spark.sql.shuffle.partitions") == "3"
     assert session.conf.get("spark.sql.session.timeZone") == "UTC"
     assert session.sql("SELECT 1 AS one").collect()[0].one == 1
+
+
+def test_a_session_on_the_server_is_not_the_one_libraries_find(
+    spark_connect: ConnectServer, spark: SparkSession
+) -> None:
+    # GX's Spark engine asks Connect's builder for a session first: had the job's session
+    # become the process's default Connect session, GX would run a local session's checks
+    # (the changes' row checks) on the server, where their views do not exist.
+    from great_expectations.execution_engine.sparkdf_execution_engine import (
+        SparkDFExecutionEngine,
+    )
+    from pyspark.sql.connect.session import SparkSession as ConnectSession
+
+    remote = remote_session(spark_connect.url, job_conf(JobKind.VALIDATION))
+    assert remote is remote_session(spark_connect.url, job_conf(JobKind.GENERATION_EXTRACT))
+    assert ConnectSession.getActiveSession() is None
+    found = SparkDFExecutionEngine.get_or_create_spark_session()
+    assert not isinstance(found, ConnectSession)
+    assert found.sparkContext.applicationId == spark.sparkContext.applicationId
+
+
+#: A process that uses a session on the server, then ends without stopping it.
+USE_AND_EXIT = """
+import sys
+from cdcgen.spark.session import JobKind, job_conf, remote_session
+remote_session(sys.argv[1], job_conf(JobKind.VALIDATION)).sql("SELECT 1").collect()
+"""
+
+
+def test_a_process_with_a_session_on_the_server_exits(spark_connect: ConnectServer) -> None:
+    # Left to the interpreter's shutdown, a session's gRPC channel could wait forever
+    # (about 2 processes in 5 hung after their work): sessions are closed at exit.
+    for _ in range(5):
+        done = subprocess.run(
+            [sys.executable, "-c", USE_AND_EXIT, spark_connect.url],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.returncode == 0, done.stderr

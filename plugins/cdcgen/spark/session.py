@@ -23,12 +23,15 @@ like numbers).
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import logging
 import os
 import sys
+import threading
 from collections.abc import Mapping
 from enum import StrEnum
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from cdcgen.adapters.lake_store import S3Access
 from cdcgen.spark.class_archive import with_class_archive
@@ -139,25 +142,51 @@ def server_mismatches(needed: Mapping[str, str], server: Mapping[str, str | None
     ]
 
 
+_remote_lock = threading.Lock()
+_remote_sessions: dict[str, Any] = {}
+
+
+@atexit.register
+def _close_remote_sessions() -> None:
+    """Close this process's Connect sessions while its threads still run.
+
+    Left to their finalizers at interpreter shutdown, a session's gRPC channel can wait
+    forever for a thread that is gone: 5 of 12 runs of the extract job hung after their
+    work was done. The server is not asked to release them (it may be down, and each
+    retry waits); it drops them when they have been idle for its session timeout.
+    """
+    with _remote_lock:
+        sessions = list(_remote_sessions.values())
+        _remote_sessions.clear()
+    for session in sessions:
+        session.release_session_on_close = False
+        with contextlib.suppress(Exception):
+            session.stop()
+
+
 def remote_session(url: str, conf: Mapping[str, str]) -> SparkSession:
     """A session on the Spark Connect server at ``url`` with ``conf``'s SQL settings.
 
-    Made with Connect's own builder, which, unlike ``SparkSession.builder.remote``, does
-    not switch the whole process to Connect: a local session can live beside it. The
-    server's static settings are checked first (:class:`SparkServerMismatch`), since a
-    server without Delta would misread the lake rather than fail.
+    One per server and process, made by Connect's constructor and kept here, not by a
+    builder. ``SparkSession.builder.remote`` switches the whole process to Connect, and
+    Connect's own builder makes its session the process's default one, which GX's Spark
+    engine (it asks Connect's builder first) would then use instead of a local session:
+    this one is the caller's alone, and a local session can live beside it. The
+    server's static settings are checked first (:class:`SparkServerMismatch`): a server
+    started otherwise would fail later, inside a job, with Spark's message instead.
     """
     from pyspark.sql.connect.session import SparkSession as ConnectSession
 
-    session = ConnectSession.builder.remote(url).getOrCreate()
+    with _remote_lock:
+        session = _remote_sessions.get(url)
+        if session is None or session.is_stopped:
+            session = _remote_sessions[url] = ConnectSession(connection=url)
     found = {key: session.conf.get(key, None) for key in conf if key in STATIC_SQL_CONF}
     problems = server_mismatches(conf, found)
     if problems:
+        listed = "; ".join(problems)
         raise SparkServerMismatch(
-            "the Spark Connect server ($"
-            + REMOTE_ENV
-            + ") cannot run this job: "
-            + "; ".join(problems)
+            f"the Spark Connect server (${REMOTE_ENV}) cannot run it: {listed}"
         )
     for key, value in conf.items():
         if key.startswith("spark.sql.") and key not in STATIC_SQL_CONF:
