@@ -51,8 +51,16 @@ def is_read(cql: str) -> bool:
 
 
 def execute(client: CqlClient, cql: str, params: Sequence[Any] = ()) -> Any:
-    """Run one bound statement and return its result set."""
-    return client.session.execute(prepared(client, cql), tuple(params))
+    """Run one bound statement and return its result set.
+
+    A read is retried with the client's backoff: right after a node is killed, the live
+    coordinators can time out while the driver still routes to the dead one, and the
+    emulator's own state must still be readable then.
+    """
+    statement = prepared(client, cql)
+    if is_read(cql):
+        return client.execute_retried(statement, tuple(params))
+    return client.session.execute(statement, tuple(params))
 
 
 def execute_many(
