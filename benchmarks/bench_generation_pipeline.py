@@ -16,7 +16,8 @@ the code the ``cdc_generations`` DAG tasks run, stage by stage, in this process:
   local session while it reads (not added to the total), and validation shares it;
 * ``validate``: the GX suites with the recorded ring (:func:`cdcgen.pipeline.validate.validate`),
   Data Docs and the report page;
-* ``publish``: :func:`cdcgen.pipeline.publish.publish_in_order` and the report page.
+* ``publish``: :func:`cdcgen.pipeline.publish.publish_in_order` and the report page,
+  with the description parsed again (the DAG's publish task is a process of its own).
 
 ``floor_seconds`` is measured in the same run (:mod:`generation_floor`): the same rows
 read and written by cassandra-driver alone at its best concurrency. Peak RSS is this
@@ -173,6 +174,10 @@ def main() -> None:
             from cdcgen.pipeline.validate import validate
 
             outcome = validate(config, generation, dag_id=DAG_ID, run_id=RUN_ID)
+        from cdcgen.extract import documents
+
+        # The DAG's publish task is a process of its own: it parses the description again.
+        documents._parsed.clear()
         with stage("publish"):
             from cdcgen.extract.lake import LocalGenerationLake
             from cdcgen.pipeline.publish import publish_in_order

@@ -9,8 +9,11 @@ import numpy as np
 import pytest
 
 from cdcgen.core.tokens import MAX_TOKEN, MIN_TOKEN
+from cdcgen.core.topology import InvalidDescription
 from cdcgen.extract.description_columns import DescriptionColumns
 from cdcgen.extract.description_json import (
+    _compact_columns,
+    columns_from_bytes,
     columns_from_json,
     columns_to_json,
     description_bytes,
@@ -76,3 +79,82 @@ def test_a_stream_with_spaces_in_its_hex_stays_that_stream() -> None:
     assert columns.stream_count == 2
     assert not columns.all_stream_ids_16_bytes()  # the validation reports its length
     assert columns.stream_rows()[1] == (2, [bytes.fromhex(good)])
+
+
+def _read_both_ways(raw: bytes) -> DescriptionColumns | None:
+    """``columns_from_bytes(raw)``, after checking it is what the JSON parser makes; None
+    when both raise the same error."""
+    try:
+        expected = columns_from_json(json.loads(raw))
+    except (InvalidDescription, ValueError) as error:
+        with pytest.raises(type(error)) as raised:
+            columns_from_bytes(raw)
+        assert str(raised.value) == str(error)
+        return None
+    found = columns_from_bytes(raw)
+    for name in ("range_ends", "ignore_msb", "offsets", "blob_offsets"):
+        assert getattr(found, name).dtype == getattr(expected, name).dtype == np.int64
+        assert getattr(found, name).tolist() == getattr(expected, name).tolist(), name
+    assert found.blob_data == expected.blob_data
+    return found
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_the_compact_form_is_read_by_its_layout_as_the_json_parser_reads_it(seed: int) -> None:
+    raw = description_bytes(_random_columns(random.Random(seed), entries=60))
+    assert _compact_columns(raw) is not None  # the fast path, not the fallback
+    read = _read_both_ways(raw)
+    assert read is not None
+    assert description_bytes(read) == raw
+
+
+def test_descriptions_without_entries_or_streams_are_read_by_their_layout() -> None:
+    for raw in (
+        b'{"entries":[]}',
+        b'{"entries":[{"token_range_end":5,"sharding_ignore_msb":12,"streams":[]}]}',
+    ):
+        assert _compact_columns(raw) is not None
+        read = _read_both_ways(raw)
+    assert read is not None
+    assert description_bytes(read) == raw
+
+
+def _compact_variants() -> list[tuple[str, bytes]]:
+    raw = description_bytes(_random_columns(random.Random(11), entries=4))
+    first = raw.index(b'"streams":["') + len(b'"streams":["')
+    return [
+        ("spaced", json.dumps(json.loads(raw), indent=1).encode()),
+        ("upper-case hex", raw.replace(b"a", b"A")),
+        ("escaped digit", raw[:first] + b"\\u0030" + raw[first + 1 :]),
+        ("0x prefix", raw[:first] + b"0x" + raw[first:]),
+        ("15-byte IDs", description_bytes(_random_columns(random.Random(3), 4, blob_size=15))),
+        ("a bracket in a stream", raw[:first] + b"]}" + raw[first + 2 :]),
+        ("leading zero", raw.replace(b'"sharding_ignore_msb":', b'"sharding_ignore_msb":0', 1)),
+        ("token out of range", raw.replace(b"9223372036854775807", b"9223372036854775808")),
+        (
+            "ignore_msb out of range",
+            raw.replace(b'"sharding_ignore_msb":', b'"sharding_ignore_msb":9999', 1),
+        ),
+        ("no closing bracket", raw[:-2]),
+        ("not hex", raw[:first] + b"zz" + raw[first + 2 :]),
+        ("a trailing comma", raw[:-2] + b",]}"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("name", "raw"), _compact_variants(), ids=[n for n, _ in _compact_variants()]
+)
+def test_every_other_spelling_reads_as_the_json_parser_reads_it(name: str, raw: bytes) -> None:
+    """Whatever the layout reader declines or rejects, the result (or the error, word for
+    word) is the JSON parser's."""
+    _read_both_ways(raw)
+
+
+def test_numbers_out_of_range_are_named_as_the_json_parser_names_them() -> None:
+    raw = description_bytes(_random_columns(random.Random(11), entries=4))
+    too_big = raw.replace(b"9223372036854775807", b"9223372036854775808")
+    with pytest.raises(InvalidDescription, match=r"entries\[3\]\.token_range_end"):
+        columns_from_bytes(too_big)
+    wide = raw.replace(b'"sharding_ignore_msb":', b'"sharding_ignore_msb":9999', 1)
+    with pytest.raises(InvalidDescription, match=r"entries\[0\]\.sharding_ignore_msb"):
+        columns_from_bytes(wide)

@@ -7,7 +7,9 @@ generation cost seconds rather than minutes; the file is written atomically.
 
 from __future__ import annotations
 
+import binascii
 import json
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -29,6 +31,90 @@ _TAIL = b"]}"
 _ENTRY_HEAD = b'{"token_range_end":%d,"sharding_ignore_msb":%d,"streams":['
 #: One stream in the compact form: ``"<32 hex digits>",``.
 _QUOTED_WIDTH = 2 * STREAM_ID_SIZE + 3
+_JSON_INT = rb"(-?(?:0|[1-9][0-9]*))"
+_ENTRY_HEAD_RE = re.compile(
+    rb'\{"token_range_end":' + _JSON_INT + rb',"sharding_ignore_msb":' + _JSON_INT
+    + rb',"streams":\['
+)  # fmt: skip
+_QUOTE, _COMMA = ord('"'), ord(",")
+
+
+def columns_from_bytes(raw: bytes) -> DescriptionColumns:
+    """Parse description JSON bytes, as :func:`columns_from_json` of ``json.loads``.
+
+    The compact form that :func:`description_bytes` writes is read by its layout: at
+    1.6 million streams that is about 0.15 s, where the JSON parser and the columns
+    built from its 1.6 million strings take 0.85 s, paid by every task that reads the
+    generation. Anything else (another spelling, other ID lengths, an error to report)
+    goes through the JSON parser.
+    """
+    columns = _compact_columns(raw)
+    return columns if columns is not None else columns_from_json(json.loads(raw))
+
+
+def _compact_columns(raw: bytes) -> DescriptionColumns | None:
+    """The columns of exactly the compact form with 16-byte IDs, else None.
+
+    Every byte is accounted for: the head, each entry's head (JSON integers), its
+    streams as ``"<32 hex digits>"`` joined by commas, the closing brackets and the
+    commas between entries. Such bytes are valid JSON with the meaning read here.
+    """
+    if not (raw.startswith(_HEAD) and raw.endswith(_TAIL)):
+        return None
+    ends: list[int] = []
+    ignores: list[int] = []
+    counts: list[int] = []
+    segments: list[memoryview] = []  # joined below: the one copy
+    view = memoryview(raw)
+    pos, stop = len(_HEAD), len(raw) - len(_TAIL)
+    entry_head = _ENTRY_HEAD_RE.match
+    while pos < stop:
+        if ends:
+            if raw[pos] != _COMMA:
+                return None
+            pos += 1
+        head = entry_head(raw, pos)
+        if head is None:
+            return None
+        start = head.end()
+        close = raw.find(b"]}", start)
+        length = close - start
+        if close < 0 or (length and length % _QUOTED_WIDTH != _QUOTED_WIDTH - 1):
+            return None
+        ends.append(int(head[1]))
+        ignores.append(int(head[2]))
+        counts.append((length + 1) // _QUOTED_WIDTH)
+        if length:
+            segments.append(view[start:close])
+        pos = close + len(_TAIL)
+    if pos != stop:
+        return None
+    streams = sum(counts)
+    quoted = np.frombuffer(b",".join(segments) + b",", dtype=np.uint8)[: streams * _QUOTED_WIDTH]
+    quoted = quoted.reshape(streams, _QUOTED_WIDTH)
+    if not (
+        (quoted[:, 0] == _QUOTE).all()
+        and (quoted[:, -2] == _QUOTE).all()
+        and (quoted[:, -1] == _COMMA).all()
+    ):
+        return None
+    try:
+        data = binascii.unhexlify(np.ascontiguousarray(quoted[:, 1:-2]).data)
+    except binascii.Error:
+        return None
+    for i, (end, ignore) in enumerate(zip(ends, ignores, strict=True)):  # valid JSON: its errors
+        token_value(end, f"entries[{i}].token_range_end")
+        ignore_msb_value(ignore, f"entries[{i}].sharding_ignore_msb")
+    offsets = np.zeros(len(ends) + 1, dtype=np.int64)
+    np.cumsum(np.array(counts, dtype=np.int64), out=offsets[1:])
+    blob_offsets = np.arange(0, STREAM_ID_SIZE * (streams + 1), STREAM_ID_SIZE, dtype=np.int64)
+    return DescriptionColumns(
+        np.array(ends, dtype=np.int64),
+        np.array(ignores, dtype=np.int64),
+        offsets,
+        blob_offsets,
+        data,
+    )
 
 
 def columns_from_json(obj: Any) -> DescriptionColumns:
