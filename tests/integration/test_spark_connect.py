@@ -88,6 +88,12 @@ def test_a_session_on_the_server_gets_the_jobs_sql_settings(spark_connect: Conne
     assert session.conf.get("spark.sql.shuffle.partitions") == "3"
     assert session.conf.get("spark.sql.session.timeZone") == "UTC"
     assert session.sql("SELECT 1 AS one").collect()[0].one == 1
+    # Kinds share the process's session on a server, so every call sets its kind's
+    # settings again: the next job is not left with this one's.
+    again = remote_session(spark_connect.url, job_conf(JobKind.GENERATION_EXTRACT))
+    assert again is session
+    extract_setting = job_conf(JobKind.GENERATION_EXTRACT)["spark.sql.shuffle.partitions"]
+    assert again.conf.get("spark.sql.shuffle.partitions") == extract_setting != "3"
 
 
 def test_a_session_on_the_server_is_not_the_one_libraries_find(

@@ -169,20 +169,16 @@ def run(argv: Sequence[str] | None = None, config: PipelineConfig | None = None)
             ring = LakeRingRecords(lake).recorded(generation) if not generation.table else None
         return columns, source_problem, ring
 
-    if remote_for(JobKind.GENERATION_EXTRACT) is not None:
-        # A Connect session is a client: connecting after the read costs a fraction of
-        # a second, where importing it beside the read slowed the read (one GIL).
+    kind = JobKind.GENERATION_EXTRACT
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="cdcgen-spark-start") as pool:
+        # A local session's JVM starts while the description is read: its start-up and
+        # the driver's Python reading rows each take seconds, on different cores. A
+        # Connect session is a client: connecting after the read costs a fraction of a
+        # second, where importing it beside the read slowed the read (one GIL).
+        starting = None if remote_for(kind) else pool.submit(_timed, job_session, kind)
         columns, source_problem, ring = load()
         loaded = time.monotonic()
-        spark, spark_start = _timed(job_session, JobKind.GENERATION_EXTRACT)
-    else:
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="cdcgen-spark-start") as pool:
-            # The session starts while the description is read: the JVM's start-up and
-            # the driver's Python reading rows each take seconds, on different cores.
-            session = pool.submit(_timed, job_session, JobKind.GENERATION_EXTRACT)
-            columns, source_problem, ring = load()
-            loaded = time.monotonic()
-            spark, spark_start = session.result()
+        spark, spark_start = starting.result() if starting else _timed(job_session, kind)
     waited = time.monotonic()
     result = extract_generation(
         spark,
