@@ -124,7 +124,7 @@ def flatten_generation(
     malformed = ~well_formed
     arrays = [
         pa.array(np.full(count, millis, dtype=np.int64)).view(pa.timestamp("ms", tz="UTC")),
-        pa.array([generation_id], pa.string()).take(pa.array(np.zeros(count, dtype=np.int32))),
+        _repeated(generation_id, count),
         pa.array(entry.astype(np.int32)),
         pa.array(range_start),
         pa.array(range_end),
@@ -221,15 +221,27 @@ def _hex_array(columns: DescriptionColumns) -> pa.Array:
     pass) is already the string column's data, 32 characters a row."""
     if not columns.all_stream_ids_16_bytes():
         return pa.array(columns.stream_hex(), pa.string())
-    width = 2 * STREAM_ID_SIZE
-    count = columns.stream_count
     data = binascii.hexlify(columns.blob_data)
+    return _fixed_width_strings(data, 2 * STREAM_ID_SIZE, columns.stream_count)
+
+
+def _repeated(text: str, count: int) -> pa.Array:
+    """``text`` on every row. Built on one buffer: pyarrow's ``take`` would do it, but
+    its first call in a process sets up kernels for 0.15-0.3 s, and the extract job is a
+    first caller."""
+    data = text.encode("utf-8")
+    return _fixed_width_strings(data * count, len(data), count)
+
+
+def _fixed_width_strings(data: bytes, width: int, count: int) -> pa.Array:
+    """A string column of ``count`` rows of ``width`` bytes each, laid end to end in
+    ``data`` (its buffer, not a copy)."""
     if len(data) < 2**31:
-        offsets = np.arange(0, width * (count + 1), width, dtype=np.int32)
+        offsets = np.arange(count + 1, dtype=np.int32) * np.int32(width)
         return pa.Array.from_buffers(
             pa.string(), count, [None, pa.py_buffer(offsets), pa.py_buffer(data)]
         )
-    offsets64 = np.arange(0, width * (count + 1), width, dtype=np.int64)
+    offsets64 = np.arange(count + 1, dtype=np.int64) * width
     large = pa.Array.from_buffers(
         pa.large_string(), count, [None, pa.py_buffer(offsets64), pa.py_buffer(data)]
     )
