@@ -85,3 +85,32 @@ def test_recording_a_run_renders_its_page_and_the_index_not_the_others(tmp_path:
     pages = build_site(tmp_path).generation_pages
     assert {p.name for p in pages} == {first_page.name, second_page.name}
     assert (tmp_path / GENERATIONS_DIR / first_page.name).is_file()
+
+
+def test_a_ring_read_back_is_saved_again_under_its_file_without_being_encoded(
+    tmp_path: Path,
+) -> None:
+    """Publish records again the ring validate's record gave it: the file it came from is
+    named as it is; a ring that is not that object, or a file gone since, is written."""
+    validated = replace(sample_generation(T0, vnodes=4), run_id="r1")
+    save_record(tmp_path, validated)
+    (ring_file,) = _rings(tmp_path)
+    loaded = load_record(tmp_path, record_key(validated))
+    assert isinstance(loaded, GenerationReport)
+    published = replace(loaded, published=True)
+    save_record(tmp_path, published)
+    again = load_record(tmp_path, record_key(published))
+    assert isinstance(again, GenerationReport) and again.published
+    assert again.ring == validated.ring and _rings(tmp_path) == [ring_file]
+
+    changed = replace(published, ring=published.ring[:-1])  # another ring: its own file
+    save_record(tmp_path, replace(changed, run_id="r2"))
+    assert len(_rings(tmp_path)) == 2
+    assert load_record(tmp_path, record_key(replace(changed, run_id="r2"))) is not None
+
+    reread = load_record(tmp_path, record_key(published))
+    assert isinstance(reread, GenerationReport)
+    ring_file.unlink()  # gone since it was read: written again, not named blindly
+    save_record(tmp_path, replace(reread, run_id="r3"))
+    assert ring_file.is_file()
+    assert load_record(tmp_path, record_key(replace(reread, run_id="r3"))) is not None
