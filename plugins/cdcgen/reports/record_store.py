@@ -47,7 +47,7 @@ def save_record(report_dir: Path, record: RunRecord) -> Path:
     """Write ``record`` as ``runs/<key>.json`` (its ring, if any, to its own file first,
     so a record never names a ring that is not there); returns the record's path."""
     global _last_ring
-    ring_objects = getattr(record, "ring", ())
+    ring_objects = record.ring if isinstance(record, GenerationReport) else ()
     known = _last_ring
     if (
         isinstance(record, GenerationReport)
@@ -84,18 +84,17 @@ def read_record(report_dir: Path, path: Path, *, ring: bool = True) -> RunRecord
 
     Raises :class:`RecordError` (or :class:`NotARecord`) naming what is wrong, a missing
     or altered ring file included."""
+    global _last_ring
     try:
         data = decode(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise RecordError(f"{path.name}: {exc.strerror or exc}") from exc
-    global _last_ring
     digest = data.pop(RING_FILE, None)
     if digest is not None and ring:
         data["ring"] = _read_ring(report_dir, digest)
     record = from_json(data)
-    ring_objects = getattr(record, "ring", ())
-    if digest is not None and ring_objects:
-        _last_ring = (ring_objects, digest)
+    if digest is not None and isinstance(record, GenerationReport) and record.ring:
+        _last_ring = (record.ring, digest)
     return record
 
 
