@@ -19,6 +19,12 @@ the code the ``cdc_generations`` DAG tasks run, stage by stage, in this process:
 * ``publish``: :func:`cdcgen.pipeline.publish.publish_in_order` and the report page,
   with the description parsed again (the DAG's publish task is a process of its own).
 
+Before the stages, this process imports what the deployment's executor imports before it
+forks the tasks' processes (:mod:`cdcgen.airflow.preload`: GX, the Connect client, the
+task modules), and freezes them out of the garbage collector's sweeps as the executor
+does before it forks its workers (which the tasks inherit); ``preload_seconds`` says
+how long that took, not part of the total.
+
 ``floor_seconds`` is measured in the same run (:mod:`generation_floor`): the same rows
 read and written by cassandra-driver alone at its best concurrency. Peak RSS is this
 process and its children (a local Spark JVM), plus the Spark Connect server and its
@@ -33,6 +39,7 @@ Prints one JSON object (and writes it to ``--output``).
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import random
@@ -125,6 +132,13 @@ def main() -> None:
     spark = "connect" if os.environ.get("CDCGEN_SPARK_REMOTE") else "local"
     if spark == "connect" and not server:
         raise SystemExit("--spark-server-pid: the Connect server's memory must be counted")
+
+    # A deployment's tasks fork from a scheduler that imported these before any
+    # connection or thread exists (cdcgen.airflow.executor).
+    from cdcgen.airflow.preload import preload
+
+    preloaded = preload()
+    gc.freeze()  # as LocalExecutor forks its workers: the tasks inherit these objects frozen
 
     workdir = Path(tempfile.mkdtemp(prefix="cdcgen-bench-gen-"))
     config = sandbox_config(PREFIX, lake_path=workdir / "lake", report_dir=workdir / "reports")
@@ -229,6 +243,7 @@ def main() -> None:
             "peak_rss_mb": round(memory.peak_total / 2**20),
             "peak_rss_jvm_mb": round(memory.peak_children / 2**20),
             "spark": spark,
+            "preload_seconds": round(preloaded, 2),
             "checks": len(outcome.expectations),
             "rows_read_back": extracted["rows_read_back"],
             "extract_parts": {

@@ -401,6 +401,25 @@ def test_airflow_folders_are_the_mounted_dags_and_plugins(services: dict[str, An
     assert (REPO / "dags" / "cdc_generations.py").exists()
 
 
+def test_scheduler_runs_the_preloading_local_executor_the_dev_stack_runs(
+    services: dict[str, Any], tmp_path: Path
+) -> None:
+    """Airflow imports the executor by this path: it must exist and be a LocalExecutor."""
+    from airflow.executors.executor_loader import ExecutorLoader
+    from airflow.executors.executor_utils import ExecutorName
+    from airflow.executors.local_executor import LocalExecutor
+
+    from cdcgen.airflow.executor import PreloadingLocalExecutor
+    from cdcgen_dev.devstack.stack import AirflowStack, StackSettings
+
+    path = env_of(services["airflow-scheduler"])["AIRFLOW__CORE__EXECUTOR"]
+    loaded, _ = ExecutorLoader.import_executor_cls(ExecutorName(module_path=path))
+    assert loaded is PreloadingLocalExecutor
+    assert issubclass(PreloadingLocalExecutor, LocalExecutor)
+    stack = AirflowStack(StackSettings(base=tmp_path))  # writes its config there
+    assert stack.env()["AIRFLOW__CORE__EXECUTOR"] == path
+
+
 def test_spark_job_and_package_reach_driver_and_executors(services: dict[str, Any]) -> None:
     from cdcgen.airflow.spark_jobs import GENERATION_EXTRACT
     from cdcgen.config import REPO_ROOT

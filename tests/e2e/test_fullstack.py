@@ -192,6 +192,24 @@ def test_runs_triggered_and_backfilled_through_the_rest_api_succeed(stack: Any, 
     assert len(runs.backfill) == 1
 
 
+def test_validation_found_great_expectations_imported_by_the_executor(
+    stack: Any, runs: Runs
+) -> None:
+    """The scheduler's PreloadingLocalExecutor imported GX before forking: no task did."""
+    api = stack.api()
+    scheduler_log = (stack.settings.base / "logs" / "scheduler.log").read_text(errors="replace")
+    assert "Imported the generation tasks' modules in" in scheduler_log
+    validations = [
+        ti
+        for ti in api.task_instances(DAG_ID, runs.manual)
+        if ti["task_id"] == "generation.validate"
+    ]
+    assert validations, "the manual run has no validate task"
+    for ti in validations:
+        log = api.task_log(DAG_ID, runs.manual, ti["task_id"], ti["map_index"])
+        assert "Great Expectations was imported before this process started validating" in log
+
+
 def test_each_run_published_what_it_was_asked_to(stack: Any, runs: Runs, seeded: Seeded) -> None:
     api = stack.api()
     (g1, _), (g2, _), _ = seeded.generations

@@ -7,9 +7,9 @@ import sys
 
 PROGRAM = """
 import sys
-from cdcgen.validation.gx_runner import _import_gx
+from cdcgen.validation.gx_runner import import_gx
 
-gx = _import_gx()
+gx = import_gx()
 assert gx.ExpectationSuite is not None
 import great_expectations.expectations as gxe
 assert gxe.ExpectColumnKLDivergenceToBeLessThan is not None  # the module importing scipy

@@ -3,7 +3,7 @@ dag-processor and triggerer, as background processes with logs under ``var/fulls
 
 What ``airflow standalone`` would do, but with the production split of components
 and a real PostgreSQL metadata database, so the full-stack test exercises what
-docker-compose runs: the REST API, the scheduler's LocalExecutor going through the
+docker-compose runs: the REST API, the scheduler's (preloading) LocalExecutor going through the
 Execution API, the DAG processor parsing bundles, the triggerer running deferred
 sensors.  Sized for two cores: one API worker, parallelism 4.
 
@@ -100,7 +100,7 @@ class AirflowStack:
         env.update(
             {
                 "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": self.postgres.url,
-                "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
+                "AIRFLOW__CORE__EXECUTOR": "cdcgen.airflow.executor.PreloadingLocalExecutor",
                 "AIRFLOW__CORE__DAGS_FOLDER": str(self.settings.dags_folder),
                 "AIRFLOW__CORE__PLUGINS_FOLDER": str(REPO_ROOT / "plugins"),
                 "AIRFLOW__CORE__LOAD_EXAMPLES": "False",

@@ -106,7 +106,10 @@ def start_gx_import() -> None:
     """
     global _gx_import
     with _import_lock:
-        if _gx_import is not None or "great_expectations.data_context" in sys.modules:
+        if _gx_import is not None:
+            return
+        if "great_expectations.data_context" in sys.modules:
+            log.info("Great Expectations was imported before this process started validating")
             return
         importlib.import_module("pandas")  # see above
 
@@ -116,12 +119,12 @@ def start_gx_import() -> None:
 
 def _import_quietly() -> None:
     try:
-        _import_gx()
+        import_gx()
     except Exception:  # the import in run_suites raises it again where it matters
         log.debug("background import of Great Expectations failed", exc_info=True)
 
 
-def _import_gx() -> Any:
+def import_gx() -> Any:
     """GX and the modules that register this project's expectations with it."""
     os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
     _load_when_used("scipy.stats")
@@ -172,7 +175,7 @@ def run_suites(
         started_import = _gx_import
     if started_import is not None:
         started_import.join()
-    gx = _import_gx()
+    gx = import_gx()
     from great_expectations.core.run_identifier import RunIdentifier
     from great_expectations.data_context.types.base import (
         DataContextConfig,

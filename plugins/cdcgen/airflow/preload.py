@@ -1,0 +1,54 @@
+"""The libraries and task modules every generation task imports, imported ahead of it.
+
+Each Airflow task runs in a process of its own, and a generation's tasks import the
+same heavy libraries every time: Great Expectations with this project's expectations
+(1.8-2.6 s of pure Python on the benchmark machine, see :mod:`cdcgen.validation.gx_runner`),
+the Spark Connect client (0.5 s), pandas and the pipeline's own modules. A process
+that imports them once and then forks the tasks (:mod:`cdcgen.airflow.executor`) gives
+every task that time back. ``benchmarks/bench_generation_pipeline.py`` calls
+:func:`preload` before its stages for the same reason, so what it measures is what a
+task of the deployment pays.
+
+Nothing here may leave a thread running or a connection open: the caller forks.
+"""
+
+from __future__ import annotations
+
+import importlib
+import threading
+import time
+
+#: Imported by name, so this module sits above none of them in the layers.
+TASK_MODULES: tuple[str, ...] = (
+    "pandas",
+    "pyarrow",
+    "cassandra.cluster",
+    "pyspark.sql",
+    "pyspark.sql.connect.session",  # the extract and validate tasks' Connect client
+    "cdcgen.airflow.generation_steps",
+    "cdcgen.airflow.spark_submit",
+    "cdcgen.adapters.generation_sources",
+    "cdcgen.jobs.extract_generation",
+    "cdcgen.pipeline.detect",
+    "cdcgen.pipeline.validate",
+    "cdcgen.pipeline.publish",
+    "cdcgen.pipeline.reporting",
+)
+
+
+class PreloadError(RuntimeError):
+    """Preloading left a thread running: forking the process would copy it half-done."""
+
+
+def preload() -> float:
+    """Import :data:`TASK_MODULES` and Great Expectations; return the seconds it took."""
+    started = time.perf_counter()
+    for name in TASK_MODULES:
+        importlib.import_module(name)
+    from cdcgen.validation.gx_runner import import_gx
+
+    import_gx()
+    threads = [t.name for t in threading.enumerate() if t is not threading.main_thread()]
+    if threads:
+        raise PreloadError(f"threads running after the preload, unsafe to fork: {threads}")
+    return time.perf_counter() - started

@@ -1,0 +1,55 @@
+"""The executor's preload: every task module and GX imported, and nothing left running."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from cdcgen.airflow import preload as preload_module
+
+PROGRAM = """
+import sys
+from cdcgen.airflow.preload import TASK_MODULES, preload
+
+assert "great_expectations" not in sys.modules
+preload()
+missing = [name for name in TASK_MODULES if name not in sys.modules]
+print("RESULT", missing, "great_expectations.data_context" in sys.modules)
+import great_expectations.expectations.registry as registry
+print("RESULT", "expect_stream_token_on_its_shard" in registry._registered_expectations)
+"""
+
+
+def test_preload_imports_every_task_module_and_gx_with_its_expectations() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", PROGRAM], capture_output=True, text=True, timeout=180, check=True
+    )
+    # Airflow's logging may print to stdout as well.
+    modules, registered = [ln for ln in done.stdout.splitlines() if ln.startswith("RESULT ")]
+    assert modules == "RESULT [] True"
+    assert registered == "RESULT True"
+
+
+def test_preload_refuses_to_leave_a_thread_behind(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A module that starts a thread on import would be half-copied by the fork."""
+    stop = threading.Event()
+    (tmp_path / "cdcgen_test_threaded.py").write_text(
+        "import threading, builtins\n"
+        "STARTED = threading.Thread(target=builtins._cdcgen_stop.wait, name='poller')\n"
+        "STARTED.start()\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr("builtins._cdcgen_stop", stop, raising=False)
+    monkeypatch.setattr(preload_module, "TASK_MODULES", ("cdcgen_test_threaded",))
+    try:
+        with pytest.raises(preload_module.PreloadError, match="unsafe to fork: \\['poller'\\]"):
+            preload_module.preload()
+    finally:
+        stop.set()
+        monkeypatch.delitem(sys.modules, "cdcgen_test_threaded", raising=False)
