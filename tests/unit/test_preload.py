@@ -37,8 +37,11 @@ def test_preload_imports_every_task_module_and_gx_with_its_expectations() -> Non
 def test_preload_refuses_to_leave_a_thread_behind(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A module that starts a thread on import would be half-copied by the fork."""
+    """A module that starts a thread on import would be half-copied by the fork; the
+    caller's own threads (a scheduler has some) are not the preload's to refuse."""
     stop = threading.Event()
+    callers = threading.Thread(target=stop.wait, name="callers")
+    callers.start()
     (tmp_path / "cdcgen_test_threaded.py").write_text(
         "import threading, builtins\n"
         "STARTED = threading.Thread(target=builtins._cdcgen_stop.wait, name='poller')\n"
@@ -52,4 +55,5 @@ def test_preload_refuses_to_leave_a_thread_behind(
             preload_module.preload()
     finally:
         stop.set()
+        callers.join()
         monkeypatch.delitem(sys.modules, "cdcgen_test_threaded", raising=False)
