@@ -43,12 +43,11 @@ def test_preload_refuses_to_leave_a_thread_behind(
     callers = threading.Thread(target=stop.wait, name="callers")
     callers.start()
     (tmp_path / "cdcgen_test_threaded.py").write_text(
-        "import threading, builtins\n"
-        "STARTED = threading.Thread(target=builtins._cdcgen_stop.wait, name='poller')\n"
-        "STARTED.start()\n"
+        "import threading\n"
+        "STOP = threading.Event()\n"
+        "threading.Thread(target=STOP.wait, name='poller').start()\n"
     )
     monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setattr("builtins._cdcgen_stop", stop, raising=False)
     monkeypatch.setattr(preload_module, "TASK_MODULES", ("cdcgen_test_threaded",))
     try:
         with pytest.raises(preload_module.PreloadError, match="unsafe to fork: \\['poller'\\]"):
@@ -56,4 +55,6 @@ def test_preload_refuses_to_leave_a_thread_behind(
     finally:
         stop.set()
         callers.join()
-        monkeypatch.delitem(sys.modules, "cdcgen_test_threaded", raising=False)
+        threaded = sys.modules.pop("cdcgen_test_threaded", None)
+        if threaded is not None:
+            threaded.STOP.set()
