@@ -28,13 +28,11 @@ how long that took, not part of the total.
 ``floor_seconds`` is measured in the same run (:mod:`generation_floor`): the same rows
 read and written by cassandra-driver alone at its best concurrency, after the stages.
 The set-up's garbage is collected before the stages: writing the generation's 25,600
-rows leaves as many of the driver's request futures behind as cyclic garbage (with the
-rest, about 590,000 objects for the collector), which no task process has; whichever
-stage ran the next full collection paid for it. The same read took 1.15-1.17 s right
-after the set-up and 0.71-0.77 s after that; 0.77 s right after it once it was collected.
-Peak RSS is this
-process and its children (a local Spark JVM), plus the Spark Connect server and its
-children when ``--spark-server-pid`` names it, sampled every 0.1 s; CPU seconds likewise.
+rows leaves as many of the driver's request futures behind as cyclic garbage, which no
+task process has, and whichever stage ran the next full collection paid for it (the
+README's benchmark section has the figures). Peak RSS is this process and its children
+(a local Spark JVM), plus the Spark Connect server and its children when
+``--spark-server-pid`` names it, sampled every 0.1 s; CPU seconds likewise.
 
     .venv/bin/python benchmarks/bench_generation_pipeline.py [--nodes 100 --shards 64
         --vnodes 256] [--spark-server-pid PID] [--output FILE]

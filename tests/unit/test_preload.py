@@ -45,7 +45,8 @@ def test_preload_refuses_to_leave_a_thread_behind(
     (tmp_path / "cdcgen_test_threaded.py").write_text(
         "import threading\n"
         "STOP = threading.Event()\n"
-        "threading.Thread(target=STOP.wait, name='poller').start()\n"
+        "POLLER = threading.Thread(target=STOP.wait, name='poller')\n"
+        "POLLER.start()\n"
     )
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setattr(preload_module, "TASK_MODULES", ("cdcgen_test_threaded",))
@@ -58,3 +59,4 @@ def test_preload_refuses_to_leave_a_thread_behind(
         threaded = sys.modules.pop("cdcgen_test_threaded", None)
         if threaded is not None:
             threaded.STOP.set()
+            threaded.POLLER.join()
