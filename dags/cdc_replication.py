@@ -14,8 +14,11 @@ The sink is the `cdcgen_sink` connection (hosts, credentials, TLS; extras
 3. emit an Asset event for the sink table with its consistency timestamp and lag.
 
 A sink the lake no longer covers (the log's TTL expired changes before they were
-extracted) fails naming the command that re-bootstraps it; so does a run with
-`mode = bootstrap-replace` from the UI, which truncates and re-copies the sink table.
+extracted) fails naming the command that re-bootstraps it: a run with
+`mode = bootstrap-replace` from the UI, which truncates and re-copies the sink table
+(set `dry_run` first to see what it would truncate; nothing is written). The Params
+may only narrow what the `cdcgen_sink` connection configures, and a sink that is the
+source table itself is refused.
 A change the sink refuses is recorded in `<sink keyspace>.cdc_replication_rejects`
 and fails the task, named. The replication page of the report shows each sink.
 
@@ -51,14 +54,15 @@ from cdcgen.airflow.assets import REPLICATIONS, extracted_changes
             "",
             type="string",
             title="Tables",
-            description="keyspace.table[,...]; empty: the cdcgen_sink connection's "
-            "replicated_tables.",
+            description="keyspace.table[,...] among the cdcgen_sink connection's "
+            "replicated_tables; empty: all of them.",
         ),
         "sink_keyspace": Param(
             "",
             type="string",
             title="Sink keyspace",
-            description="Where the tables go (same names); empty: the connection's.",
+            description="Where the tables go (same names): one of the connection's "
+            "sink_keyspace list; empty: its first.",
         ),
         "mode": Param(
             "apply",
@@ -66,6 +70,13 @@ from cdcgen.airflow.assets import REPLICATIONS, extracted_changes
             title="Mode",
             description="bootstrap: copy the source first (the sink table must be empty); "
             "bootstrap-replace: truncate the sink table, then copy.",
+        ),
+        "dry_run": Param(
+            False,
+            type="boolean",
+            title="Dry run",
+            description="Check everything and say what the run would do (which table a "
+            "bootstrap would truncate, which range it would apply); write nothing.",
         ),
     },
 )

@@ -9,8 +9,9 @@ tables in other keyspaces through the code the DAG and the CLI run:
 * a sink bootstrapped from a snapshot after the first half, and one bootstrapped while
   the second half is being written (the boundary), both equal the source after the
   apply, row for row and with equal write times;
-* an apply SIGKILLed after some streams were checkpointed resumes to the same state;
-  re-applying an applied range changes nothing;
+* an apply SIGKILLed after some of its time slices moved the consistency point resumes
+  to the same state; re-applying an applied range changes nothing; a backlog applied
+  with a small slice bound is cut into slices no larger than it;
 * a sink consistent until a time the lake no longer covers (the changes had to be
   re-bootstrapped after the log's TTL expired them) fails, naming the command that
   re-bootstraps it, and that command brings it back.
@@ -52,6 +53,7 @@ from cdcgen.core.generation import SourceMode
 from cdcgen.core.replication_plan import ApplyPlan, ReplicationError
 from cdcgen.replication.apply import SinkApplier
 from cdcgen.replication.run import Replication, bootstrap_sink, replicate, shape_of
+from cdcgen.replication.settings import ReplicationSettings
 from cdcgen.replication.sink_state import CqlSinkState
 from cdcgen.spark.session import JobKind, job_session
 from cdcgen_dev.emulator import create_cdc_table, orders_table
@@ -158,9 +160,12 @@ def test_replaying_an_applied_range_changes_nothing(world: World) -> None:
     plan = ApplyPlan(since, progress.consistent_until, progress.lake_version)
     state = CqlSinkState(world.client, TABLE, sink)
     job = Replication(TABLE, sink)
-    applier = SinkApplier(world.client, shape_of(world.client, world.client, job), state, "replay")
+    shape = shape_of(world.client, world.client, job, world.config.lake_path)
+    settings = ReplicationSettings(slice_rows=300)
+    applier = SinkApplier(world.client, shape, state, "replay", settings)
     outcome = applier.apply(table_root(world.config.lake_path, TABLE), plan)
     assert outcome.log_rows > 0 and not outcome.rejected
+    assert outcome.slices > 1 and outcome.largest_slice <= 300  # the bound held
     assert contents(world.client, sink) == before
 
 
@@ -172,20 +177,25 @@ def test_a_killed_apply_resumes_to_the_same_state(world: World) -> None:
     cli = str(Path(sys.executable).parent / "cdcgen")
     command = [
         cli, "replication", "apply", "--table", TABLE.qualified,
-        "--sink-table", sink.qualified, "--chunk-rows", "10", "--run-id", "killed",
+        "--sink-table", sink.qualified, "--slice-rows", "40", "--run-id", "killed",
     ]  # fmt: skip
     process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 120
-    while not state.applied_until() and process.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.05)
+    moved = None
+    while process.poll() is None and time.monotonic() < deadline:
+        moved = state.progress().consistent_until
+        if moved is not None and before is not None and moved > before:
+            break
+        time.sleep(0.02)
     process.send_signal(signal.SIGKILL)
     _, err = process.communicate(timeout=30)
     assert process.returncode == -signal.SIGKILL, err.decode()[-2000:]
-    assert state.applied_until(), "killed before any stream was checkpointed"
-    assert state.progress().consistent_until == before  # the run's point was never written
+    killed_at = state.progress().consistent_until
+    assert before is not None and killed_at is not None and killed_at > before, "no slice done"
+    watermark = CqlCheckpointStore(world.client, world.config.checkpoint_keyspace)
+    assert killed_at < watermark.progress(TABLE).watermark  # killed half-way
     record = apply(world, "killed")
-    assert record["status"] == "ok"
-    assert not state.applied_until()  # the completed run's point implies every stream
+    assert record["status"] == "ok" and record["consistent_from"] == killed_at.isoformat()
     assert_sink_matches(contents(world.client, TABLE), contents(world.client, sink))
 
 

@@ -2,8 +2,11 @@
 
 The sink is the ``cdcgen_sink`` connection: its hosts, port, login and password, TLS
 extras like a source connection's, and ``sink_keyspace`` (where the tables go, same
-names) and ``replicated_tables`` (``ks.t,...``); the run's Params may override both.
-The lake and the changes pipeline's progress are the ``cdc_source`` side's.
+names; a comma-separated list allows the run's Param to pick another of them, the first
+is the default) and ``replicated_tables`` (``ks.t,...``). A run's Params may narrow
+what the connection configures, never widen it: a UI user cannot point a run at a
+table or keyspace the connection's owner did not name. The lake and the changes
+pipeline's progress are the ``cdc_source`` side's.
 """
 
 from __future__ import annotations
@@ -17,28 +20,60 @@ from cdcgen.airflow.generation_steps import run_config
 from cdcgen.airflow.hooks import CdcSourceHook
 
 
-def _sink(params: Mapping[str, Any]) -> tuple[Any, str, str]:
-    """The sink's configuration, its keyspace and the tables to replicate."""
+def _sink(params: Mapping[str, Any]) -> tuple[Any, str, list[str]]:
+    """The sink's configuration, its keyspace and the tables to replicate, the run's
+    Params within what the connection configures."""
     from airflow.sdk.exceptions import AirflowFailException
 
     sink = CdcSourceHook(cdc_conn_id=SINK_CONN_ID).get_config()
-    keyspace = str(params.get("sink_keyspace") or sink.extra.get("sink_keyspace") or "")
-    tables = str(params.get("tables") or sink.extra.get("replicated_tables") or "")
-    if not keyspace or not tables:
-        raise AirflowFailException(
-            f"connection {SINK_CONN_ID}: set the extras sink_keyspace and replicated_tables "
-            "(or the run's Params sink_keyspace and tables)"
+    try:
+        keyspace, tables = sink_targets(
+            str(sink.extra.get("sink_keyspace") or ""),
+            str(sink.extra.get("replicated_tables") or ""),
+            str(params.get("sink_keyspace") or ""),
+            str(params.get("tables") or ""),
         )
+    except ValueError as exc:
+        raise AirflowFailException(str(exc)) from exc
     return sink, keyspace, tables
+
+
+def sink_targets(
+    keyspaces: str, tables: str, asked_keyspace: str, asked_tables: str
+) -> tuple[str, list[str]]:
+    """The run's sink keyspace and tables: the connection's (``keyspaces``: the first of
+    a comma-separated list), or what the Params ask among them; anything else is refused
+    by name."""
+    from cdcgen.core.cdc_log import TableRef
+
+    allowed_keyspaces = [k.strip() for k in keyspaces.split(",") if k.strip()]
+    allowed = [t.qualified for t in TableRef.parse_list(tables)]
+    if not allowed_keyspaces or not allowed:
+        raise ValueError(
+            f"connection {SINK_CONN_ID}: set the extras sink_keyspace and replicated_tables "
+            "(the run's Params may only narrow them)"
+        )
+    keyspace = asked_keyspace.strip() or allowed_keyspaces[0]
+    if keyspace not in allowed_keyspaces:
+        raise ValueError(
+            f"sink keyspace {keyspace!r} is not one the connection {SINK_CONN_ID} allows "
+            f"(its extra sink_keyspace: {', '.join(allowed_keyspaces)})"
+        )
+    chosen = [t.qualified for t in TableRef.parse_list(asked_tables)] or allowed
+    outside = [t for t in chosen if t not in allowed]
+    if outside:
+        raise ValueError(
+            f"table(s) {', '.join(outside)} are not replicated by the connection "
+            f"{SINK_CONN_ID} (its extra replicated_tables: {', '.join(allowed)})"
+        )
+    return keyspace, chosen
 
 
 @fail_fast
 def replication_plan(params: Mapping[str, Any]) -> list[dict[str, str]]:
     """One mapped task per table: ``{"table": "ks.t"}``."""
-    from cdcgen.core.cdc_log import TableRef
-
     _, _, tables = _sink(params)
-    return [{"table": t.qualified} for t in TableRef.parse_list(tables)]
+    return [{"table": t} for t in tables]
 
 
 @fail_fast
@@ -51,26 +86,35 @@ def replicate_table(
 ) -> dict[str, Any]:
     """Bootstrap the sink table if it is new, apply the lake's changes, emit its Asset
     event; fails (not retried) on a sink that must be re-bootstrapped, and after the
-    event when a change was rejected."""
+    event when a change was rejected. With the ``dry_run`` Param, says what the run
+    would do (which table a bootstrap would truncate) and writes nothing."""
     from airflow.sdk.exceptions import AirflowFailException
 
     from cdcgen.adapters.cql import client_for
     from cdcgen.airflow.assets import replicated_table
     from cdcgen.core.replication_plan import ReplicationError
-    from cdcgen.replication.run import Replication, replicate
+    from cdcgen.replication.run import Mode, Replication, replicate
+    from cdcgen.replication.settings import ReplicationSettings
     from cdcgen.replication.sink_schema import SinkSchemaError
 
     config = run_config(params)
-    sink_config, keyspace, _ = _sink(params)
-    job = Replication.of(table, sink_keyspace=keyspace)
-    mode = str(params.get("mode") or "apply")
+    sink_config, keyspace, tables = _sink(params)
+    dry_run = bool(params.get("dry_run"))
     try:
+        if table not in tables:
+            raise ValueError(f"table {table} is not among this run's tables")
+        job = Replication.of(table, sink_keyspace=keyspace)
+        mode = Mode(str(params.get("mode") or Mode.APPLY))
+        settings = ReplicationSettings.from_env()
         with client_for(config) as source, client_for(sink_config) as sink:
             record = replicate(
-                config, source, sink, job, run_id, bootstrap=mode, bootstrap_new=True
-            )
-    except (ReplicationError, SinkSchemaError) as exc:
+                config, source, sink, job, run_id, settings,
+                mode=mode, bootstrap_new=True, dry_run=dry_run,
+            )  # fmt: skip
+    except (ReplicationError, SinkSchemaError, ValueError) as exc:
         raise AirflowFailException(str(exc)) from exc
+    if dry_run:
+        return record
     if outlet_events is not None and alias is not None:
         keys = ("source_table", "sink_table", "consistent_until", "lag_seconds")
         extra = {k: record[k] for k in keys} | {"applied_log_rows": record["applied_log_rows"]}

@@ -42,6 +42,7 @@ from cdcgen.core.windows import LakeWindow, parse_window_label
 
 if TYPE_CHECKING:
     import pyarrow.compute as pc
+    import pyarrow.dataset as ds
     from pyspark.sql import SparkSession
 
 #: The folder of the lake holding every table's changes (generations live beside it).
@@ -150,6 +151,13 @@ def read_delta(
     Python aborts the interpreter at exit now and then ("terminate called without an
     active exception", 1 run in 12 here); pyarrow's own file systems do not.
     """
+    dataset = delta_dataset(root, version)
+    return dataset.to_table(columns=None if columns is None else list(columns), filter=where)
+
+
+def delta_dataset(root: LakeRoot, version: int | None = None) -> ds.Dataset:
+    """The table's files at ``version`` (default: the latest) as a pyarrow dataset, for
+    readers that scan it batch by batch (:func:`read_delta` reads it whole)."""
     import pyarrow.dataset as ds
 
     partitions = ds.partitioning(
@@ -157,7 +165,7 @@ def read_delta(
     )
     schema = pa.schema(delta_table(root, version).schema())
     filesystem, base = LakeLocation.of(root).arrow()
-    dataset = ds.dataset(
+    return ds.dataset(
         [file.arrow()[1] for file in committed_files(root, version)],
         schema=schema,
         format="parquet",
@@ -165,7 +173,6 @@ def read_delta(
         partition_base_dir=base,
         filesystem=filesystem,
     )
-    return dataset.to_table(columns=None if columns is None else list(columns), filter=where)
 
 
 def window_predicate(windows: Iterable[LakeWindow]) -> str:

@@ -5,9 +5,11 @@ empty, or ``--replace`` it); ``apply`` brings the sink forward to the lake's wat
 (the cdc_replication DAG runs it on every changes run). The source cluster and the lake
 come from the ``CDCGEN_*`` settings; the sink cluster from ``CDCGEN_SINK_*`` ones
 (``CDCGEN_SINK_CONTACT_POINTS``, ``_PORT``, ``_USERNAME``, ``_PASSWORD_FILE``, ``_TLS_*``),
-and is the source cluster when none is set. Prints the run's record as one JSON line;
-exit 0 when every change was applied, 1 when some were rejected (named in the record and
-in ``<sink keyspace>.cdc_replication_rejects``), 2 on an error.
+and is the source cluster when none is set (a sink that is then the source table itself
+is refused). ``--dry-run`` checks everything and prints what would be done, such as the
+table a ``--replace`` would truncate, writing nothing. Prints the run's record as one
+JSON line; exit 0 when every change was applied, 1 when some were rejected (named in the
+record and in ``<sink keyspace>.cdc_replication_rejects``), 2 on an error.
 """
 
 from __future__ import annotations
@@ -44,13 +46,19 @@ def register(subparsers: SubParsers) -> None:
         command.add_argument("--run-id", default="", help="recorded with the run")
         if name == "apply":
             command.add_argument(
-                "--chunk-rows", type=decimal, default=None, metavar="N",
-                help="changes per checkpointed chunk of streams",
+                "--slice-rows", type=decimal, default=None, metavar="N",
+                help="changes per checkpointed time slice (the memory bound; default "
+                "CDCGEN_REPLICATION_SLICE_ROWS)",
             )  # fmt: skip
         if name == "bootstrap":
             command.add_argument(
                 "--replace", action="store_true", help="truncate a sink table holding rows"
             )
+        command.add_argument(
+            "--dry-run", action="store_true",
+            help="check everything and print what would be done (what a bootstrap would "
+            "truncate); write nothing",
+        )  # fmt: skip
         command.set_defaults(func=run_command, replication_command=name)
 
 
@@ -60,22 +68,29 @@ def run_command(args: argparse.Namespace) -> int:
     from cdcgen.core.cdc_log import LogTableError
     from cdcgen.core.replication_plan import ReplicationError
     from cdcgen.replication.run import Replication, bootstrap_sink, replicate, sink_environment
+    from cdcgen.replication.settings import ReplicationSettings
     from cdcgen.replication.sink_schema import SinkSchemaError
 
     try:
         job = Replication.of(args.table, args.sink_table, args.sink_keyspace)
         config = PipelineConfig.from_env()
         sink_config = PipelineConfig.from_env(sink_environment(os.environ))
+        settings = ReplicationSettings.from_env()
+        if getattr(args, "slice_rows", None):
+            settings = settings.with_overrides(slice_rows=args.slice_rows)
     except (ConfigError, LogTableError, ValueError) as exc:
         raise CliError(str(exc)) from None
     run_id = args.run_id or f"manual__{uuid.uuid4().hex[:12]}"
     try:
         with client_for(config) as source, client_for(sink_config) as sink:
             if args.replication_command == "bootstrap":
-                record = bootstrap_sink(config, source, sink, job, run_id, args.replace)
+                record = bootstrap_sink(
+                    config, source, sink, job, run_id, args.replace, dry_run=args.dry_run
+                )
             else:
-                chunk = {"chunk_rows": args.chunk_rows} if args.chunk_rows else {}
-                record = replicate(config, source, sink, job, run_id, **chunk)
+                record = replicate(
+                    config, source, sink, job, run_id, settings, dry_run=args.dry_run
+                )
     except (ReplicationError, SinkSchemaError) as exc:
         raise CliError(str(exc)) from None
     print_json_line(record)

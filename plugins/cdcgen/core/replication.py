@@ -12,17 +12,28 @@ The rules of the YugabyteDB xCluster design, on ScyllaDB's log rows:
 * **Each operation as ScyllaDB logs it** (``cdc/log.cc``, docs "CDC log table"):
   an insert writes the row marker and its cells; an update only its cells; a column
   with ``cdc$deleted_<col> = true`` and no value was set to null; a non-frozen
-  collection with ``cdc$deleted_<col> = true`` was overwritten (its value is the new
-  content, written as ``col = value``, whose tombstone ScyllaDB also puts at ts - 1),
-  without it the value holds added elements (``col = col + value``) and
-  ``cdc$deleted_elements_<col>`` the removed ones (``col = col - keys``); row and
-  partition deletes are deletes; a range delete is two rows, its start bound
-  (operation 5 inclusive, 6 exclusive) and end bound (7, 8), each carrying the bound's
-  clustering prefix (null columns past it; no prefix at all is an open bound); pre- and
-  post-images are not changes and are skipped. ``cdc$ttl`` is the write's TTL.
+  collection or UDT with ``cdc$deleted_<col> = true`` was overwritten (its value is the
+  new content, written as ``col = value``, whose tombstone ScyllaDB also puts at
+  ts - 1), without it the value holds added elements (``col = col + value``) or the
+  UDT's fields set (``col.field = value``), and ``cdc$deleted_elements_<col>`` the
+  removed keys (``col = col - keys``) or the indices of the fields set to null; a
+  static row's change is a row of its own with no clustering key (written by partition
+  key); row and partition deletes are deletes; a range delete is two rows, its start
+  bound (operation 5 inclusive, 6 exclusive) and end bound (7, 8), each carrying the
+  bound's clustering prefix (null columns past it; no prefix at all is an open bound);
+  pre- and post-images are not changes and are skipped.
+* **A TTL counts from the original write.** ``cdc$ttl`` is the write's TTL; replayed
+  later, the cells get what is left of it (write time + TTL - now, in whole seconds as
+  the database counts them), so they expire on the sink when they expire on the source.
+  A cell that has already expired is written as what it is on the source by now, a
+  tombstone at its write time (elements and fields removed, values set to null); an
+  expired insert's row marker is not written at all (CQL cannot write a dead one), so
+  the row exists on the sink only through its other cells, as on the source.
 
-Names come from the sink table's definition and are quoted; values are bound, never
-pasted.
+Non-frozen lists are not replayed (:mod:`cdcgen.replication.sink_schema` refuses them
+up front): the log keys their cells by time UUIDs that CQL can neither choose on an
+append nor read back after a copy. Names come from the sink table's definition and are
+quoted; values are bound, never pasted.
 """
 
 from __future__ import annotations
@@ -40,33 +51,47 @@ from cdcgen.core.cdc_log import (
     deleted_elements_column,
 )
 
+MICROS = 1_000_000
+
 
 class ReplayError(ValueError):
     """A change that cannot be replayed as logged; the message names it."""
 
 
 class ColumnKind(Enum):
-    """How a regular column is replayed: a cell, or a non-frozen collection's elements."""
+    """How a data column is replayed: one cell, or a non-frozen type's elements."""
 
     ATOMIC = "atomic"
     SET = "set"
     MAP = "map"
-    LIST = "list"
+    UDT = "udt"
 
 
 @dataclass(frozen=True)
 class SinkTable:
-    """The replicated table on the sink: the same definition as the source's base table."""
+    """The replicated table on the sink: the same definition as the source's base table.
+
+    ``static``: its static columns (changed by rows of their own, by partition key);
+    ``fields``: each non-frozen UDT column's field names, in order (the log names a
+    field set to null by its index).
+    """
 
     keyspace: str
     table: str
     partition_key: tuple[str, ...]
     clustering_key: tuple[str, ...] = ()
     columns: Mapping[str, ColumnKind] = field(default_factory=dict)
+    static: frozenset[str] = frozenset()
+    fields: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     @property
     def qualified(self) -> str:
         return f"{quote(self.keyspace)}.{quote(self.table)}"
+
+    @property
+    def name(self) -> str:
+        """``keyspace.table`` as errors name it."""
+        return f"{self.keyspace}.{self.table}"
 
 
 @dataclass(frozen=True)
@@ -82,10 +107,18 @@ def quote(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
+def remaining_ttl(write_time_us: int, ttl: int, now_us: int) -> int:
+    """Seconds a cell written at ``write_time_us`` with ``ttl`` has left at ``now_us``;
+    0 or less: expired. Whole seconds, as Cassandra and ScyllaDB count expiry (the write
+    second plus the TTL)."""
+    return write_time_us // MICROS + ttl - now_us // MICROS
+
+
 def batch_statements(
-    table: SinkTable, rows: Sequence[Mapping[str, Any]], write_time_us: int
+    table: SinkTable, rows: Sequence[Mapping[str, Any]], write_time_us: int, *, now_us: int
 ) -> list[Statement]:
-    """The statements that replay one CDC batch (its rows in ``cdc$batch_seq_no`` order)."""
+    """The statements that replay one CDC batch (its rows in ``cdc$batch_seq_no`` order),
+    with TTLs counted down to ``now_us`` (the sink's clock)."""
     statements: list[Statement] = []
     pending_start: Mapping[str, Any] | None = None
     for row in rows:
@@ -107,7 +140,7 @@ def batch_statements(
             continue
         if pending_start is not None:
             raise ReplayError(_unpaired(table, write_time_us))
-        statements.extend(row_statements(table, operation, row, write_time_us))
+        statements.extend(row_statements(table, operation, row, write_time_us, now_us=now_us))
     if pending_start is not None:
         raise ReplayError(_unpaired(table, write_time_us))
     return statements
@@ -115,37 +148,52 @@ def batch_statements(
 
 def _unpaired(table: SinkTable, write_time_us: int) -> str:
     return (
-        f"{table.keyspace}.{table.table}: a range delete's start bound without its end "
-        f"bound in the batch at {write_time_us}"
+        f"{table.name}: a range delete's start bound without its end bound in the batch "
+        f"at {write_time_us}"
     )
 
 
 def row_statements(
-    table: SinkTable, operation: Operation, row: Mapping[str, Any], write_time_us: int
+    table: SinkTable,
+    operation: Operation,
+    row: Mapping[str, Any],
+    write_time_us: int,
+    *,
+    now_us: int,
 ) -> list[Statement]:
     """Insert, update, row delete or partition delete of one log row."""
     if operation is Operation.PARTITION_DELETE:
         where, keys = _where(table.partition_key, row, table)
         return [_delete(table, where, keys, write_time_us)]
-    where, keys = _where((*table.partition_key, *table.clustering_key), row, table)
+    if operation not in (Operation.INSERT, Operation.UPDATE, Operation.ROW_DELETE):
+        raise ReplayError(f"{table.name}: operation {operation.label} unexpected")
+    static = is_static_row(table, row)
+    key_names = table.partition_key if static else (*table.partition_key, *table.clustering_key)
+    where, keys = _where(key_names, row, table)
     if operation is Operation.ROW_DELETE:
         return [_delete(table, where, keys, write_time_us)]
-    using, using_values = _using(write_time_us, row.get(TTL))
-    if operation is Operation.INSERT:
-        names = [*table.partition_key, *table.clustering_key]
+    ttl = row.get(TTL)
+    if ttl:
+        ttl = remaining_ttl(write_time_us, int(ttl), now_us)
+        if ttl <= 0:
+            row, operation, ttl = expired(table, row), Operation.UPDATE, None
+    columns = _columns_of(table, row, static)
+    using, using_values = _using(write_time_us, ttl)
+    if operation is Operation.INSERT and not static:
+        names = list(key_names)
         values = [row[name] for name in names]
-        for column in table.columns:
+        for column in columns:
             if row.get(column) is not None or row.get(deleted_column(column)):
                 names.append(column)
                 values.append(row.get(column))
-        columns = ", ".join(quote(n) for n in names)
         marks = ", ".join("?" for _ in names)
-        cql = f"INSERT INTO {table.qualified} ({columns}) VALUES ({marks}) {using}"
+        cql = (
+            f"INSERT INTO {table.qualified} ({', '.join(quote(n) for n in names)}) "
+            f"VALUES ({marks}) {using}"
+        )
         return [Statement(cql, (*values, *using_values))]
-    if operation is not Operation.UPDATE:
-        raise ReplayError(f"{table.keyspace}.{table.table}: operation {operation.label} unexpected")
     statements = []
-    for assignments in _update_assignments(table, row):
+    for assignments in _update_assignments(table, row, columns):
         sets = ", ".join(a for a, _ in assignments)
         assigned = tuple(v for _, v in assignments)
         cql = f"UPDATE {table.qualified} {using} SET {sets} WHERE {where}"
@@ -153,29 +201,107 @@ def row_statements(
     return statements
 
 
-def _update_assignments(table: SinkTable, row: Mapping[str, Any]) -> list[list[tuple[str, Any]]]:
+def is_static_row(table: SinkTable, row: Mapping[str, Any]) -> bool:
+    """A log row of a static row's change: the table has a clustering key, the row none."""
+    return bool(table.clustering_key) and all(row.get(c) is None for c in table.clustering_key)
+
+
+def _columns_of(table: SinkTable, row: Mapping[str, Any], static: bool) -> dict[str, ColumnKind]:
+    """The columns a row may change: the static ones of a static row, the others else;
+    a value for the other kind is refused by name."""
+    mine = {c: k for c, k in table.columns.items() if (c in table.static) == static}
+    stray = [
+        c
+        for c in table.columns
+        if c not in mine
+        and (
+            row.get(c) is not None
+            or row.get(deleted_column(c))
+            or row.get(deleted_elements_column(c))
+        )
+    ]
+    if stray:
+        what = "a static row" if static else "a clustering row"
+        raise ReplayError(f"{table.name}: {what}'s change sets column(s) {', '.join(stray)}")
+    return mine
+
+
+def expired(table: SinkTable, row: Mapping[str, Any]) -> dict[str, Any]:
+    """An expired log row as the tombstones its cells have become: values set to null,
+    collection elements and UDT fields removed; no TTL, no row marker (an update)."""
+    dead = {k: v for k, v in row.items() if k != TTL}
+    dead[OPERATION] = int(Operation.UPDATE)
+    for column, kind in table.columns.items():
+        value = row.get(column)
+        if value is None:
+            continue
+        dead[column] = None
+        removed = deleted_elements_column(column)
+        if kind is ColumnKind.ATOMIC:
+            dead[deleted_column(column)] = True
+        elif kind is ColumnKind.SET:
+            dead[removed] = set(row.get(removed) or ()) | set(value)
+        elif kind is ColumnKind.MAP:
+            keys = value.keys() if isinstance(value, Mapping) else (k for k, _ in value)
+            dead[removed] = set(row.get(removed) or ()) | set(keys)
+        else:
+            fields = {i for i, v in enumerate(value) if v is not None}
+            dead[removed] = set(row.get(removed) or ()) | fields
+    return dead
+
+
+def _update_assignments(
+    table: SinkTable, row: Mapping[str, Any], columns: Mapping[str, ColumnKind]
+) -> list[list[tuple[str, Any]]]:
     """The SET clauses of an update: element removals go in a statement of their own
     (CQL refuses two assignments of one column in one statement)."""
     main: list[tuple[str, Any]] = []
     removals: list[tuple[str, Any]] = []
-    for column, kind in table.columns.items():
+    for column, kind in columns.items():
         value = row.get(column)
         name = quote(column)
-        if kind is ColumnKind.ATOMIC or row.get(deleted_column(column)):
-            if value is not None or row.get(deleted_column(column)):
-                main.append((f"{name} = ?", value))
-            continue
-        if value:
-            main.append((f"{name} = {name} + ?", value))
+        overwritten = row.get(deleted_column(column))
         removed = row.get(deleted_elements_column(column))
-        if removed:
-            if kind is ColumnKind.LIST:
-                raise ReplayError(
-                    f"{table.keyspace}.{table.table}.{column}: removed list elements are "
-                    "logged by cell key, which CQL cannot address"
+        if kind is ColumnKind.ATOMIC or overwritten:
+            if value is not None or overwritten:
+                main.append((f"{name} = ?", value))
+            if kind is ColumnKind.ATOMIC or not removed:
+                continue
+        elif kind is ColumnKind.UDT:
+            names = _fields(table, column)
+            if value is not None:
+                main.extend(
+                    (f"{name}.{quote(f)} = ?", v)
+                    for f, v in zip(names, value, strict=True)
+                    if v is not None
                 )
+        elif value:
+            main.append((f"{name} = {name} + ?", value))
+        if not removed:
+            continue
+        if kind is ColumnKind.UDT:
+            names = _fields(table, column)
+            removals.extend((f"{name}.{quote(_field(table, column, names, i))} = ?", None)
+                            for i in sorted(removed))  # fmt: skip
+        else:
             removals.append((f"{name} = {name} - ?", set(removed)))
     return [group for group in (main, removals) if group]
+
+
+def _fields(table: SinkTable, column: str) -> tuple[str, ...]:
+    names = table.fields.get(column)
+    if names is None:
+        raise ReplayError(f"{table.name}.{column}: the UDT's fields are unknown")
+    return names
+
+
+def _field(table: SinkTable, column: str, names: tuple[str, ...], index: int) -> str:
+    if not 0 <= index < len(names):
+        raise ReplayError(
+            f"{table.name}.{column}: field index {index} logged as deleted, but the UDT has "
+            f"{len(names)} field(s)"
+        )
+    return names[index]
 
 
 def range_delete(
@@ -187,8 +313,8 @@ def range_delete(
     """``DELETE ... WHERE pk = ? AND (ck..) >= (..) AND (ck..) < (..)`` of a bound pair."""
     if start is None:
         raise ReplayError(
-            f"{table.keyspace}.{table.table}: a range delete's end bound without its start "
-            f"bound in the batch at {write_time_us}"
+            f"{table.name}: a range delete's end bound without its start bound in the batch "
+            f"at {write_time_us}"
         )
     where, keys = _where(table.partition_key, end, table)
     clauses = [where]
@@ -225,8 +351,8 @@ def _where(
     missing = [n for n in names if row.get(n) is None]
     if missing:
         raise ReplayError(
-            f"{table.keyspace}.{table.table}: key column(s) {', '.join(missing)} missing "
-            "from a change that needs them"
+            f"{table.name}: key column(s) {', '.join(missing)} missing from a change that "
+            "needs them"
         )
     return " AND ".join(f"{quote(n)} = ?" for n in names), tuple(row[n] for n in names)
 

@@ -6,10 +6,16 @@ The YugabyteDB xCluster design's state, on this pipeline's lake:
   time before ``C`` has been applied (its "consistency timestamp"). A bootstrap sets
   ``C`` to the snapshot's time; each completed run moves it to the lake's watermark
   ``W`` (everything before ``W`` is in the lake, :mod:`cdcgen.core.watermark`).
-* A run applies the changes with write time in ``[C, W)``. Per-stream checkpoints
-  (``applied_until``, written only after the stream's changes are applied) let a run
-  killed half-way skip, on its next attempt, the streams it finished; re-applying the
-  others is harmless, since every write carries its original timestamp.
+* A run applies the changes with write time in ``[C, W)``, in consecutive time slices
+  (:mod:`cdcgen.replication.lake_changes`): once a slice is applied, every change before
+  its end is, so ``C`` moves there. A run killed half-way resumes from the last slice it
+  finished; re-applying part of one is harmless, since every write carries its original
+  timestamp.
+* ``S``, a bootstrap's snapshot time, comes from the source nodes' clocks, never the
+  worker's: the earliest node clock minus the confidence window and the generation
+  leeway. A write stamped before that has reached the source (a node stamps its writes
+  with its own clock), so the copy holds it; a worker clock ahead of the nodes would put
+  ``S`` past writes still to come, which neither the copy nor the apply would carry.
 * The lake must hold every change from ``C`` on: it holds a table's changes from its
   first extraction (or from the point a changes re-bootstrap moved it to, after the log
   expired changes before they were read) up to ``W``. A sink consistent until a time
@@ -19,17 +25,23 @@ The YugabyteDB xCluster design's state, on this pipeline's lake:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-from datetime import datetime
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 
 from cdcgen.core.cdc_log import TableRef
+from cdcgen.core.clocks import NodeClock
 from cdcgen.core.time import iso_millis
 
 
 class ReplicationError(Exception):
     """Terminal: the sink cannot be brought forward as it stands; the message says why
     and what to run."""
+
+
+class SnapshotClockUnreadable(Exception):
+    """Transient: a source node's clock could not be read, so no snapshot time is safe
+    (that node may be behind and still accept writes stamped before it)."""
 
 
 @dataclass(frozen=True)
@@ -62,21 +74,15 @@ class LakeCoverage:
 
 @dataclass(frozen=True)
 class ApplyPlan:
-    """Apply the changes with write time in ``[since, until)``, except those of a stream
-    already applied up to its ``applied_until`` by an interrupted run."""
+    """Apply the changes with write time in ``[since, until)`` of the lake's version."""
 
     since: datetime
     until: datetime
     lake_version: int | None
-    applied_until: Mapping[bytes, datetime] = field(default_factory=dict)
 
     @property
     def empty(self) -> bool:
         return self.until <= self.since
-
-    def stream_since(self, stream: bytes) -> datetime:
-        """Where ``stream``'s changes start for this run."""
-        return max(self.since, self.applied_until.get(stream, self.since))
 
 
 def bootstrap_command(source: TableRef, sink: TableRef, replace: bool = False) -> str:
@@ -87,9 +93,20 @@ def bootstrap_command(source: TableRef, sink: TableRef, replace: bool = False) -
     )
 
 
-def plan_apply(
-    progress: SinkProgress, lake: LakeCoverage, applied_until: Mapping[bytes, datetime]
-) -> ApplyPlan:
+def snapshot_time(
+    clocks: Sequence[NodeClock], confidence: timedelta, leeway: timedelta
+) -> datetime:
+    """A bootstrap's ``S``: the earliest source node clock, less the confidence window
+    and the leeway; every node's clock must be readable."""
+    unread = [c for c in clocks if c.reading is None]
+    if unread or not clocks:
+        why = "; ".join(f"{c.node}: {c.error or 'no clock'}" for c in unread) or "no node"
+        raise SnapshotClockUnreadable(f"no snapshot time without every node's clock: {why}")
+    earliest = min(c.reading for c in clocks if c.reading is not None)
+    return earliest - confidence - leeway
+
+
+def plan_apply(progress: SinkProgress, lake: LakeCoverage) -> ApplyPlan:
     """The run's range, or :class:`ReplicationError` when continuing would lose changes."""
     source, sink = progress.source, progress.sink
     start = progress.consistent_until
@@ -111,6 +128,4 @@ def plan_apply(
             "continuing would silently skip them. Re-bootstrap the sink: "
             f"`{bootstrap_command(source, sink, replace=True)}`"
         )
-    until = max(start, lake.until)
-    later = {s: t for s, t in applied_until.items() if start < t}
-    return ApplyPlan(start, until, lake.version, later)
+    return ApplyPlan(start, max(start, lake.until), lake.version)

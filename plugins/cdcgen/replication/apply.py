@@ -1,15 +1,18 @@
-"""Applying a table's changes from the lake to a sink, stream by stream, checkpointed.
+"""Applying a table's changes from the lake to a sink, slice by slice, checkpointed.
 
-A run reads the lake version that holds everything up to the watermark, keeps the
-changes of the plan's range (:mod:`cdcgen.core.replication_plan`), and replays them in
-each stream's order, one CDC batch per single-partition batch
-(:func:`cdcgen.core.replication.batch_statements`), many at a time. Streams go in
-chunks: once every batch of a chunk is acknowledged, its streams' checkpoints are
-written; a run killed before that re-applies the chunk, which changes nothing, since
-every write carries its original timestamp. Transient write failures (a node down, a
-timeout) are retried with backoff; a change the sink refuses, or the model cannot
-express, is recorded on the sink (``cdc_replication_rejects``) before its stream's
-checkpoint moves past it, and named in the run's result: never dropped in silence.
+A run reads the lake version that holds everything up to the watermark, in consecutive
+time slices of bounded size (:mod:`cdcgen.replication.lake_changes`), and replays each
+slice's changes in each stream's order, one CDC batch per single-partition batch
+(:func:`cdcgen.core.replication.batch_statements`), many at a time. Once every batch of
+a slice is acknowledged, the sink's consistency point moves to the slice's end; a run
+killed before that re-applies the slice, which changes nothing, since every write
+carries its original timestamp. Transient write failures (a node down, a timeout) are
+retried with backoff; a change the sink refuses, or the model cannot express, is
+recorded on the sink (``cdc_replication_rejects``) before the consistency point moves
+past it, and named in the run's result: never dropped in silence.
+
+TTLs count down on the sink's clock (:class:`SinkClock`): the largest of its nodes'
+clocks, so that a replayed cell never outlives its source.
 
 With a ``peer`` (active-active), batches the sink's own log already holds are skipped
 (:mod:`cdcgen.replication.peers`).
@@ -21,17 +24,20 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from itertools import groupby
 from typing import TYPE_CHECKING, Any
 
+from cdcgen.adapters.clocks import CqlClockReader
 from cdcgen.adapters.errors import is_transient
 from cdcgen.core.cdc_log import BATCH_SEQ_NO, STREAM_ID, TIME
 from cdcgen.core.replication import ReplayError, Statement, batch_statements
 from cdcgen.core.replication_plan import ApplyPlan
 from cdcgen.core.time import to_micros
 from cdcgen.progress import Progress
-from cdcgen.replication.lake_changes import CHUNK_ROWS, changes_in_range, stream_chunks
-from cdcgen.replication.peers import fingerprint, peer_changes
+from cdcgen.replication.lake_changes import LakeSource, change_slices, stream_chunks
+from cdcgen.replication.peers import fingerprint, peer_fingerprints
+from cdcgen.replication.settings import ReplicationSettings
 from cdcgen.replication.sink_schema import SinkShape
 from cdcgen.replication.sink_state import CqlSinkState
 
@@ -41,9 +47,28 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-CONCURRENCY = 64
 RETRIES = 5
 BACKOFF_SECONDS = 0.5
+
+
+class SinkClockUnreadable(Exception):
+    """Transient: no node of the sink answered with its clock."""
+
+
+class SinkClock:
+    """The sink's time in microseconds: its nodes' latest clock, read once, carried
+    forward by this process's monotonic clock."""
+
+    def __init__(self, client: CqlClient) -> None:
+        readings = [c.reading for c in CqlClockReader(client).read_clocks()]
+        known = [r for r in readings if r is not None]
+        if not known:
+            raise SinkClockUnreadable("no node of the sink answered with its clock")
+        self._at = to_micros(max(known))
+        self._read = time.monotonic()
+
+    def now_us(self) -> int:
+        return self._at + int((time.monotonic() - self._read) * 1_000_000)
 
 
 @dataclass
@@ -55,12 +80,14 @@ class ApplyOutcome:
     peer_rows: int = 0
     batches: int = 0
     statements: int = 0
-    streams: int = 0
+    slices: int = 0
+    #: The largest slice (rows of the table and of its peer together).
+    largest_slice: int = 0
     rejected: list[dict[str, Any]] = field(default_factory=list)
 
 
 class SinkApplier:
-    """Applies chunks of changes to one sink table and checkpoints their streams."""
+    """Applies one table's changes to one sink table, slice by slice."""
 
     def __init__(
         self,
@@ -68,8 +95,7 @@ class SinkApplier:
         shape: SinkShape,
         state: CqlSinkState,
         run_id: str,
-        concurrency: int = CONCURRENCY,
-        chunk_rows: int = CHUNK_ROWS,
+        settings: ReplicationSettings,
         peer: LakeRoot | None = None,
         on_applied: Callable[[Sequence[dict[str, Any]]], None] | None = None,
     ) -> None:
@@ -80,23 +106,34 @@ class SinkApplier:
         self.shape = shape
         self.state = state
         self.run_id = run_id
-        self.concurrency = concurrency
-        self.chunk_rows = chunk_rows
+        self.settings = settings
         self.peer = peer
         self.on_applied = on_applied
         self.rejected: list[dict[str, Any]] = []
 
     def apply(self, root: LakeRoot, plan: ApplyPlan) -> ApplyOutcome:
+        """Every change of the plan; the consistency point follows each applied slice."""
         outcome = ApplyOutcome()
         self.rejected = []
-        changes = changes_in_range(root, plan)
-        peer = peer_changes(self.peer, plan)
-        progress = Progress(changes.num_rows, "changes", log.info, label=str(self.state.sink))
-        for chunk in stream_chunks(changes, self.chunk_rows):
-            streams = self._apply_chunk(chunk.to_pylist(), plan, peer, outcome)
-            self.state.save_streams(streams, plan.until)
-            outcome.streams += len(streams)
-            progress.advance(chunk.num_rows)
+        clock = SinkClock(self.client)
+        progress = Progress(None, "changes", log.info, label=str(self.state.sink))
+        slices = change_slices(
+            LakeSource(root, plan.lake_version),
+            plan.since,
+            plan.until,
+            self.settings.slice_rows,
+            peer=None if self.peer is None else LakeSource(self.peer),
+            spill_dir=self.settings.spill_dir,
+        )
+        for part in slices:
+            peer = peer_fingerprints(part.peer)
+            size = part.changes.num_rows + (0 if part.peer is None else part.peer.num_rows)
+            outcome.largest_slice = max(outcome.largest_slice, size)
+            for chunk in stream_chunks(part.changes, self.settings.chunk_rows):
+                self._apply_chunk(chunk.to_pylist(), peer, outcome, clock)
+                progress.advance(chunk.num_rows)
+            self.state.save_progress(part.until, self.run_id, plan.lake_version)
+            outcome.slices += 1
         progress.finish()
         outcome.rejected = list(self.rejected)
         return outcome
@@ -104,46 +141,43 @@ class SinkApplier:
     def _apply_chunk(
         self,
         rows: list[dict[str, Any]],
-        plan: ApplyPlan,
         peer: frozenset[tuple[Any, ...]],
         outcome: ApplyOutcome,
-    ) -> list[bytes]:
+        clock: SinkClock,
+    ) -> None:
         work: list[tuple[Any, Any]] = []
         applied: list[dict[str, Any]] = []
-        streams: list[bytes] = []
-        for stream, stream_rows in groupby(rows, key=lambda r: r[STREAM_ID]):
-            streams.append(stream)
-            since = plan.stream_since(stream)
-            for _, batch in groupby(stream_rows, key=lambda r: (r["write_time"], r[TIME])):
-                changes = list(batch)
-                if changes[0]["write_time"] < since:
-                    continue  # applied by an interrupted run of this range
-                if peer and all(fingerprint(c) in peer for c in changes):
-                    outcome.peer_rows += len(changes)
-                    continue  # the sink's own log holds it: it came from there
-                item = self._batch(changes)
-                if item is not None:
-                    work.append(item)
-                    applied.extend(changes)
-                    outcome.log_rows += len(changes)
-                    outcome.batches += 1
-        self._execute(work, outcome)
+        now_us = clock.now_us()
+        for _, batch in groupby(rows, key=lambda r: (r[STREAM_ID], r["write_time"], r[TIME])):
+            changes = list(batch)
+            if peer and all(fingerprint(c) in peer for c in changes):
+                outcome.peer_rows += len(changes)
+                continue  # the sink's own log holds it: it came from there
+            item = self._batch(changes, now_us)
+            if item is not None:
+                work.append(item)
+                applied.extend(changes)
+                outcome.log_rows += len(changes)
+                outcome.batches += 1
+        outcome.statements += execute_all(
+            self.client, work, self.settings.concurrency, self._reject
+        )
         if self.on_applied is not None and applied:
             self.on_applied(applied)
-        return streams
 
-    def _batch(self, changes: Sequence[dict[str, Any]]) -> tuple[Any, Any] | None:
+    def _batch(self, changes: Sequence[dict[str, Any]], now_us: int) -> tuple[Any, Any] | None:
         """One CDC batch as one driver statement; None (and recorded) if refused."""
         from cassandra.query import BatchStatement, BatchType
 
         try:
             rows = [self.shape.driver_row(change) for change in changes]
-            statements = batch_statements(
-                self.shape.table, rows, to_micros(changes[0]["write_time"])
-            )
+            written = to_micros(changes[0]["write_time"])
+            statements = batch_statements(self.shape.table, rows, written, now_us=now_us)
         except ReplayError as exc:
             self._reject(changes[0], str(exc))
             return None
+        if not statements:
+            return None  # images only
         if len(statements) == 1:
             return self._bound(statements[0], changes[0])
         batch = BatchStatement(batch_type=BatchType.UNLOGGED)
@@ -155,9 +189,6 @@ class SinkApplier:
     def _bound(self, statement: Statement, change: dict[str, Any]) -> tuple[Any, Any]:
         return self.client.prepared(statement.cql).bind(statement.values), change
 
-    def _execute(self, work: list[tuple[Any, Any]], outcome: ApplyOutcome) -> None:
-        outcome.statements += execute_all(self.client, work, self.concurrency, self._reject)
-
     def _reject(self, change: dict[str, Any], reason: str) -> None:
         record = {
             "write_time": change["write_time"],
@@ -167,9 +198,10 @@ class SinkApplier:
         }
         log.error("%s: change at %s not applied: %s", self.state.sink, change[TIME], reason)
         self.state.reject(record, reason, self.run_id)
+        written: datetime = change["write_time"]
         self.rejected.append(
             {
-                "write_time": change["write_time"].isoformat(),
+                "write_time": written.isoformat(),
                 "cdc_time": change[TIME],
                 "stream_id": change[STREAM_ID].hex(),
                 "reason": reason,

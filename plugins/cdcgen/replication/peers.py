@@ -8,20 +8,19 @@ of its log rows is already among the sink's own changes (same write time, operat
 key and values; the stream, ``cdc$time`` and batch numbering are each cluster's own).
 What the sink received from this side came from this side's lake, so by then its
 original is in the sink's lake; and a batch the sink already holds identically needs
-no applying, whatever its origin.
+no applying, whatever its origin. The sink's changes are read in the same time slices as
+the table's (:mod:`cdcgen.replication.lake_changes`): a slice's fingerprints are all a
+batch of it can match, since the write time is part of each.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from cdcgen.core.cdc_log import BATCH_SEQ_NO, END_OF_BATCH, STREAM_ID, TIME
-from cdcgen.core.replication_plan import ApplyPlan
-from cdcgen.replication.lake_changes import changes_in_range
 
 if TYPE_CHECKING:
-    from cdcgen.adapters.lake_store import LakeRoot
+    import pyarrow as pa
 
 #: Log columns that differ between two clusters' logs of the same write.
 _PER_CLUSTER = (STREAM_ID, TIME, BATCH_SEQ_NO, END_OF_BATCH)
@@ -40,9 +39,8 @@ def _frozen(value: Any) -> Any:
     return value
 
 
-def peer_changes(root: LakeRoot | None, plan: ApplyPlan) -> frozenset[tuple[Any, ...]]:
-    """The fingerprints of the sink's own changes in the plan's range (none: no peer)."""
-    if root is None:
+def peer_fingerprints(changes: pa.Table | None) -> frozenset[tuple[Any, ...]]:
+    """The fingerprints of the sink's own changes of one slice (none: no peer)."""
+    if changes is None or changes.num_rows == 0:
         return frozenset()
-    changes = changes_in_range(root, replace(plan, lake_version=None))
     return frozenset(fingerprint(row) for row in changes.to_pylist())

@@ -3,10 +3,14 @@
 A run reads where the lake stands for the source table (its watermark, the lake
 version holding it, and since when it is complete: the changes pipeline's progress on
 the source cluster) and where the sink stands (its state, on the sink), applies the
-range between, then moves the sink's consistency point to the watermark. Its record,
-with the consistency point and the lag, is kept under the report directory
-(``replication/<sink table>/``) for the replication page, and returned for the Asset
-event and XCom: it holds names, times and counts, never a credential.
+range between, moving the sink's consistency point with each applied slice up to the
+watermark. Its record, with the consistency point and the lag, is kept under the report
+directory (``replication/<sink table>/``) for the replication page, and returned for the
+Asset event and XCom: it holds names, times and counts, never a credential.
+
+Before anything is written, a run refuses a sink that is its own source (the same table
+on the same cluster, known by its name and its hosts' ids: a bootstrap there would
+truncate the source) and a sink keyspace of the database's own.
 """
 
 from __future__ import annotations
@@ -15,31 +19,46 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from cdcgen.adapters.checkpoints import CqlCheckpointStore
-from cdcgen.adapters.delta_tables import is_delta
+from cdcgen.adapters.clocks import clock_reader_for
+from cdcgen.adapters.delta_tables import delta_table, is_delta
 from cdcgen.changes.layout import table_root
 from cdcgen.core.cdc_log import TableRef
+from cdcgen.core.identifiers import check_writable_keyspace
 from cdcgen.core.replication_plan import (
     LakeCoverage,
     ReplicationError,
     SinkProgress,
     plan_apply,
+    snapshot_time,
 )
 from cdcgen.replication.apply import SinkApplier
-from cdcgen.replication.bootstrap import SnapshotCopy, bootstrap, snapshot_time
-from cdcgen.replication.lake_changes import CHUNK_ROWS
-from cdcgen.replication.sink_schema import SinkShape, sink_shape
+from cdcgen.replication.bootstrap import SnapshotCopy, bootstrap, plan_bootstrap, sink_is_empty
+from cdcgen.replication.settings import ReplicationSettings
+from cdcgen.replication.sink_schema import SinkShape, TableDefinition, sink_shape
 from cdcgen.replication.sink_state import CqlSinkState
 from cdcgen.reports.site import record_replication
 
 if TYPE_CHECKING:
+    import pyarrow as pa
+
     from cdcgen.adapters.cql import CqlClient
     from cdcgen.adapters.lake_store import LakeRoot
     from cdcgen.config import PipelineConfig
 
 log = logging.getLogger(__name__)
+
+
+class Mode(StrEnum):
+    """What a run does before it applies: nothing, a bootstrap of an empty sink table,
+    or a bootstrap that first truncates the sink table."""
+
+    APPLY = "apply"
+    BOOTSTRAP = "bootstrap"
+    BOOTSTRAP_REPLACE = "bootstrap-replace"
 
 
 @dataclass(frozen=True)
@@ -48,6 +67,9 @@ class Replication:
 
     source: TableRef
     sink: TableRef
+
+    def __post_init__(self) -> None:
+        check_writable_keyspace(self.sink.keyspace, "sink keyspace")
 
     @classmethod
     def of(cls, table: str, sink_table: str | None = None, sink_keyspace: str | None = None
@@ -58,28 +80,64 @@ class Replication:
         return cls(source, TableRef(sink_keyspace or source.keyspace, source.table))
 
 
+def cluster_identity(client: CqlClient) -> tuple[str, frozenset[str]]:
+    """A cluster's name and its hosts' ids, as the driver knows them."""
+    metadata = client.cluster.metadata
+    hosts = frozenset(str(h.host_id) for h in metadata.all_hosts() if h.host_id is not None)
+    return str(metadata.cluster_name), hosts
+
+
+def check_not_source(source_client: CqlClient, sink_client: CqlClient, job: Replication) -> None:
+    """Refuse a sink table that is the source table itself: same table, and a cluster of
+    the same name sharing a host (two sessions to one cluster)."""
+    if job.source != job.sink:
+        return
+    source_name, source_hosts = cluster_identity(source_client)
+    sink_name, sink_hosts = cluster_identity(sink_client)
+    if source_name == sink_name and source_hosts & sink_hosts:
+        raise ReplicationError(
+            f"the sink {job.sink} is the source table itself (cluster {sink_name!r}): "
+            "replicating a table into itself would overwrite it, and a bootstrap would "
+            "truncate it. Name another sink keyspace or table, or set the sink cluster "
+            "(the cdcgen_sink connection, or CDCGEN_SINK_CONTACT_POINTS)"
+        )
+
+
 def lake_coverage(config: PipelineConfig, client: CqlClient, table: TableRef) -> LakeCoverage:
     progress = CqlCheckpointStore(client, config.checkpoint_keyspace).progress(table)
     return LakeCoverage(progress.complete_since, progress.watermark, progress.lake_version)
 
 
-def shape_of(source_client: CqlClient, sink_client: CqlClient, job: Replication) -> SinkShape:
-    """The sink table checked against the source table's columns."""
-    source = _table_metadata(source_client, job.source)
+def lake_types(lake: LakeRoot, table: TableRef) -> dict[str, pa.DataType]:
+    """The lake's column types of ``table``'s changes (none before its first write)."""
+    import pyarrow as pa
+
+    root = table_root(lake, table)
+    if not is_delta(root):
+        return {}
+    schema = pa.schema(delta_table(root).schema())
+    return {f.name: f.type for f in schema}
+
+
+def shape_of(
+    source_client: CqlClient, sink_client: CqlClient, job: Replication, lake: LakeRoot
+) -> SinkShape:
+    """The sink table checked against the source table's definition and the lake's."""
+    source = table_definition(source_client, job.source)
     if source is None:
         raise ReplicationError(f"{job.source} does not exist on the source cluster")
-    return sink_shape(job.sink, _table_metadata(sink_client, job.sink), list(source.columns))
+    sink = table_definition(sink_client, job.sink)
+    return sink_shape(source, job.sink, sink, lake_types(lake, job.source))
 
 
-def _table_metadata(client: CqlClient, table: TableRef) -> Any:
+def table_definition(client: CqlClient, table: TableRef) -> TableDefinition | None:
     """The driver's current definition of ``table`` (None: no such table)."""
     client.cluster.refresh_table_metadata(table.keyspace, table.table)
     keyspace = client.cluster.metadata.keyspaces.get(table.keyspace)
-    return None if keyspace is None else keyspace.tables.get(table.table)
-
-
-#: What a run does first: nothing, a bootstrap, or a bootstrap replacing the sink's rows.
-MODES = ("apply", "bootstrap", "bootstrap-replace")
+    metadata = None if keyspace is None else keyspace.tables.get(table.table)
+    if metadata is None:
+        return None
+    return TableDefinition.from_driver(table, metadata, keyspace)
 
 
 def replicate(
@@ -88,53 +146,71 @@ def replicate(
     sink_client: CqlClient,
     job: Replication,
     run_id: str,
-    chunk_rows: int = CHUNK_ROWS,
+    settings: ReplicationSettings | None = None,
     *,
-    bootstrap: str = "apply",
+    mode: Mode = Mode.APPLY,
     bootstrap_new: bool = False,
+    dry_run: bool = False,
     peer_lake: LakeRoot | None = None,
     on_applied: Callable[[Sequence[dict[str, Any]]], None] | None = None,
 ) -> dict[str, Any]:
     """Apply what the lake holds beyond the sink's consistency point; the run's record.
 
-    First, with ``bootstrap`` (:data:`MODES`), or with ``bootstrap_new`` when the sink
-    was never bootstrapped (the design's new sink over a source with data), a snapshot.
-    The sink table's own changes, when a lake holds them (``peer_lake``, default: this
-    lake), filter out what it received from here (active-active,
-    :mod:`cdcgen.replication.peers`).
+    First, with a bootstrap ``mode``, or with ``bootstrap_new`` when the sink was never
+    bootstrapped (the design's new sink over a source with data), a snapshot. The sink
+    table's own changes, when a lake holds them (``peer_lake``, default: this lake),
+    filter out what it received from here (active-active,
+    :mod:`cdcgen.replication.peers`). A ``dry_run`` writes nothing: it returns the
+    bootstrap's dry run when one would happen, else the range the run would apply.
     """
-    if bootstrap not in MODES:
-        raise ValueError(f"mode {bootstrap!r}: expected one of {', '.join(MODES)}")
+    settings = settings or ReplicationSettings()
     started = datetime.now(UTC)
+    check_not_source(source_client, sink_client, job)
     state = CqlSinkState(sink_client, job.source, job.sink)
-    state.ensure_schema()
-    before = state.progress()
+    if not dry_run:
+        state.ensure_schema()
+    before = state.progress() if state.exists() else SinkProgress(job.source, job.sink)
     copied = None
-    if bootstrap != "apply" or (bootstrap_new and before.consistent_until is None):
-        replace = bootstrap == "bootstrap-replace"
-        copied = bootstrap_sink(config, source_client, sink_client, job, run_id, replace)
+    if mode is not Mode.APPLY or (bootstrap_new and before.consistent_until is None):
+        replace = mode is Mode.BOOTSTRAP_REPLACE
+        copied = bootstrap_sink(
+            config, source_client, sink_client, job, run_id, replace, dry_run=dry_run
+        )
+        if dry_run:
+            return copied
         before = state.progress()
-    plan = plan_apply(
-        before, lake_coverage(config, source_client, job.source), state.applied_until()
-    )
+    plan = plan_apply(before, lake_coverage(config, source_client, job.source))
     record = _record(job, run_id, started, before)
+    if dry_run:
+        shape_of(source_client, sink_client, job, config.lake_path)  # refuses as a run would
+        record.update(
+            dry_run=True,
+            would_apply_from=plan.since.isoformat(),
+            would_apply_until=plan.until.isoformat(),
+            ended_at=datetime.now(UTC).isoformat(),
+            rejected=[],
+            status="dry-run",
+        )
+        return record
     if copied is not None:
         record["bootstrap"] = {k: copied[k] for k in ("bootstrapped_at", "copied_rows")}
     if plan.empty:
         log.info("%s: nothing new in the lake beyond %s", job.sink, plan.since)
         return _finish(config, record, before, 0, 0, [])
-    shape = shape_of(source_client, sink_client, job)
+    shape = shape_of(source_client, sink_client, job, config.lake_path)
     peer = table_root(peer_lake or config.lake_path, job.sink)
     applier = SinkApplier(
-        sink_client, shape, state, run_id, chunk_rows=chunk_rows,
+        sink_client, shape, state, run_id, settings,
         peer=peer if is_delta(peer) else None, on_applied=on_applied,
     )  # fmt: skip
-    outcome = applier.apply(table_root(config.lake_path, job.source), plan)  # none: empty
+    outcome = applier.apply(table_root(config.lake_path, job.source), plan)
     state.save_progress(plan.until, run_id, plan.lake_version)
     record.update(
         applied_from=plan.since.isoformat(),
         lake_version=plan.lake_version,
         peer_log_rows_skipped=outcome.peer_rows,
+        slices=outcome.slices,
+        largest_slice_rows=outcome.largest_slice,
     )
     return _finish(
         config, record, state.progress(), outcome.log_rows, outcome.batches, outcome.rejected
@@ -148,19 +224,45 @@ def bootstrap_sink(
     job: Replication,
     run_id: str,
     replace: bool = False,
-    now: datetime | None = None,
+    *,
+    dry_run: bool = False,
 ) -> dict[str, Any]:
-    """Copy the source table into the sink at a recorded time; the bootstrap's record."""
+    """Copy the source table into the sink at a time the source's clocks give; the
+    bootstrap's record. A ``dry_run`` makes every check and says what the bootstrap
+    would do (which table it would truncate), writing nothing."""
     started = datetime.now(UTC)
+    check_not_source(source_client, sink_client, job)
     state = CqlSinkState(sink_client, job.source, job.sink)
-    state.ensure_schema()
-    at = snapshot_time(now or started, config.confidence_window, config.generation_leeway)
-    shape = shape_of(source_client, sink_client, job)
-    copy = SnapshotCopy(source_client, sink_client, job.source, shape)
-    coverage = lake_coverage(config, source_client, job.source)
-    before = state.progress()
-    outcome = bootstrap(copy, state, at, coverage.since, before.consistent_until, run_id, replace)
+    if not dry_run:
+        state.ensure_schema()
+    shape = shape_of(source_client, sink_client, job, config.lake_path)
+    clocks = clock_reader_for(source_client, config).read_clocks()
+    at = snapshot_time(clocks, config.confidence_window, config.generation_leeway)
+    before = state.progress() if state.exists() else SinkProgress(job.source, job.sink)
+    plan = plan_bootstrap(
+        job.source,
+        job.sink,
+        at,
+        lake_since=lake_coverage(config, source_client, job.source).since,
+        current=before.consistent_until,
+        sink_empty=sink_is_empty(sink_client, shape),
+        replace=replace,
+    )
     record = _record(job, run_id, started, before)
+    if dry_run:
+        record.update(
+            kind="bootstrap",
+            dry_run=True,
+            snapshot_at=at.isoformat(),
+            would_truncate=job.sink.qualified if plan.truncate else None,
+            sink_cluster=cluster_identity(sink_client)[0],
+            ended_at=datetime.now(UTC).isoformat(),
+            rejected=[],
+            status="dry-run",
+        )
+        return record
+    copy = SnapshotCopy(source_client, sink_client, job.source, shape)
+    outcome = bootstrap(copy, state, plan, run_id)
     record.update(kind="bootstrap", copied_rows=outcome.rows, truncated=outcome.truncated)
     return _finish(config, record, state.progress(), 0, 0, [])
 

@@ -1,26 +1,38 @@
-"""The sink table as the replay model needs it, and lake values as the driver binds them.
+"""The sink table checked against the source's, and lake values as the driver binds them.
 
-The sink table must have the source table's primary key and every data column the
-lake holds, with the same CQL types: a replay into a table of another shape would
-write other data than the source holds, so the run refuses it up front, naming the
-columns. The lake stores some CQL types as text (uuid, timeuuid, inet, decimal,
-varint; :mod:`cdcgen.changes.columns`) and collections as Arrow lists and maps; each
-column gets the converter that turns the lake's value back into what the driver binds.
-Tuples, UDTs, durations and vectors are stored as text the driver cannot bind back, so
-a table holding one is refused by name.
+A replay into a table of another shape would write other data than the source holds, so
+a run compares both definitions up front and refuses, naming the columns, before it
+applies any change: the same primary key, every source column with the same CQL type
+(and the same user types, field by field), the same static columns.
+
+Some column shapes cannot be replayed exactly and are refused by name here, never half
+way through a run: non-frozen lists (the log keys their cells by time UUIDs, which CQL
+cannot choose on an append, so a replayed append is not idempotent, nor read back after
+a copy, so an element copied by a bootstrap could not be removed later), counters (CDC
+refuses them), vectors, and columns an earlier version of the lake kept as text (UDTs,
+tuples and durations, now stored as structs: :mod:`cdcgen.changes.columns`).
+
+The lake stores uuid, timeuuid, inet, decimal and varint as their canonical text, UDTs
+and tuples as structs, durations as ``(months, days, nanoseconds)`` structs, maps as
+lists of pairs; each column gets the converter that turns the lake's value back into
+what the driver binds.
 """
 
 from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cdcgen.core.cdc_log import TableRef, deleted_elements_column
+from cdcgen.core.cql_types import CqlTypeError, ParsedType
 from cdcgen.core.replication import ColumnKind, ReplayError, SinkTable
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 Converter = Callable[[Any], Any]
 
@@ -32,69 +44,80 @@ _FROM_TEXT: dict[str, Converter] = {
 }
 _AS_STORED = frozenset(
     {
-        "ascii", "bigint", "blob", "boolean", "counter", "date", "double", "float", "inet",
+        "ascii", "bigint", "blob", "boolean", "date", "double", "float", "inet",
         "int", "smallint", "text", "time", "timestamp", "tinyint", "varchar",
     }
 )  # fmt: skip
+_COLLECTIONS = ("set", "list", "map")
+#: Types the lake stores as structs (an earlier lake version kept them as text).
+_STRUCTS = ("tuple", "duration")
 
 
 class SinkSchemaError(Exception):
     """Terminal: the sink table cannot receive the source table's changes."""
 
 
+#: A keyspace's user types: name -> its fields ``(name, type)`` in order.
+UserTypes = Mapping[str, tuple[tuple[str, ParsedType], ...]]
+
+
 @dataclass(frozen=True)
-class ParsedType:
-    """A CQL type as ``system_schema`` spells it: ``frozen<map<text, int>>``."""
+class TableDefinition:
+    """A table as replication compares it: its keys, each column's CQL type as
+    ``system_schema`` spells it, its static columns and its keyspace's user types."""
 
-    name: str
-    args: tuple[ParsedType, ...] = ()
-    frozen: bool = False
-
-    @classmethod
-    def parse(cls, text: str) -> ParsedType:
-        tokens = [t for t in re.split(r"\s*([<>,])\s*", text.strip()) if t]
-        parsed, rest = cls._parse(tokens)
-        if rest:
-            raise SinkSchemaError(f"cannot read the CQL type {text!r}")
-        return parsed
+    ref: TableRef
+    partition_key: tuple[str, ...]
+    clustering_key: tuple[str, ...]
+    types: Mapping[str, str]
+    static: frozenset[str] = frozenset()
+    user_types: Mapping[str, tuple[tuple[str, str], ...]] = field(default_factory=dict)
 
     @classmethod
-    def _parse(cls, tokens: list[str]) -> tuple[ParsedType, list[str]]:
-        if not tokens or tokens[0] in "<>,":
-            raise SinkSchemaError(f"cannot read a CQL type from {''.join(tokens)!r}")
-        name, rest = tokens[0], tokens[1:]
-        if not rest or rest[0] != "<":
-            return cls(name), rest
-        args = []
-        rest = rest[1:]
-        while True:
-            arg, rest = cls._parse(rest)
-            args.append(arg)
-            if rest and rest[0] == ",":
-                rest = rest[1:]
-            elif rest and rest[0] == ">":
-                rest = rest[1:]
-                break
-            else:
-                raise SinkSchemaError(f"cannot read a CQL type near {''.join(rest)!r}")
-        if name == "frozen":
-            return cls(args[0].name, args[0].args, frozen=True), rest
-        return cls(name, tuple(args)), rest
+    def from_driver(cls, ref: TableRef, table: Any, keyspace: Any) -> TableDefinition:
+        """From the driver's ``TableMetadata`` and ``KeyspaceMetadata``."""
+        return cls(
+            ref,
+            tuple(c.name for c in table.partition_key),
+            tuple(c.name for c in table.clustering_key),
+            {name: str(c.cql_type) for name, c in table.columns.items()},
+            frozenset(name for name, c in table.columns.items() if c.is_static),
+            {
+                name: tuple(zip(udt.field_names, map(str, udt.field_types), strict=True))
+                for name, udt in keyspace.user_types.items()
+            },
+        )
+
+    @property
+    def data_columns(self) -> list[str]:
+        keys = {*self.partition_key, *self.clustering_key}
+        return [name for name in self.types if name not in keys]
+
+    def parsed_user_types(self) -> UserTypes:
+        return {
+            name: tuple((f, ParsedType.parse(t)) for f, t in fields)
+            for name, fields in self.user_types.items()
+        }
 
 
-def converter(kind: ParsedType, column: str) -> Converter:
+def is_udt(kind: ParsedType, udts: UserTypes) -> bool:
+    return not kind.args and kind.name in udts
+
+
+def converter(kind: ParsedType, column: str, udts: UserTypes | None = None) -> Converter:
     """Lake value -> driver value for a column of type ``kind``."""
+    udts = udts or {}
     if kind.name in _AS_STORED:
         return lambda value: value
     if kind.name in _FROM_TEXT:
         parse = _FROM_TEXT[kind.name]
         return lambda value: None if value is None else parse(value)
     if kind.name in ("set", "list"):
-        element = converter(kind.args[0], column)
+        element = converter(kind.args[0], column, udts)
         build: Callable[[Any], Any] = set if kind.name == "set" else list
         return lambda value: None if value is None else build(element(v) for v in value)
     if kind.name == "map":
-        key, item = converter(kind.args[0], column), converter(kind.args[1], column)
+        key, item = converter(kind.args[0], column, udts), converter(kind.args[1], column, udts)
 
         def convert_map(value: Any) -> Any:
             if value is None:
@@ -103,17 +126,81 @@ def converter(kind: ParsedType, column: str) -> Converter:
             return {key(k): item(v) for k, v in pairs}
 
         return convert_map
+    if kind.name == "tuple":
+        names = [f"f{i}" for i in range(len(kind.args))]
+        return _struct(column, names, [converter(a, column, udts) for a in kind.args])
+    if is_udt(kind, udts):
+        fields = udts[kind.name]
+        names = [name for name, _ in fields]
+        return _struct(column, names, [converter(t, column, udts) for _, t in fields])
+    if kind.name == "duration":
+        return _duration(column)
     raise SinkSchemaError(
-        f"column {column} of type {kind.name}: the lake keeps it as text, which cannot be "
-        "bound back to the sink (tuples, UDTs, durations and vectors are not replicated)"
+        f"column {column} of type {kind.name}: the lake keeps it in a form that cannot be "
+        "bound back to the sink, so it is not replicated"
     )
 
 
-def column_kind(kind: ParsedType) -> ColumnKind:
-    """How the replay model writes a column: non-frozen collections by element."""
-    if kind.frozen or kind.name not in ("set", "map", "list"):
+def _struct(column: str, names: list[str], fields: list[Converter]) -> Converter:
+    """A struct (UDT, tuple) as the tuple of its fields in order, as the driver binds it."""
+
+    def convert(value: Any) -> Any:
+        if value is None:
+            return None
+        if not isinstance(value, Mapping):
+            raise ValueError(f"{column}: expected the lake's struct, found {type(value).__name__}")
+        return tuple(f(value.get(n)) for f, n in zip(fields, names, strict=True))
+
+    return convert
+
+
+def _duration(column: str) -> Converter:
+    def convert(value: Any) -> Any:
+        from cassandra.util import Duration
+
+        if value is None:
+            return None
+        if not isinstance(value, Mapping):
+            raise ValueError(f"{column}: expected the lake's struct, found {type(value).__name__}")
+        return Duration(value["months"], value["days"], value["nanoseconds"])
+
+    return convert
+
+
+def column_kind(kind: ParsedType, column: str, udts: UserTypes | None = None) -> ColumnKind:
+    """How the replay model writes a column: non-frozen sets, maps and UDTs by element;
+    a non-frozen list or a counter is refused by name."""
+    udts = udts or {}
+    if kind.name == "counter":
+        raise SinkSchemaError(f"column {column} is a counter: CDC does not log counter tables")
+    if kind.frozen or (kind.name not in _COLLECTIONS and not is_udt(kind, udts)):
         return ColumnKind.ATOMIC
-    return ColumnKind[kind.name.upper()]
+    if kind.name == "list":
+        raise SinkSchemaError(
+            f"column {column} is a non-frozen list: its cells are keyed by time UUIDs that "
+            "CQL cannot choose on an append (a replayed append would add the element again) "
+            "nor read back (an element a bootstrap copied could never be removed by its "
+            "key); replicate a frozen<list<...>>, a set or a map instead"
+        )
+    if kind.name in _COLLECTIONS:
+        return ColumnKind[kind.name.upper()]
+    return ColumnKind.UDT
+
+
+def kept_as_text(kind: ParsedType, stored: pa.DataType, udts: UserTypes) -> bool:
+    """Whether the lake holds a struct-stored type (UDT, tuple, duration) somewhere in
+    ``kind`` as text: a column an earlier lake version wrote."""
+    import pyarrow as pa
+
+    if kind.name in _STRUCTS or is_udt(kind, udts):
+        return bool(pa.types.is_string(stored) or pa.types.is_large_string(stored))
+    if kind.name in ("set", "list") and pa.types.is_list(stored):
+        return kept_as_text(kind.args[0], stored.value_type, udts)
+    if kind.name == "map" and pa.types.is_map(stored):
+        return kept_as_text(kind.args[0], stored.key_type, udts) or kept_as_text(
+            kind.args[1], stored.item_type, udts
+        )
+    return False
 
 
 @dataclass(frozen=True)
@@ -131,40 +218,124 @@ class SinkShape:
             if value is not None:
                 try:
                     out[name] = convert(value)
-                except (ValueError, ArithmeticError) as exc:
+                except (ValueError, ArithmeticError, KeyError, TypeError) as exc:
                     raise ReplayError(f"{name}: {value!r} is not a value of it ({exc})") from None
         return out
 
 
-def sink_shape(sink: TableRef, metadata: Any, source_columns: Sequence[str]) -> SinkShape:
-    """Checks the sink table (driver ``TableMetadata``, None if absent) against the
-    source's data columns (the lake's base columns) and builds its shape."""
-    if metadata is None:
+def sink_shape(
+    source: TableDefinition,
+    sink_table: TableRef,
+    sink: TableDefinition | None,
+    lake_types: Mapping[str, pa.DataType] | None = None,
+) -> SinkShape:
+    """Checks the sink table (``sink``: its definition, None if it does not exist)
+    against the source table, and the lake's column types when its table exists, and
+    builds the replay's shape; :class:`SinkSchemaError` names what differs or cannot be
+    replicated."""
+    if sink is None:
         raise SinkSchemaError(
-            f"{sink} does not exist: create it with the source table's definition first"
+            f"{sink_table} does not exist: create it with the definition of {source.ref} first"
         )
-    partition = tuple(c.name for c in metadata.partition_key)
-    clustering = tuple(c.name for c in metadata.clustering_key)
-    keys = set(partition) | set(clustering)
-    types = {name: ParsedType.parse(str(c.cql_type)) for name, c in metadata.columns.items()}
-    missing = sorted(set(source_columns) - set(types))
+    try:
+        return _checked(source, sink, lake_types or {})
+    except CqlTypeError as exc:
+        raise SinkSchemaError(f"{sink_table}: {exc}") from None
+
+
+def _checked(
+    source: TableDefinition, sink: TableDefinition, lake_types: Mapping[str, pa.DataType]
+) -> SinkShape:
+    where = f"{sink.ref} (sink of {source.ref})"
+    if (sink.partition_key, sink.clustering_key) != (source.partition_key, source.clustering_key):
+        raise SinkSchemaError(
+            f"{where}: primary key ({', '.join(sink.partition_key)}; "
+            f"{', '.join(sink.clustering_key)}) differs from the source's "
+            f"({', '.join(source.partition_key)}; {', '.join(source.clustering_key)})"
+        )
+    missing = [c for c in source.types if c not in sink.types]
     if missing:
-        raise SinkSchemaError(f"{sink} has no column(s) {', '.join(missing)} of the source table")
-    data = [name for name in source_columns if name not in keys]
-    converters: dict[str, Converter] = {}
-    for name in (*partition, *clustering, *data):
-        converters[name] = converter(types[name], name)
-        kind = types[name]
-        if kind.name in ("set", "map") and not kind.frozen:
-            element = kind.args[0]
-            converters[deleted_elements_column(name)] = converter(
-                ParsedType("set", (element,)), name
+        raise SinkSchemaError(f"{where} has no column(s) {', '.join(missing)} of the source")
+    differ = [
+        f"{c} {sink.types[c]} (source: {source.types[c]})"
+        for c in source.types
+        if _normal(sink.types[c]) != _normal(source.types[c])
+    ]
+    static = sorted(source.static ^ (sink.static & set(source.types)))
+    if differ or static:
+        what = differ + [f"{c} static on one side only" for c in static]
+        raise SinkSchemaError(f"{where}: column(s) differ: {'; '.join(what)}")
+    udts = source.parsed_user_types()
+    for name in _udts_used(source, udts):
+        if source.user_types.get(name) != sink.user_types.get(name):
+            raise SinkSchemaError(
+                f"{where}: user type {name} differs from the source's "
+                f"({sink.user_types.get(name)} against {source.user_types.get(name)})"
             )
+    return _shape(source, sink, udts, lake_types)
+
+
+def _shape(
+    source: TableDefinition,
+    sink: TableDefinition,
+    udts: UserTypes,
+    lake_types: Mapping[str, pa.DataType],
+) -> SinkShape:
+    types = {name: ParsedType.parse(text) for name, text in source.types.items()}
+    data = source.data_columns
+    kinds = {name: column_kind(types[name], name, udts) for name in data}
+    stale = [
+        name
+        for name, kind in types.items()
+        if name in lake_types and kept_as_text(kind, lake_types[name], udts)
+    ]
+    if stale:
+        raise SinkSchemaError(
+            f"{sink.ref}: the lake keeps column(s) {', '.join(stale)} of {source.ref} as text "
+            "(written by an earlier version, before UDTs, tuples and durations were stored "
+            "as structs), which cannot be bound back; re-bootstrap the changes of "
+            f"{source.ref} into a new lake table to replicate it"
+        )
+    converters: dict[str, Converter] = {}
+    fields: dict[str, tuple[str, ...]] = {}
+    for name in (*source.partition_key, *source.clustering_key, *data):
+        converters[name] = converter(types[name], name, udts)
+    for name, kind in kinds.items():
+        removed = deleted_elements_column(name)
+        if kind in (ColumnKind.SET, ColumnKind.MAP):
+            element = types[name].args[0]
+            converters[removed] = converter(ParsedType("set", (element,)), name, udts)
+        elif kind is ColumnKind.UDT:
+            fields[name] = tuple(f for f, _ in udts[types[name].name])
+            converters[removed] = converter(ParsedType.parse("set<smallint>"), name, udts)
     table = SinkTable(
-        sink.keyspace,
-        sink.table,
-        partition,
-        clustering,
-        {name: column_kind(types[name]) for name in data},
+        sink.ref.keyspace,
+        sink.ref.table,
+        source.partition_key,
+        source.clustering_key,
+        kinds,
+        static=frozenset(source.static),
+        fields=fields,
     )
     return SinkShape(table, converters)
+
+
+def _udts_used(table: TableDefinition, udts: UserTypes) -> list[str]:
+    """Every user type a column of ``table`` uses, nested ones included."""
+    found: list[str] = []
+
+    def visit(kind: ParsedType) -> None:
+        if is_udt(kind, udts) and kind.name not in found:
+            found.append(kind.name)
+            for _, inner in udts[kind.name]:
+                visit(inner)
+        for arg in kind.args:
+            visit(arg)
+
+    for text in table.types.values():
+        visit(ParsedType.parse(text))
+    return found
+
+
+def _normal(text: str) -> str:
+    return re.sub(r"\s+", "", text)

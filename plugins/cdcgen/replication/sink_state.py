@@ -1,26 +1,25 @@
 """A sink's replication state, kept on the sink itself next to the tables it receives.
 
-Three tables in the sink table's keyspace, created on first use::
+Two tables in the sink table's keyspace, created on first use::
 
     cdc_replication_progress ((source_keyspace, source_table), sink_table)
         consistent_until, bootstrapped_at, lake_version, run_id, updated_at
-    cdc_replication_streams ((source_keyspace, source_table, sink_table), stream_id)
-        applied_until
     cdc_replication_rejects ((source_keyspace, source_table, sink_table), write_time,
         cdc_time, batch_seq_no)  stream_id, reason, run_id
 
 On the sink, because that is where the applied data is: a sink restored from a backup
 comes back with the state that matches it, and a second sink of the same table has
 state of its own. Like the changes pipeline's checkpoints
-(:mod:`cdcgen.adapters.checkpoints`), the time cells are written ``USING TIMESTAMP`` of
-their own value, so they only move forward whatever the order of racing writers, and
-the per-stream rows a completed run implies are deleted at the timestamp of the new
-consistency point, which removes exactly the rows it covers.
+(:mod:`cdcgen.adapters.checkpoints`), the consistency point is written ``USING
+TIMESTAMP`` of its own value, so it only moves forward whatever the order of racing
+writers. (Earlier versions also kept per-stream checkpoints in
+``cdc_replication_streams``; a run no longer reads them: it resumes from the
+consistency point, which moves after every applied slice.)
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -32,7 +31,6 @@ if TYPE_CHECKING:
     from cdcgen.adapters.cql import CqlClient
 
 PROGRESS = "cdc_replication_progress"
-STREAMS = "cdc_replication_streams"
 REJECTS = "cdc_replication_rejects"
 DDL_TIMEOUT = 120.0
 _DDL = {
@@ -41,11 +39,6 @@ _DDL = {
         "consistent_until timestamp, bootstrapped_at timestamp, lake_version bigint, "
         "run_id text, updated_at timestamp, "
         "PRIMARY KEY ((source_keyspace, source_table), sink_table)"
-    ),
-    STREAMS: (
-        "source_keyspace text, source_table text, sink_table text, stream_id blob, "
-        "applied_until timestamp, "
-        "PRIMARY KEY ((source_keyspace, source_table, sink_table), stream_id)"
     ),
     REJECTS: (
         "source_keyspace text, source_table text, sink_table text, write_time timestamp, "
@@ -72,13 +65,18 @@ class CqlSinkState:
         return f"{self.sink.keyspace}.{table}"
 
     def ensure_schema(self) -> None:
-        """Create the three tables in the sink's keyspace; cheap when they exist."""
+        """Create the state tables in the sink's keyspace; cheap when they exist."""
         keyspace = self._client.cluster.metadata.keyspaces.get(self.sink.keyspace)
         if keyspace is not None and all(t in keyspace.tables for t in _DDL):
             return
         for table, columns in _DDL.items():
             cql = f"CREATE TABLE IF NOT EXISTS {self._name(table)} ({columns})"
             self._client.session.execute(cql, timeout=DDL_TIMEOUT)
+
+    def exists(self) -> bool:
+        """Whether the sink's keyspace holds the state tables (a dry run creates none)."""
+        keyspace = self._client.cluster.metadata.keyspaces.get(self.sink.keyspace)
+        return keyspace is not None and PROGRESS in keyspace.tables
 
     @property
     def _key(self) -> tuple[str, str, str]:
@@ -103,32 +101,6 @@ class CqlSinkState:
             _utc(row.updated_at),
         )
 
-    def applied_until(self) -> dict[bytes, datetime]:
-        """Per-stream checkpoints an interrupted run left ahead of the consistency point."""
-        statement = self._client.prepared(
-            f"SELECT stream_id, applied_until FROM {self._name(STREAMS)} "
-            "WHERE source_keyspace = ? AND source_table = ? AND sink_table = ?"
-        )
-        rows = self._client.execute_retried(statement, self._key)
-        return {bytes(r.stream_id): naive_as_utc(r.applied_until) for r in rows}
-
-    def save_streams(self, streams: Iterable[bytes], until: datetime) -> int:
-        """Every change of ``streams`` before ``until`` is applied (call only after)."""
-        from cassandra.concurrent import execute_concurrent_with_args
-
-        statement = self._client.prepared(
-            f"UPDATE {self._name(STREAMS)} USING TIMESTAMP ? SET applied_until = ? "
-            "WHERE source_keyspace = ? AND source_table = ? AND sink_table = ? "
-            "AND stream_id = ?"
-        )
-        params = [(to_micros(until), until, *self._key, stream) for stream in streams]
-        if params:
-            execute_concurrent_with_args(
-                self._client.session, statement, params, concurrency=32,
-                raise_on_first_error=True,
-            )  # fmt: skip
-        return len(params)
-
     def save_progress(
         self,
         consistent_until: datetime,
@@ -136,8 +108,7 @@ class CqlSinkState:
         lake_version: int | None = None,
         bootstrapped_at: datetime | None = None,
     ) -> None:
-        """Move the consistency point forward (an older one is ignored), then drop the
-        per-stream checkpoints it implies."""
+        """Move the consistency point forward (an older one is ignored)."""
         stamp = to_micros(consistent_until)
         sets = "consistent_until = ?, lake_version = ?, run_id = ?, updated_at = ?"
         values: list[Any] = [consistent_until, lake_version, run_id, datetime.now(UTC)]
@@ -149,11 +120,6 @@ class CqlSinkState:
             "WHERE source_keyspace = ? AND source_table = ? AND sink_table = ?"
         )
         self._client.execute_retried(statement, (stamp, *values, *self._key))
-        prune = self._client.prepared(
-            f"DELETE FROM {self._name(STREAMS)} USING TIMESTAMP ? "
-            "WHERE source_keyspace = ? AND source_table = ? AND sink_table = ?"
-        )
-        self._client.execute_retried(prune, (stamp, *self._key))
 
     def reject(self, change: Mapping[str, Any], reason: str, run_id: str) -> None:
         """Record a change that could not be applied (before its stream's checkpoint)."""

@@ -1,0 +1,136 @@
+"""The sink table checked against the source's, and lake values as the driver binds them
+(``cdcgen.replication.sink_schema``): every column shape either has a converter and a
+replay kind, or is refused by name before any change is applied."""
+
+from __future__ import annotations
+
+import uuid
+from decimal import Decimal
+
+import pyarrow as pa
+import pytest
+from cassandra.util import Duration
+
+from cdcgen.core.cdc_log import TableRef
+from cdcgen.core.cql_types import CqlTypeError, ParsedType
+from cdcgen.core.replication import ColumnKind
+from cdcgen.replication.sink_schema import (
+    SinkSchemaError,
+    TableDefinition,
+    column_kind,
+    converter,
+    sink_shape,
+)
+
+SOURCE, SINK = TableRef("shop", "orders"), TableRef("shop_dr", "orders")
+ADDRESS = (("street", "text"), ("zip", "int"))
+
+
+def definition(ref: TableRef, **types: str) -> TableDefinition:
+    static = frozenset(n for n, t in types.items() if t.startswith("static "))
+    plain = {n: t.removeprefix("static ") for n, t in types.items()}
+    return TableDefinition(
+        ref, ("pk",), ("ck",), {"pk": "int", "ck": "int", **plain}, static, {"address": ADDRESS}
+    )
+
+
+@pytest.mark.parametrize(
+    ("cql", "kind"),
+    [("int", ColumnKind.ATOMIC), ("set<text>", ColumnKind.SET), ("map<text, int>", ColumnKind.MAP),
+     ("frozen<set<text>>", ColumnKind.ATOMIC), ("frozen<list<int>>", ColumnKind.ATOMIC),
+     ("address", ColumnKind.UDT), ("frozen<address>", ColumnKind.ATOMIC),
+     ("frozen<tuple<int, text>>", ColumnKind.ATOMIC), ("duration", ColumnKind.ATOMIC)],
+)  # fmt: skip
+def test_each_shape_has_its_replay_kind(cql: str, kind: ColumnKind) -> None:
+    udts = {"address": tuple((f, ParsedType.parse(t)) for f, t in ADDRESS)}
+    assert column_kind(ParsedType.parse(cql), "c", udts) is kind
+
+
+def test_non_frozen_lists_and_counters_are_refused_by_name() -> None:
+    with pytest.raises(SinkSchemaError, match="column lines is a non-frozen list"):
+        column_kind(ParsedType.parse("list<int>"), "lines")
+    with pytest.raises(SinkSchemaError, match="column hits is a counter"):
+        column_kind(ParsedType.parse("counter"), "hits")
+
+
+def test_lake_values_become_what_the_driver_binds() -> None:
+    udts = {"address": tuple((f, ParsedType.parse(t)) for f, t in ADDRESS)}
+    value = "6ba7b810-9dad-11d1-80b4-00c04fd430c8"
+    assert converter(ParsedType.parse("uuid"), "c")(value) == uuid.UUID(value)
+    assert converter(ParsedType.parse("decimal"), "c")("1.50") == Decimal("1.50")
+    assert converter(ParsedType.parse("set<uuid>"), "c")([value]) == {uuid.UUID(value)}
+    assert converter(ParsedType.parse("map<text, varint>"), "c")([("a", "12")]) == {"a": 12}
+    assert converter(ParsedType.parse("frozen<list<int>>"), "c")([1, 2]) == [1, 2]
+    tuple_of = converter(ParsedType.parse("frozen<tuple<int, uuid>>"), "c")
+    assert tuple_of({"f0": 1, "f1": value}) == (1, uuid.UUID(value))
+    address = converter(ParsedType.parse("address"), "c", udts)
+    assert address({"street": "Main", "zip": None}) == ("Main", None)
+    nested = converter(ParsedType.parse("map<text, frozen<address>>"), "c", udts)
+    assert nested([("home", {"street": "Elm", "zip": 7})]) == {"home": ("Elm", 7)}
+    duration = converter(ParsedType.parse("duration"), "c")
+    assert duration({"months": 1, "days": 2, "nanoseconds": 3}) == Duration(1, 2, 3)
+    with pytest.raises(ValueError, match="expected the lake's struct"):
+        address("address(street='Main', zip=None)")  # an older lake's text
+
+
+def test_unknown_types_are_refused_by_name() -> None:
+    with pytest.raises(SinkSchemaError, match="column v of type vector"):
+        converter(ParsedType.parse("vector<float, 3>"), "v")
+    with pytest.raises(CqlTypeError, match="map<text"):
+        ParsedType.parse("map<text")
+
+
+def test_a_shape_knows_statics_udt_fields_and_removed_elements() -> None:
+    source = definition(SOURCE, v="text", note="static text", home="address", tags="set<int>")
+    sink = definition(SINK, v="text", note="static text", home="address", tags="set<int>")
+    shape = sink_shape(source, SINK, sink)
+    table = shape.table
+    assert (table.keyspace, table.static, table.fields) == (
+        "shop_dr", frozenset({"note"}), {"home": ("street", "zip")},
+    )  # fmt: skip
+    row = shape.driver_row(
+        {"home": {"street": "x", "zip": 1}, "cdc$deleted_elements_home": [1],
+         "cdc$deleted_elements_tags": [5]}
+    )  # fmt: skip
+    assert row["home"] == ("x", 1) and row["cdc$deleted_elements_home"] == {1}
+    assert row["cdc$deleted_elements_tags"] == {5}
+
+
+@pytest.mark.parametrize(
+    ("sink", "message"),
+    [
+        ({"v": "int"}, r"column\(s\) differ: v int \(source: text\)"),
+        ({"v": "static text"}, "v static on one side only"),
+        ({}, r"has no column\(s\) v of the source"),
+    ],
+)
+def test_a_sink_of_another_shape_is_refused_by_name(sink: dict[str, str], message: str) -> None:
+    with pytest.raises(SinkSchemaError, match=message):
+        sink_shape(definition(SOURCE, v="text"), SINK, definition(SINK, **sink))
+
+
+def test_a_missing_sink_a_different_key_or_user_type_is_refused() -> None:
+    source = definition(SOURCE, home="address")
+    with pytest.raises(SinkSchemaError, match=r"shop_dr\.orders does not exist"):
+        sink_shape(source, SINK, None)
+    other_key = TableDefinition(SINK, ("pk",), (), {"pk": "int", "ck": "int", "home": "address"})
+    with pytest.raises(SinkSchemaError, match="primary key"):
+        sink_shape(source, SINK, other_key)
+    changed = TableDefinition(
+        SINK, ("pk",), ("ck",), {"pk": "int", "ck": "int", "home": "address"},
+        user_types={"address": (("street", "text"),)},
+    )  # fmt: skip
+    with pytest.raises(SinkSchemaError, match="user type address differs"):
+        sink_shape(source, SINK, changed)
+
+
+def test_a_column_an_older_lake_kept_as_text_is_refused_before_any_change() -> None:
+    source = definition(SOURCE, home="frozen<address>", pairs="map<text, frozen<tuple<int>>>")
+    sink = definition(SINK, home="frozen<address>", pairs="map<text, frozen<tuple<int>>>")
+    struct = pa.struct([("street", pa.string()), ("zip", pa.int32())])
+    pairs = pa.map_(pa.string(), pa.struct([("f0", pa.int32())]))
+    assert sink_shape(source, SINK, sink, {"home": struct, "pairs": pairs}).table
+    with pytest.raises(SinkSchemaError, match=r"keeps column\(s\) home of shop.orders as text"):
+        sink_shape(source, SINK, sink, {"home": pa.string(), "pairs": pairs})
+    with pytest.raises(SinkSchemaError, match=r"column\(s\) pairs"):
+        sink_shape(source, SINK, sink, {"home": struct, "pairs": pa.map_(pa.string(), pa.string())})
