@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pyarrow as pa
+import pytest
 
 from cdcgen.config import PipelineConfig
 from cdcgen.replication.lake_changes import stream_chunks
@@ -64,3 +65,19 @@ def test_the_sink_takes_its_own_settings_and_credentials() -> None:
     assert str(sink.password_file) == "/run/secrets/sink"
     same = PipelineConfig.from_env(sink_environment({"CDCGEN_CONTACT_POINTS": "10.0.0.1"}))
     assert same.contact_points == ("10.0.0.1",)  # no sink settings: the source cluster
+
+
+def test_a_run_narrows_what_the_sink_connection_configures_never_widens_it() -> None:
+    from cdcgen.airflow.replication_steps import sink_targets
+
+    tables = "shop.orders, shop.users"
+    assert sink_targets("dr, dr_test", tables, "", "") == ("dr", ["shop.orders", "shop.users"])
+    assert sink_targets("dr, dr_test", tables, "dr_test", "shop.users") == (
+        "dr_test", ["shop.users"],
+    )  # fmt: skip
+    with pytest.raises(ValueError, match="sink keyspace 'shop' is not one the connection"):
+        sink_targets("dr", tables, "shop", "")  # e.g. the source's own keyspace
+    with pytest.raises(ValueError, match=r"table\(s\) shop.payments are not replicated"):
+        sink_targets("dr", tables, "", "shop.orders,shop.payments")
+    with pytest.raises(ValueError, match="set the extras sink_keyspace and replicated_tables"):
+        sink_targets("", "", "dr", "shop.orders")  # Params alone configure nothing
