@@ -13,6 +13,12 @@ changes DAG has rows to replicate:
   V1, then again from the V2 tables after the 4.3 -> 4.4 rewrite (``rewritten``).
 * ``tablets``: one node, a CDC table on four tablets (its first stream set), then
   every tablet splits (a second set of eight streams); the workload runs across it.
+
+After the sink is bootstrapped, each mode writes more (:class:`ModePlan.more`), across
+one more switch where its readers can follow one (a join in raft and gossip, the tablets
+merging back in tablets mode; a V1 cluster, already rewritten to V2 descriptions, gets
+the writes without a switch), so that the replication's apply replays changes of every
+operation kind, some in a generation the snapshot never saw.
 """
 
 from __future__ import annotations
@@ -30,6 +36,8 @@ if TYPE_CHECKING:
 
 Say = Callable[[str], None]
 Emulator = Callable[["SandboxCluster", str, int, Say], "Emulated"]
+#: ``more(cluster, keyspace, nodes, say)``: writes after the sink's bootstrap.
+Continuation = Callable[["SandboxCluster", str, int, Say], "MoreWrites"]
 
 #: The keyspace and table the workload writes and the changes DAG replicates.
 SHOP_TABLE = "orders"
@@ -57,6 +65,14 @@ class Emulated:
 
 
 @dataclass(frozen=True)
+class MoreWrites:
+    """What a mode wrote after the sink's bootstrap, and the switch they crossed."""
+
+    writes: int
+    switch: str  # "" when none
+
+
+@dataclass(frozen=True)
 class ModePlan:
     """One ``--mode``: its one-line description and how to emulate it."""
 
@@ -66,19 +82,21 @@ class ModePlan:
     nodes: int
     #: ``emulate(cluster, keyspace, nodes, say)``
     emulate: Emulator
+    #: After the sink's bootstrap: a switch (where readers follow one) and more writes.
+    more: Continuation
 
 
 def _iso(moment: datetime) -> str:
     return moment.isoformat(timespec="milliseconds")
 
 
-def _workload(cluster: SandboxCluster, keyspace: str, until: datetime) -> int:
+def _workload(cluster: SandboxCluster, keyspace: str, until: datetime, seed: int = 1) -> int:
     """Writes to ``keyspace.orders`` from now until ``until``; how many were made."""
     from cdcgen_dev.emulator import WorkloadSpec, run_workload
 
     duration = max(until - datetime.now(UTC), timedelta(seconds=1))
     spec = WorkloadSpec(
-        keyspace=keyspace, rate=WORKLOAD_RATE, duration=duration, keys=WORKLOAD_KEYS, seed=1
+        keyspace=keyspace, rate=WORKLOAD_RATE, duration=duration, keys=WORKLOAD_KEYS, seed=seed
     )
     return run_workload(cluster, spec).writes
 
@@ -166,6 +184,55 @@ def emulate_tablets(cluster: SandboxCluster, keyspace: str, nodes: int, say: Say
     return Emulated(SourceMode.TABLETS, table, history, writes, len(history), {"cdc_tables": table})
 
 
+def continue_across_switch(mode: SourceMode) -> Continuation:
+    """Raft: one more node joins; the workload runs across its generation switch."""
+
+    def more(cluster: SandboxCluster, keyspace: str, nodes: int, say: Say) -> MoreWrites:
+        joined = cluster.join_node(mode, seed=nodes)
+        assert joined.generation is not None
+        switch = f"{joined.node.name} joined: generation {_iso(joined.generation.timestamp)}"
+        say(f"      {switch}")
+        writes = _workload(cluster, keyspace, joined.generation.timestamp + AFTER_SWITCH, 2)
+        say(f"      workload: {writes} writes to {keyspace}.{SHOP_TABLE}, across the switch")
+        return MoreWrites(writes, switch)
+
+    return more
+
+
+def continue_gossip(cluster: SandboxCluster, keyspace: str, nodes: int, say: Say) -> MoreWrites:
+    """Gossip: one more node joins; the writes come once its generation operates."""
+    joined = cluster.join_node(SourceMode.GOSSIP, seed=nodes)
+    assert joined.generation is not None
+    switch = f"{joined.node.name} joined: generation {_iso(joined.generation.timestamp)}"
+    say(f"      {switch}")
+    wait = (joined.generation.timestamp - datetime.now(UTC)).total_seconds()
+    if wait > 0:
+        time.sleep(wait + 0.2)
+    writes = _workload(cluster, keyspace, datetime.now(UTC) + AFTER_SWITCH, 2)
+    say(f"      workload: {writes} writes to {keyspace}.{SHOP_TABLE}, in the new generation")
+    return MoreWrites(writes, switch)
+
+
+def continue_v1(cluster: SandboxCluster, keyspace: str, nodes: int, say: Say) -> MoreWrites:
+    """V1: more writes, no switch (a join would write V1 descriptions the rewritten
+    cluster's readers no longer read)."""
+    writes = _workload(cluster, keyspace, datetime.now(UTC) + AFTER_SWITCH, 2)
+    say(f"      workload: {writes} writes to {keyspace}.{SHOP_TABLE}")
+    return MoreWrites(writes, "")
+
+
+def continue_tablets(cluster: SandboxCluster, keyspace: str, nodes: int, say: Say) -> MoreWrites:
+    """Tablets: the tablets merge back (a third stream set); the writes run across it."""
+    from cdcgen_dev.emulator import merge_tablets
+
+    merged = merge_tablets(cluster, keyspace, SHOP_TABLE, seed=9)
+    switch = f"the tablets merge: stream set {_iso(merged.timestamp)} ({len(merged.streams)})"
+    say(f"      {switch}")
+    writes = _workload(cluster, keyspace, merged.timestamp + AFTER_SWITCH, 2)
+    say(f"      workload: {writes} writes to {keyspace}.{SHOP_TABLE}, across the merge")
+    return MoreWrites(writes, switch)
+
+
 PLANS: dict[SourceMode, ModePlan] = {
     plan.mode: plan
     for plan in (
@@ -174,24 +241,28 @@ PLANS: dict[SourceMode, ModePlan] = {
             "raft topology: 3 nodes join, 3 generations, all found and published",
             3,
             emulate_across_switches(SourceMode.RAFT),
+            continue_across_switch(SourceMode.RAFT),
         ),
         ModePlan(
             SourceMode.GOSSIP,
             "gossip topology: 3 nodes join; readers find only the current generation",
             3,
             emulate_gossip,
+            continue_gossip,
         ),
         ModePlan(
             SourceMode.V1,
             "ScyllaDB 4.3: 2 V1 generations published, rewritten to V2, published again",
             2,
             emulate_across_switches(SourceMode.V1),
+            continue_v1,
         ),
         ModePlan(
             SourceMode.TABLETS,
             f"tablets: a CDC table on {TABLETS} tablets, then a split (2 stream sets published)",
             1,
             emulate_tablets,
+            continue_tablets,
         ),
     )
 }

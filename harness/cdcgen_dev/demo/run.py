@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 from cdcgen.config import PipelineConfig
 from cdcgen.core.generation import SourceMode
-from cdcgen_dev.demo.modes import SHOP_TABLE, Emulated, ModePlan
-from cdcgen_dev.demo.replication import SINK_KEYSPACE, replicate
+from cdcgen_dev.demo.modes import SHOP_TABLE, Emulated, ModePlan, MoreWrites
+from cdcgen_dev.demo.replication import SINK_KEYSPACE, bootstrap, replicate
 from cdcgen_dev.demo.steps import (
     DEMO_DIR,
     DagRunner,
@@ -68,6 +68,17 @@ def demo_config(
     if contact_points:
         overrides["contact_points"] = tuple(contact_points)
     return PipelineConfig.from_env().with_overrides(**overrides)
+
+
+def write_more(plan: ModePlan, config: PipelineConfig, say: Say, keyspace: str = SHOP
+               ) -> MoreWrites:  # fmt: skip
+    """The mode's writes after the sink's bootstrap, on the cluster :func:`emulate` made."""
+    from cdcgen.adapters.cql import client_for
+    from cdcgen_dev.emulator import SandboxCluster
+
+    with client_for(config) as client:
+        cluster = SandboxCluster.from_config(client, config)
+        return plan.more(cluster, keyspace, plan.nodes, say)
 
 
 def emulate(plan: ModePlan, config: PipelineConfig, say: Say, keyspace: str = SHOP) -> Emulated:
@@ -140,15 +151,19 @@ def run_demo(
     table = f"{SHOP}.{SHOP_TABLE}"
     result = blank_result(plan, table)
     steps = [
-        "1/7 Cassandra sandbox (leased; started if none runs)",
-        "2/7 Airflow home",
-        f"3/7 emulating ScyllaDB, {plan.description} (prefix {PREFIX}), with a workload",
-        "4/7 airflow dags test cdc_generations"
+        "1/9 Cassandra sandbox (leased; started if none runs)",
+        "2/9 Airflow home",
+        f"3/9 emulating ScyllaDB, {plan.description} (prefix {PREFIX}), with a workload",
+        "4/9 airflow dags test cdc_generations"
         + (" (V1), the rewrite, then again from V2" if plan.mode is SourceMode.V1 else ""),
-        "5/7 reading the published tables back and comparing them with the source",
-        f"6/7 airflow dags test cdc_changes ({table}), then the lake against the source",
-        f"7/7 airflow dags test cdc_replication ({table} into {SINK_KEYSPACE}), then both "
-        "tables compared",
+        "5/9 reading the published tables back and comparing them with the source",
+        f"6/9 airflow dags test cdc_changes ({table}), then the lake against the source",
+        f"7/9 airflow dags test cdc_replication: {SINK_KEYSPACE} bootstrapped from a "
+        f"snapshot of {table}",
+        "8/9 more writes after the snapshot"
+        + ("" if plan.mode is SourceMode.V1 else ", across one more switch"),
+        "9/9 cdc_generations, cdc_changes and cdc_replication again: the changes applied to "
+        "the sink, then both tables compared",
     ]
     try:
         say(steps[0])
@@ -177,6 +192,12 @@ def run_demo(
         changes = runner.run("cdc_changes", {"tables": table}, changes_summaries(config))
         counted = count_changes(config, table)
         say(steps[6])
+        booted = bootstrap(runner, config, table)
+        say(steps[7])
+        more = write_more(plan, config, say)
+        say(steps[8])
+        runner.run("cdc_generations")
+        runner.run("cdc_changes", {"tables": table}, changes_summaries(config))
         replicated = replicate(runner, config, table)
     except ModuleNotFoundError as exc:
         if not (exc.name or "").startswith("cdcgen"):
@@ -217,6 +238,9 @@ def run_demo(
         lake_versions=changes.get("lake_versions", {}).get(table, []),
         lake_version=counted["version"],
         watermark=changes["watermarks"].get(table),
+        **booted,
+        writes_after_bootstrap=more.writes,
+        switch_after_bootstrap=more.switch or None,
         **replicated,
         target_keyspace=config.target_keyspace,
         lake=str(config.lake_path),
@@ -232,6 +256,7 @@ def run_demo(
         and changes["colocation"] == "passed"
         and changes["changes_rows"] == counted["source"] > 0
         and replicated["sink_matches_source"]
+        and replicated["applied_log_rows"] > 0
     )
     result["status"] = "ok" if ok else "unexpected"
     print(json.dumps(result))
@@ -265,6 +290,16 @@ def explain(
     say(f"log table holds {counted['source']}); colocation {changes['colocation']}, row checks")
     say(f"{changes['checks']}; watermark {result['watermark']}.")
     match = "equals" if result["sink_matches_source"] else "DIFFERS FROM"
-    say(f"Replication: {result['sink_table']} ({result['replicated_rows']} rows) {match} the")
-    say(f"source, write times included; consistent until {result['sink_consistent_until']}.")
+    sink, copied = result["sink_table"], result["bootstrap_copied_rows"]
+    switch = result["switch_after_bootstrap"]
+    operations = ", ".join(f"{k} {v}" for k, v in result["applied_operations"].items())
+    say(f"Replication: {sink} was bootstrapped with {copied} rows; then")
+    say(f"{result['writes_after_bootstrap']} more writes" + (f" ({switch})" if switch else ""))
+    say(f"reached it as {result['applied_log_rows']} applied log rows ({operations}).")
+    say(f"It ({result['replicated_rows']} rows) {match} the source, write times included;")
+    extra = result["sink_extra_empty_rows"]
+    if extra:
+        say(f"{extra} empty row(s) only on the sink: rows an UPDATE created, given a marker by")
+        say("the copy (CQL cannot read the source's), then emptied by later deletes.")
+    say(f"consistent until {result['sink_consistent_until']}.")
     say(f"Report: {result['report']}")

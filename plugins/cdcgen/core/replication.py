@@ -41,6 +41,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
+from functools import lru_cache
 from typing import Any
 
 from cdcgen.core.cdc_log import (
@@ -102,9 +103,28 @@ class Statement:
     values: tuple[Any, ...]
 
 
+@lru_cache(maxsize=4096)
 def quote(name: str) -> str:
     """A CQL identifier, double-quoted (so case and reserved words survive)."""
     return '"' + name.replace('"', '""') + '"'
+
+
+@lru_cache(maxsize=1024)
+def _equalities(names: tuple[str, ...]) -> str:
+    """``"a" = ? AND "b" = ?``: a WHERE clause or its key part."""
+    return " AND ".join(f"{quote(n)} = ?" for n in names)
+
+
+@lru_cache(maxsize=4096)
+def _insert_cql(table: str, names: tuple[str, ...], using: str) -> str:
+    columns = ", ".join(quote(n) for n in names)
+    marks = ", ".join("?" for _ in names)
+    return f"INSERT INTO {table} ({columns}) VALUES ({marks}) {using}"
+
+
+@lru_cache(maxsize=4096)
+def _update_cql(table: str, using: str, sets: tuple[str, ...], where: str) -> str:
+    return f"UPDATE {table} {using} SET {', '.join(sets)} WHERE {where}"
 
 
 def remaining_ttl(write_time_us: int, ttl: int, now_us: int) -> int:
@@ -186,17 +206,13 @@ def row_statements(
             if row.get(column) is not None or row.get(deleted_column(column)):
                 names.append(column)
                 values.append(row.get(column))
-        marks = ", ".join("?" for _ in names)
-        cql = (
-            f"INSERT INTO {table.qualified} ({', '.join(quote(n) for n in names)}) "
-            f"VALUES ({marks}) {using}"
-        )
+        cql = _insert_cql(table.qualified, tuple(names), using)
         return [Statement(cql, (*values, *using_values))]
     statements = []
     for assignments in _update_assignments(table, row, columns):
-        sets = ", ".join(a for a, _ in assignments)
+        sets = tuple(a for a, _ in assignments)
         assigned = tuple(v for _, v in assignments)
-        cql = f"UPDATE {table.qualified} {using} SET {sets} WHERE {where}"
+        cql = _update_cql(table.qualified, using, sets, where)
         statements.append(Statement(cql, (*using_values, *assigned, *keys)))
     return statements
 
@@ -348,13 +364,14 @@ def _prefix(clustering: Sequence[str], bound: Mapping[str, Any]) -> list[str]:
 def _where(
     names: Sequence[str], row: Mapping[str, Any], table: SinkTable
 ) -> tuple[str, tuple[Any, ...]]:
-    missing = [n for n in names if row.get(n) is None]
-    if missing:
+    keys = tuple(row.get(n) for n in names)
+    if None in keys:
+        missing = [n for n, v in zip(names, keys, strict=True) if v is None]
         raise ReplayError(
             f"{table.name}: key column(s) {', '.join(missing)} missing from a change that "
             "needs them"
         )
-    return " AND ".join(f"{quote(n)} = ?" for n in names), tuple(row[n] for n in names)
+    return _equalities(tuple(names)), keys
 
 
 def _delete(table: SinkTable, where: str, keys: tuple[Any, ...], write_time_us: int) -> Statement:

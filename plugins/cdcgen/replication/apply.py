@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -30,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from cdcgen.adapters.clocks import CqlClockReader
 from cdcgen.adapters.errors import is_transient
-from cdcgen.core.cdc_log import BATCH_SEQ_NO, STREAM_ID, TIME
+from cdcgen.core.cdc_log import BATCH_SEQ_NO, OPERATION, STREAM_ID, TIME, operation_name
 from cdcgen.core.replication import ReplayError, Statement, batch_statements
 from cdcgen.core.replication_plan import ApplyPlan
 from cdcgen.core.time import to_micros
@@ -83,6 +84,8 @@ class ApplyOutcome:
     slices: int = 0
     #: The largest slice (rows of the table and of its peer together).
     largest_slice: int = 0
+    #: Log rows applied, by operation (``insert``, ``range_delete_start_inclusive``, ...).
+    operations: Counter[str] = field(default_factory=Counter)
     rejected: list[dict[str, Any]] = field(default_factory=list)
 
 
@@ -159,6 +162,7 @@ class SinkApplier:
                 applied.extend(changes)
                 outcome.log_rows += len(changes)
                 outcome.batches += 1
+                outcome.operations.update(str(operation_name(c[OPERATION])) for c in changes)
         outcome.statements += execute_all(
             self.client, work, self.settings.concurrency, self._reject
         )

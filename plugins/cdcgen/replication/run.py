@@ -211,6 +211,7 @@ def replicate(
         peer_log_rows_skipped=outcome.peer_rows,
         slices=outcome.slices,
         largest_slice_rows=outcome.largest_slice,
+        applied_operations=dict(sorted(outcome.operations.items())),
     )
     return _finish(
         config, record, state.progress(), outcome.log_rows, outcome.batches, outcome.rejected
