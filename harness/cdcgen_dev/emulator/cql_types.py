@@ -34,6 +34,8 @@ NATIVE_TYPES = frozenset(
         "tinyint", "uuid", "varchar", "varint",
     }
 )  # fmt: skip
+#: Other names of the same type: ``varchar`` is ``text`` (what ``system_schema`` says).
+_ALIASES = {"varchar": "text"}
 #: Names a user type cannot take: they are CQL's own type names.
 _RESERVED = NATIVE_TYPES | {"counter", "frozen", "list", "map", "set", "tuple", "vector"}
 _TOKENS = re.compile(r"\s*([<>,])\s*")
@@ -188,6 +190,7 @@ def _parse(tokens: list[str], text: str, *, nested: bool) -> tuple[ColumnType, l
             )
         return args[0].frozen_copy(), rest
     kind = _kind(name, args, text)
+    name = _ALIASES.get(name, name)
     parsed = ColumnType(kind, name, tuple(args), frozen=kind is TypeKind.TUPLE)
     if nested and parsed.is_multi_cell:
         raise InvalidTableSpec(

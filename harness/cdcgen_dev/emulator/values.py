@@ -53,7 +53,6 @@ def _inet(r: random.Random) -> str:
 
 _NATIVE: dict[str, ValueMaker] = {
     "text": lambda r: f"v{r.getrandbits(32):08x}",
-    "varchar": lambda r: f"v{r.getrandbits(32):08x}",
     "ascii": lambda r: f"a{r.getrandbits(32):08x}",
     "int": lambda r: r.randint(-(2**31), 2**31 - 1),
     "bigint": lambda r: r.randint(-(2**63), 2**63 - 1),

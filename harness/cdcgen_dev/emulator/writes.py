@@ -296,3 +296,21 @@ def _shape_name(column: Column) -> str:
     kind = column.type
     what = kind.kind.value if kind.is_multi_cell else "atomic"
     return f"static_{what}" if column.static else what
+
+
+#: Every ``(what, how)`` of :func:`change_shapes` a workload on
+#: :func:`~cdcgen_dev.emulator.log_schema.every_shape_table` makes (with and without a
+#: TTL): what its tests check it covered.
+EVERY_SHAPE_CHANGES = {
+    ("write", w) for w in ("insert", "update", "insert_ttl", "update_ttl", "row_delete")
+} | {("write", "partition_delete"), ("write", "range_delete")} | {
+    ("static", "only"), ("static", "with_rows"),
+    ("atomic", "value"), ("atomic", "null"),
+    ("static_atomic", "value"), ("static_atomic", "null"),
+    *(("set", how) for how in ("add", "remove", "overwrite", "null")),
+    *(("static_set", how) for how in ("add", "remove", "overwrite", "null")),
+    *(("map", how) for how in ("add", "remove", "overwrite", "null")),
+    *(("list", how) for how in ("add", "overwrite", "null")),
+    *(("udt", how) for how in ("overwrite", "fields", "field_null", "null")),
+    *(("static_udt", how) for how in ("overwrite", "fields", "field_null", "null")),
+}  # fmt: skip
