@@ -10,16 +10,24 @@ each write to), per-node clocks with skew, and faults on demand. One concept per
 * :mod:`.cluster`: :class:`SandboxCluster`, ``join_node`` and clocks;
 * :mod:`.metadata_writers`: how each mode writes a generation;
 * :mod:`.tablets`, :mod:`.tablet_map`: per-table stream sets, splits and merges;
-* :mod:`.log_schema`, :mod:`.log_rows`, :mod:`.tables`: CDC tables and their log rows;
+* :mod:`.cql_types`, :mod:`.log_schema`, :mod:`.log_rows`, :mod:`.tables`: column types,
+  CDC tables and their log rows;
 * :mod:`.base_writes`: one base write and the CQL that applies it to the base table;
-* :mod:`.workload`, :mod:`.writes`, :mod:`.routing`: random writes, placed the way a
-  ScyllaDB coordinator would place them;
+* :mod:`.workload`, :mod:`.writes`, :mod:`.values`, :mod:`.routing`: random writes and
+  values, placed the way a ScyllaDB coordinator would place them;
 * :mod:`.faults`, :mod:`.rewrite`, :mod:`.verify`: fault injection, the V1 rewrite, checks.
 """
 
 from cdcgen_dev.emulator.cluster import JoinResult, SandboxCluster
 from cdcgen_dev.emulator.faults import FaultKind, GenerationFault
-from cdcgen_dev.emulator.log_schema import BaseTableSpec, Column, orders_table
+from cdcgen_dev.emulator.log_schema import (
+    BaseTableSpec,
+    Column,
+    Field,
+    UserType,
+    every_shape_table,
+    orders_table,
+)
 from cdcgen_dev.emulator.rewrite import RewriteReport, rewrite_v1
 from cdcgen_dev.emulator.state import EmulatorError, GenerationRecord, SimNode
 from cdcgen_dev.emulator.tables import create_cdc_table
@@ -31,15 +39,18 @@ __all__ = [
     "Column",
     "EmulatorError",
     "FaultKind",
+    "Field",
     "GenerationFault",
     "GenerationRecord",
     "JoinResult",
     "RewriteReport",
     "SandboxCluster",
     "SimNode",
+    "UserType",
     "WorkloadReport",
     "WorkloadSpec",
     "create_cdc_table",
+    "every_shape_table",
     "merge_tablets",
     "orders_table",
     "rewrite_v1",

@@ -21,6 +21,7 @@ from datetime import UTC, datetime
 from itertools import groupby
 from typing import Any
 
+from cdcgen.changes.lake_types import driver_value
 from cdcgen.core.cdc_log import STREAM_ID, TIME, quote_column, timeuuid_from_micros
 from cdcgen.core.time import to_micros
 from cdcgen_dev.emulator.cluster import SandboxCluster
@@ -47,6 +48,8 @@ def capture_into(cluster: SandboxCluster, keyspace: str, table: str, seed: int =
     cql, names = log_insert_cql(spec)
     statement = prepared(cluster.client, cql)
     logged = set(names)
+    # The lake's values back as the driver binds them, by each log column's type.
+    types = {column[2]: column[3] for column in statement.column_metadata}
     pk_names = [c.name for c in spec.partition_key]
     pk_types = [c.cql_type for c in spec.partition_key]
     rng = random.Random(seed)
@@ -63,9 +66,9 @@ def capture_into(cluster: SandboxCluster, keyspace: str, table: str, seed: int =
             time_uuid = timeuuid_from_micros(micros, rng)
             for change in changes:
                 row = {
-                    (quote_column(k) if "$" in k else k): _driver_value(v)
+                    (quote_column(k) if "$" in k else k): driver_value(types[k], v)
                     for k, v in change.items()
-                    if k not in _NOT_LOGGED and v is not None
+                    if k not in _NOT_LOGGED and k in types and v is not None
                 }
                 row = {k: v for k, v in row.items() if k in logged}
                 params = log_insert_params(
@@ -74,10 +77,3 @@ def capture_into(cluster: SandboxCluster, keyspace: str, table: str, seed: int =
                 cluster.client.session.execute(statement, params)
 
     return capture
-
-
-def _driver_value(value: Any) -> Any:
-    """Lake values as the driver binds them: a map arrives as a list of pairs."""
-    if isinstance(value, list) and value and all(isinstance(v, tuple) for v in value):
-        return dict(value)
-    return value

@@ -4,11 +4,12 @@ On ScyllaDB ``WITH cdc = {'enabled': true, 'ttl': N}`` creates the log table, re
 the CDC options as the base table's ``cdc`` schema extension (``system_schema.tables``
 ``extensions``, :mod:`cdcgen.core.cdc_extension`) and the log's partitioner in
 ``system_schema.scylla_tables``, and (for a tablets keyspace) opens the first stream
-set. Here the emulator does the same itself: base table, ``<table>_scylla_cdc_log`` with
-ScyllaDB's exact schema (:mod:`cdcgen_dev.emulator.log_schema`), the ``tables`` and
-``scylla_tables`` rows under the sandbox's prefix (read by the pipeline exactly as on
-ScyllaDB; Cassandra keeps no foreign extension in its own ``system_schema.tables``),
-and its own record in ``sandbox_cdc_tables`` (the table's definition, for the workload).
+set. Here the emulator does the same itself: the table's user types, the base table,
+``<table>_scylla_cdc_log`` with ScyllaDB's exact schema
+(:mod:`cdcgen_dev.emulator.log_schema`), the ``tables`` and ``scylla_tables`` rows
+under the sandbox's prefix (read by the pipeline exactly as on ScyllaDB; Cassandra keeps
+no foreign extension in its own ``system_schema.tables``), and its own record in
+``sandbox_cdc_tables`` (the table's definition, for the workload).
 
 One row differs from ScyllaDB on purpose: the log table's ``partitioner`` says Murmur3,
 because Apache Cassandra really hashes the log's partitions (ScyllaDB's CDC partitioner
@@ -32,8 +33,11 @@ from cdcgen_dev.emulator.cql_util import execute
 from cdcgen_dev.emulator.log_schema import (
     BaseTableSpec,
     Column,
+    Field,
+    UserType,
     base_table_cql,
     log_table_cql,
+    user_type_cql,
 )
 from cdcgen_dev.emulator.schema_setup import create_keyspace, ddl
 from cdcgen_dev.emulator.state import (
@@ -51,11 +55,19 @@ def spec_to_json(spec: BaseTableSpec) -> str:
 
 
 def spec_from_json(text: str) -> BaseTableSpec:
+    """The spec :func:`spec_to_json` wrote; records written before static columns and
+    user types existed have neither."""
     data: dict[str, Any] = json.loads(text)
 
     def columns(key: str) -> tuple[Column, ...]:
-        return tuple(Column(c["name"], c["cql_type"]) for c in data[key])
+        return tuple(
+            Column(c["name"], c["cql_type"], bool(c.get("static", False))) for c in data[key]
+        )
 
+    user_types = tuple(
+        UserType(t["name"], tuple(Field(f["name"], f["cql_type"]) for f in t["fields"]))
+        for t in data.get("user_types", ())
+    )
     return BaseTableSpec(
         keyspace=data["keyspace"],
         table=data["table"],
@@ -63,6 +75,7 @@ def spec_from_json(text: str) -> BaseTableSpec:
         clustering_key=columns("clustering_key"),
         columns=columns("columns"),
         cdc_ttl=int(data["cdc_ttl"]),
+        user_types=user_types,
     )
 
 
@@ -83,6 +96,8 @@ def create_cdc_table(
         log2_tablets(tablets)
     cluster.setup()
     create_keyspace(cluster.client, spec.keyspace)
+    for statement in user_type_cql(spec):  # before the table that uses them
+        ddl(cluster.client, statement)
     ddl(cluster.client, base_table_cql(spec))
     ddl(cluster.client, log_table_cql(spec))
     try:

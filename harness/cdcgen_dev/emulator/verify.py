@@ -7,8 +7,10 @@ from generations read back through the readers (so the check is independent of t
 emulator's own bookkeeping). Also checked: within a write (same stream and ``cdc$time``)
 ``cdc$batch_seq_no`` runs 0..n-1 and only the last row has ``cdc$end_of_batch``.
 
-This scans the whole log table: fine in the sandbox, never on a real cluster (the
-pipeline reads per stream).
+It checks where rows are, not what they hold (every column shape's values are compared
+with the emulator's writes by ``tests/integration/test_every_shape.py``). This scans the
+whole log table: fine in the sandbox, never on a real cluster (the pipeline reads per
+stream).
 """
 
 from __future__ import annotations

@@ -26,6 +26,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
+from uuid import UUID
 
 from cdcgen.core.cdc_log import timeuuid_from_micros
 from cdcgen.core.stream_id import StreamId
@@ -36,6 +37,7 @@ from cdcgen_dev.emulator.cql_util import prepared
 from cdcgen_dev.emulator.log_rows import (
     RANGE_DELETE,
     WRITE_OPERATIONS,
+    BaseWrite,
     Operation,
     base_statements,
     log_insert_cql,
@@ -83,6 +85,7 @@ class WorkloadSpec:
     seed: int | None = None
     concurrency: int = 64
     refresh_interval: timedelta = timedelta(milliseconds=500)
+    keep_writes: bool = False  # keep each accepted write in the report (tests)
 
     def __post_init__(self) -> None:
         if self.rate <= 0 or self.keys < 1 or self.max_rows_per_write < 1:
@@ -102,6 +105,15 @@ class WorkloadSpec:
             )
 
 
+@dataclass(frozen=True)
+class KeptWrite:
+    """An accepted write and where its log rows went: what a test compares a log with."""
+
+    write: BaseWrite
+    stream: bytes
+    time: UUID
+
+
 @dataclass
 class WorkloadReport:
     """What was written (and refused), to compare with what a consumer reads back."""
@@ -117,6 +129,7 @@ class WorkloadReport:
     first_write: datetime | None = None
     last_write: datetime | None = None
     elapsed_seconds: float = 0.0
+    kept: list[KeptWrite] = field(default_factory=list)  # with ``keep_writes`` only
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -250,6 +263,8 @@ class _Writer:
                 self.record.cdc_ttl, self.unset,
             )  # fmt: skip
             batch.add(self.log_statement, params)
+        if self.workload.keep_writes:
+            report.kept.append(KeptWrite(write, stream.raw, time_uuid))
         report.writes += 1
         report.log_rows += len(rows)
         report.log_rows_by_generation[generation] += len(rows)

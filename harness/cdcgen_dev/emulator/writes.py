@@ -2,65 +2,71 @@
 
 Every choice is drawn from the one ``random.Random`` the factory is given, in a fixed
 order (never by iterating a set, whose order varies between runs), so a seed replays the
-same writes. Updates mix every change ScyllaDB logs differently: values, nulls, and for a
-non-frozen set, added elements, removed elements or an overwrite; range deletes cover
-both bounds, one open side and a multi-column prefix.
+same writes. Updates mix every change ScyllaDB logs differently: values, nulls; for a
+non-frozen set or map added elements, removed elements or an overwrite; for a non-frozen
+list appended elements or an overwrite; for a non-frozen user type a whole value or
+fields set (to values or null). A table with static columns gets writes of its rows, of
+its static row with them, and of its static row alone. Range deletes cover both bounds,
+one open side and a multi-column prefix. Values come from :mod:`.values`.
+
+A table without static columns or other non-frozen shapes than sets draws exactly what
+it always drew (the default ``orders`` workload replays as before).
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from cdcgen.core.cdc_log import Operation
 from cdcgen_dev.emulator.base_writes import (
+    LIST_APPEND_LIMIT,
     RANGE_DELETE,
     BaseRowChange,
     BaseWrite,
     ClusteringRange,
     RangeBound,
 )
-from cdcgen_dev.emulator.log_schema import BaseTableSpec, ColumnType
+from cdcgen_dev.emulator.log_schema import (
+    BaseTableSpec,
+    Column,
+    ColumnType,
+    TypeKind,
+)
 from cdcgen_dev.emulator.partition import PARTITION_KEY_TYPES
 from cdcgen_dev.emulator.state import EmulatorError
-
-ValueMaker = Callable[[random.Random], Any]
+from cdcgen_dev.emulator.values import ValueMaker, value_maker
 
 #: Clustering key numbers a write draws from (0..15 unless it needs more rows).
 CLUSTERING_KEYS = 16
 #: Share of an update's chosen columns set to null (a tombstone).
 NULL_FRACTION = 0.10
-#: How an update changes a non-frozen set column that it does not set to null.
+#: How an update changes a non-frozen collection column it does not set to null: add
+#: (set elements, map entries, list elements appended), remove (set elements, map
+#: keys; not list elements, whose cell keys only the base table knows), or overwrite.
 SET_CHANGES: Mapping[str, float] = {"add": 0.60, "remove": 0.25, "overwrite": 0.15}
+MAP_CHANGES: Mapping[str, float] = SET_CHANGES
+LIST_CHANGES: Mapping[str, float] = {"add": 0.70, "overwrite": 0.30}
+#: How an update changes a non-frozen user type column it does not set to null: a whole
+#: new value, or some of its fields (each to a value, or to null).
+UDT_CHANGES: Mapping[str, float] = {"overwrite": 0.40, "fields": 0.60}
+FIELD_NULL_FRACTION = 0.25
+#: Which rows an INSERT or UPDATE of a table with static columns touches: clustering
+#: rows only, the static row with them, or the static row only.
+STATIC_SHAPES: Mapping[str, float] = {"rows": 0.5, "both": 0.3, "static": 0.2}
 #: A range delete's shape: both bounds, only a start, only an end, or (when a prefix
 #: exists) the prefix alone (``ck1 = ?`` on a table with more clustering columns).
 RANGE_SHAPES: Mapping[str, float] = {"both": 0.6, "start": 0.15, "end": 0.15, "prefix": 0.1}
+#: The most elements a list value has (:mod:`.values`: one to three).
+MAX_LIST_ELEMENTS = 3
 
-_SIMPLE_VALUES: dict[str, ValueMaker] = {
-    "text": lambda r: f"v{r.getrandbits(32):08x}",
-    "varchar": lambda r: f"v{r.getrandbits(32):08x}",
-    "ascii": lambda r: f"a{r.getrandbits(32):08x}",
-    "int": lambda r: r.randint(-(2**31), 2**31 - 1),
-    "bigint": lambda r: r.randint(-(2**63), 2**63 - 1),
-    "smallint": lambda r: r.randint(-(2**15), 2**15 - 1),
-    "tinyint": lambda r: r.randint(-128, 127),
-    "double": lambda r: r.random() * 1000,
-    "float": lambda r: float(r.randint(0, 1 << 20)) / 64,
-    "boolean": lambda r: r.random() < 0.5,
-    "blob": lambda r: r.randbytes(8),
+_CHANGES: dict[TypeKind, Mapping[str, float]] = {
+    TypeKind.SET: SET_CHANGES,
+    TypeKind.MAP: MAP_CHANGES,
+    TypeKind.LIST: LIST_CHANGES,
+    TypeKind.UDT: UDT_CHANGES,
 }
-
-
-def value_maker(cql_type: str) -> ValueMaker:
-    """Random values for a data column: simple types and non-frozen sets of them."""
-    kind = ColumnType.parse(cql_type)
-    if kind.kind == "simple" and kind.args[0] in _SIMPLE_VALUES:
-        return _SIMPLE_VALUES[kind.args[0]]
-    if kind.kind == "set" and kind.args[0] in _SIMPLE_VALUES:
-        element = _SIMPLE_VALUES[kind.args[0]]
-        return lambda r: {element(r) for _ in range(r.randint(1, 3))}
-    raise EmulatorError(f"the workload cannot generate values of type {cql_type!r}")
 
 
 def key_maker(cql_type: str, keys: int) -> Callable[[int], Any]:
@@ -70,6 +76,24 @@ def key_maker(cql_type: str, keys: int) -> Callable[[int], Any]:
     if cql_type in ("text", "varchar", "ascii"):
         return lambda n: f"k{n}"
     raise EmulatorError(f"the workload cannot generate keys of type {cql_type!r}")
+
+
+class _ColumnValues:
+    """Random values and changes of one data column."""
+
+    def __init__(self, spec: BaseTableSpec, column: Column) -> None:
+        user_types = {t.name: t for t in spec.user_types}
+        self.name = column.name
+        self.kind: ColumnType = column.type
+        self.make: ValueMaker = value_maker(self.kind, user_types)
+        self.changes = _CHANGES.get(self.kind.kind) if self.kind.is_multi_cell else None
+        self.key: ValueMaker | None = None  # a map's keys, for removals
+        if self.changes is not None and self.kind.kind is TypeKind.MAP:
+            self.key = value_maker(self.kind.args[0], user_types, hashable=True)
+        self.fields: list[tuple[str, ValueMaker]] = []
+        if self.kind.kind is TypeKind.UDT:
+            user_type = user_types[self.kind.name]
+            self.fields = [(f.name, value_maker(f.type, user_types)) for f in user_type.fields]
 
 
 class WriteFactory:
@@ -103,8 +127,16 @@ class WriteFactory:
                 raise EmulatorError(f"partition key type {column.cql_type!r} is not supported")
         self.pk_makers = [key_maker(c.cql_type, keys) for c in spec.partition_key]
         self.ck_makers = [key_maker(c.cql_type, keys) for c in spec.clustering_key]
-        self.values = {c.name: value_maker(c.cql_type) for c in spec.columns}
-        self.sets = {c.name for c in spec.columns if c.type.is_multi_cell}
+        self.values = [_ColumnValues(spec, c) for c in spec.regular_columns]
+        self.statics = [_ColumnValues(spec, c) for c in spec.static_columns]
+        lists = [c for c in self.values if c.changes and c.kind.kind is TypeKind.LIST]
+        static_lists = [c for c in self.statics if c.changes and c.kind.kind is TypeKind.LIST]
+        most = MAX_LIST_ELEMENTS * (len(lists) * max_rows_per_write + len(static_lists))
+        if most > LIST_APPEND_LIMIT:
+            raise EmulatorError(
+                f"{spec.qualified_table}: a write could append {most} list elements, "
+                f"ScyllaDB takes {LIST_APPEND_LIMIT}: lower max_rows_per_write"
+            )
         usable = {op: w for op, w in mix.items() if spec.clustering_key or op is not RANGE_DELETE}
         self.operations = list(usable)
         self.weights = [usable[op] for op in self.operations]
@@ -133,43 +165,77 @@ class WriteFactory:
             return BaseWrite(
                 operation, partition, (), timestamp_us, clustering_range=self.clustering_range()
             )
-        count = rng.randint(1, self.max_rows_per_write) if self.ck_makers else 1
-        numbers = rng.sample(range(max(count, CLUSTERING_KEYS)), count)
+        shape = "rows"
+        if self.statics and operation is not Operation.ROW_DELETE:
+            shape = rng.choices(list(STATIC_SHAPES), list(STATIC_SHAPES.values()))[0]
+        static = None
+        if shape != "rows":
+            insert = operation is Operation.INSERT
+            static = self.insert((), self.statics) if insert else self.update((), self.statics)
         rows = []
-        for ck in numbers:
-            clustering = tuple(make(ck) for make in self.ck_makers)
-            if operation is Operation.ROW_DELETE:
-                rows.append(BaseRowChange(clustering))
-            elif operation is Operation.INSERT:
-                values = {name: make(rng) for name, make in self.values.items()}
-                rows.append(BaseRowChange(clustering, values))
-            else:
-                rows.append(self.update(clustering))
+        if shape != "static":
+            count = rng.randint(1, self.max_rows_per_write) if self.ck_makers else 1
+            numbers = rng.sample(range(max(count, CLUSTERING_KEYS)), count)
+            for ck in numbers:
+                clustering = tuple(make(ck) for make in self.ck_makers)
+                if operation is Operation.ROW_DELETE:
+                    rows.append(BaseRowChange(clustering))
+                elif operation is Operation.INSERT:
+                    rows.append(self.insert(clustering, self.values))
+                else:
+                    rows.append(self.update(clustering, self.values))
         ttl = self.base_ttl if operation in (Operation.INSERT, Operation.UPDATE) else None
-        return BaseWrite(operation, partition, tuple(rows), timestamp_us, ttl)
+        return BaseWrite(operation, partition, tuple(rows), timestamp_us, ttl, static=static)
 
-    def update(self, clustering: tuple[Any, ...]) -> BaseRowChange:
-        """One updated row: each chosen column gets a value, a null or (a non-frozen set)
-        added elements, removed elements or an overwrite, one of them per column."""
+    def insert(
+        self, clustering: tuple[Any, ...], columns: Sequence[_ColumnValues]
+    ) -> BaseRowChange:
+        """An inserted row (or static row): every one of ``columns`` a value."""
+        return BaseRowChange(clustering, {c.name: c.make(self.rng) for c in columns})
+
+    def update(
+        self, clustering: tuple[Any, ...], columns: Sequence[_ColumnValues]
+    ) -> BaseRowChange:
+        """One updated row (or the static row): each chosen column of ``columns`` gets a
+        value, a null or, for a non-frozen column, one of the changes its shape has."""
         rng = self.rng
-        chosen = [n for n in self.values if rng.random() < 0.7] or list(self.values)[:1]
+        chosen = [c for c in columns if rng.random() < 0.7] or columns[:1]
         values: dict[str, Any] = {}
         removed: dict[str, Any] = {}
         overwritten: set[str] = set()
-        for name in chosen:
+        fields: dict[str, dict[str, Any]] = {}
+        for column in chosen:
+            name = column.name
             if rng.random() < NULL_FRACTION:
                 values[name] = None
                 continue
             change = "add"
-            if name in self.sets:
-                change = rng.choices(list(SET_CHANGES), list(SET_CHANGES.values()))[0]
+            if column.changes is not None:
+                change = rng.choices(list(column.changes), list(column.changes.values()))[0]
             if change == "remove":
-                removed[name] = self.values[name](rng)
-                continue
-            values[name] = self.values[name](rng)
-            if change == "overwrite":
-                overwritten.add(name)
-        return BaseRowChange(clustering, values, removed, frozenset(overwritten))
+                removed[name] = self._removal(column)
+            elif change == "fields":
+                fields[name] = self._fields(column)
+            else:
+                values[name] = column.make(rng)
+                if change == "overwrite" and column.kind.is_collection:
+                    overwritten.add(name)
+        return BaseRowChange(clustering, values, removed, frozenset(overwritten), fields)
+
+    def _removal(self, column: _ColumnValues) -> Any:
+        """Elements a set loses (drawn like a value) or keys a map loses."""
+        if column.key is None:
+            return column.make(self.rng)
+        make = column.key
+        return {make(self.rng) for _ in range(self.rng.randint(1, 2))}
+
+    def _fields(self, column: _ColumnValues) -> dict[str, Any]:
+        """Some fields of a user type (at least one), each a value or null."""
+        rng = self.rng
+        picked = [f for f in column.fields if rng.random() < 0.5] or column.fields[:1]
+        return {
+            name: None if rng.random() < FIELD_NULL_FRACTION else make(rng) for name, make in picked
+        }
 
     def clustering_range(self) -> ClusteringRange:
         """A range over the clustering column after a random-length prefix of equalities."""
@@ -188,3 +254,63 @@ class WriteFactory:
             start if shape in ("both", "start") else None,
             end if shape in ("both", "end") else None,
         )
+
+
+def change_shapes(spec: BaseTableSpec, write: BaseWrite) -> Iterator[tuple[str, str]]:
+    """What a write does, as ``(what, how)`` pairs: ``("write", "range_delete")``,
+    ``("static", "only")``, ``("list", "add")``, ``("udt", "field_null")``... for a
+    workload's coverage (every shape and operation it should make).
+
+    ``what`` is a non-frozen column's kind (``set``, ``map``, ``list``, ``udt``, with
+    ``static_`` before it for a static column), ``atomic`` or ``write``; ``how`` one of
+    ``add``, ``remove``, ``overwrite``, ``null``, ``fields``, ``field_null``, ``value``.
+    """
+    label = "range_delete" if write.operation is RANGE_DELETE else write.operation.label
+    yield ("write", label + ("_ttl" if write.ttl is not None else ""))
+    if write.static is not None:
+        yield ("static", "with_rows" if write.rows else "only")
+    kinds = {c.name: c for c in spec.columns}
+    for change in write.changes:
+        for name, value in change.values.items():
+            column = kinds[name]
+            what = _shape_name(column)
+            if value is None:
+                yield (what, "null")
+            elif what.endswith("atomic"):
+                yield (what, "value")
+            elif column.type.kind is TypeKind.UDT or write.operation is Operation.INSERT:
+                yield (what, "overwrite")
+            else:
+                yield (what, "overwrite" if name in change.overwritten else "add")
+        for name in change.removed:
+            yield (_shape_name(kinds[name]), "remove")
+        for name, assigned in change.fields.items():
+            what = _shape_name(kinds[name])
+            if any(v is not None for v in assigned.values()):
+                yield (what, "fields")
+            if any(v is None for v in assigned.values()):
+                yield (what, "field_null")
+
+
+def _shape_name(column: Column) -> str:
+    kind = column.type
+    what = kind.kind.value if kind.is_multi_cell else "atomic"
+    return f"static_{what}" if column.static else what
+
+
+#: Every ``(what, how)`` of :func:`change_shapes` a workload on
+#: :func:`~cdcgen_dev.emulator.log_schema.every_shape_table` makes (with and without a
+#: TTL): what its tests check it covered.
+EVERY_SHAPE_CHANGES = {
+    ("write", w) for w in ("insert", "update", "insert_ttl", "update_ttl", "row_delete")
+} | {("write", "partition_delete"), ("write", "range_delete")} | {
+    ("static", "only"), ("static", "with_rows"),
+    ("atomic", "value"), ("atomic", "null"),
+    ("static_atomic", "value"), ("static_atomic", "null"),
+    *(("set", how) for how in ("add", "remove", "overwrite", "null")),
+    *(("static_set", how) for how in ("add", "remove", "overwrite", "null")),
+    *(("map", how) for how in ("add", "remove", "overwrite", "null")),
+    *(("list", how) for how in ("add", "overwrite", "null")),
+    *(("udt", how) for how in ("overwrite", "fields", "field_null", "null")),
+    *(("static_udt", how) for how in ("overwrite", "fields", "field_null", "null")),
+}  # fmt: skip

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from cdcgen.adapters.lake_store import LakeLocation, LakeRoot
 
 if TYPE_CHECKING:
+    import pyarrow as pa
     from deltalake import DeltaTable
 
 DELTA_LOG = "_delta_log"
@@ -58,6 +59,15 @@ def table_version(root: LakeRoot) -> int | None:
     if not is_delta(root):
         return None
     return int(delta_table(root).version())
+
+
+def stored_schema(root: LakeRoot) -> pa.Schema | None:
+    """The Arrow schema of the table's current version; None if it has no commit yet."""
+    if not is_delta(root):
+        return None
+    import pyarrow as pa
+
+    return pa.schema(delta_table(root).schema())
 
 
 def commit_marker() -> str:

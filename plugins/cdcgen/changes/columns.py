@@ -11,20 +11,30 @@ without ScyllaDB at hand:
 * the partition columns ``date`` (UTC day of ``write_time``), ``generation``, ``window``
   and ``bucket`` (:mod:`cdcgen.changes.layout`).
 
-CQL types without an exact Arrow/Spark equivalent (uuid, inet, decimal, varint, duration,
-tuples, UDTs) are stored as text, never dropped. Everything here runs in Spark tasks and
-imports pyarrow lazily.
+Every value is kept losslessly, in a type a reader can bind back to a database
+(:mod:`.lake_types`: user types, tuples and durations as structs, collections as lists
+and maps, uuid, inet, decimal and varint as their canonical text). Lakes written before
+user types, tuples and durations were structs hold them as text: a column a lake table
+already holds that way keeps being written that way (:func:`text_columns`), so the
+table's schema never changes under it. Everything here runs in Spark tasks and imports
+pyarrow lazily.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 from cdcgen.changes.base_tokens import BaseKeyHasher
 from cdcgen.changes.derived_columns import day_labels, operation_names, timeuuid_texts
+from cdcgen.changes.lake_types import (
+    Converter,
+    arrow_type_and_converter,
+    holds_text_for_struct,
+    text_value,
+)
 from cdcgen.core.cdc_log import (
     BATCH_SEQ_NO,
     OPERATION,
@@ -37,86 +47,20 @@ from cdcgen.core.cdc_log import (
 if TYPE_CHECKING:
     import pyarrow as pa
 
+__all__ = [
+    "EXTRA_COLUMNS",
+    "PARTITION_VALUES",
+    "ColumnSpec",
+    "LakeBatchBuilder",
+    "Placement",
+    "arrow_type_and_converter",
+    "column_specs",
+    "lake_schema",
+    "text_columns",
+]
+
 EXTRA_COLUMNS = ("write_time", "operation_name", "base_token")
 PARTITION_VALUES = ("date", "generation", "window", "bucket")
-
-Converter = Callable[[Any], Any]
-
-
-def _text(value: Any) -> Any:
-    return None if value is None else str(value)
-
-
-def _typename(cqltype: Any) -> str:
-    name = str(getattr(cqltype, "typename", ""))
-    if name == "frozen":
-        return _typename(cqltype.subtypes[0])
-    return name
-
-
-def _unfrozen(cqltype: Any) -> Any:
-    return cqltype.subtypes[0] if str(getattr(cqltype, "typename", "")) == "frozen" else cqltype
-
-
-_SCALARS: dict[str, tuple[str, Converter | None]] = {
-    "int": ("int32", None),
-    "bigint": ("int64", None),
-    "counter": ("int64", None),
-    "smallint": ("int16", None),
-    "tinyint": ("int8", None),
-    "text": ("string", None),
-    "varchar": ("string", None),
-    "ascii": ("string", None),
-    "boolean": ("bool_", None),
-    "blob": ("binary", None),
-    "float": ("float32", None),
-    "double": ("float64", None),
-    "timestamp": ("timestamp", None),
-    "date": ("date32", lambda v: None if v is None else v.date()),
-    "time": ("int64", lambda v: None if v is None else int(v.nanosecond_time)),
-}
-
-
-def arrow_type_and_converter(cqltype: Any) -> tuple[pa.DataType, Converter | None]:
-    """The Arrow type a CQL type is stored as, and how to convert one driver value."""
-    import pyarrow as pa
-
-    cqltype = _unfrozen(cqltype)
-    name = _typename(cqltype)
-    if name in _SCALARS:
-        kind, convert = _SCALARS[name]
-        if kind == "timestamp":
-            return pa.timestamp("us", tz="UTC"), None
-        return getattr(pa, kind)(), convert
-    if name in ("list", "set"):
-        element, convert_element = arrow_type_and_converter(cqltype.subtypes[0])
-
-        def convert_items(value: Any) -> Any:
-            if value is None:
-                return None
-            if convert_element is None:
-                return list(value)
-            return [convert_element(item) for item in value]
-
-        return pa.list_(element), convert_items
-    if name == "map":
-        key, convert_key = arrow_type_and_converter(cqltype.subtypes[0])
-        item, convert_item = arrow_type_and_converter(cqltype.subtypes[1])
-
-        def convert_map(value: Any) -> Any:
-            if value is None:
-                return None
-            return [
-                (
-                    k if convert_key is None else convert_key(k),
-                    v if convert_item is None else convert_item(v),
-                )
-                for k, v in value.items()
-            ]
-
-        return pa.map_(key, item), convert_map
-    # uuid, timeuuid, inet, decimal, varint, duration, tuple, UDT, vector: text.
-    return pa.string(), _text
 
 
 @dataclass(frozen=True)
@@ -127,8 +71,10 @@ class ColumnSpec:
     convert: Converter | None
 
 
-def column_specs(metadata: Sequence[Any]) -> list[ColumnSpec]:
-    """Specs from a prepared statement's ``result_metadata`` / ``column_metadata``."""
+def column_specs(metadata: Sequence[Any], as_text: Collection[str] = ()) -> list[ColumnSpec]:
+    """Specs from a prepared statement's ``result_metadata`` / ``column_metadata``; the
+    columns named in ``as_text`` keep their user types, tuples and durations as text
+    (:func:`text_columns`)."""
     specs = []
     for column in metadata:
         name, cqltype = column[2], column[3]
@@ -136,11 +82,28 @@ def column_specs(metadata: Sequence[Any]) -> list[ColumnSpec]:
         if name == TIME:
             import pyarrow as pa
 
-            arrow, convert = pa.string(), _text  # the UUID as text; write_time orders
+            arrow, convert = pa.string(), text_value  # the UUID as text; write_time orders
         else:
-            arrow, convert = arrow_type_and_converter(cqltype)
+            arrow, convert = arrow_type_and_converter(cqltype, text_composites=name in as_text)
         specs.append(ColumnSpec(name, cqltype, arrow, convert))
     return specs
+
+
+def text_columns(metadata: Sequence[Any], stored: pa.Schema | None) -> frozenset[str]:
+    """The log columns a lake table (its current schema ``stored``; None: no table yet)
+    holds in the text form of earlier versions: a string where a user type, tuple or
+    duration now makes a struct, at the same depth (in a list, a map's keys or values).
+    Those keep being written as text, so a run never changes an existing table's schema.
+    """
+    if stored is None:
+        return frozenset()
+    kept = set()
+    for spec in column_specs(metadata):
+        if spec.name in stored.names and holds_text_for_struct(
+            stored.field(spec.name).type, spec.arrow
+        ):
+            kept.add(spec.name)
+    return frozenset(kept)
 
 
 def lake_schema(specs: Sequence[ColumnSpec], with_partitions: bool = True) -> pa.Schema:

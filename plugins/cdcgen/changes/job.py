@@ -18,12 +18,13 @@ from cdcgen.adapters.checkpoints import CqlCheckpointStore
 from cdcgen.adapters.clocks import clock_reader_for
 from cdcgen.adapters.cluster_access import access_for
 from cdcgen.adapters.cql import CqlClient, open_client
+from cdcgen.adapters.delta_tables import stored_schema
 from cdcgen.adapters.generation_sources import source_for
 from cdcgen.adapters.log_tables import describe_log_table
 from cdcgen.adapters.read_retries import Backoff
 from cdcgen.adapters.read_sessions import SessionKey
 from cdcgen.adapters.stream_routing import range_replicas, stream_replicas
-from cdcgen.changes.columns import column_specs, lake_schema
+from cdcgen.changes.columns import column_specs, lake_schema, text_columns
 from cdcgen.changes.lake import DeltaChangesLake
 from cdcgen.changes.layout import table_root
 from cdcgen.changes.range_reads import RangeFanout
@@ -110,11 +111,15 @@ def table_adapters(
         readers, stream_replicas(client, log_table), settings.streams_per_task, settings.min_tasks
     )
     prepared = client.session.prepare(log_table.window_query())
-    schema = lake_schema(column_specs(prepared.result_metadata))
-    job = ReadJob(readers, log_table, schema, settings.batch_rows)
+    root = table_root(config.lake_path, table)
+    # Decided once, here: the lake table's own schema says which columns an earlier
+    # version wrote as text, and the job keeps writing them so.
+    kept_text = text_columns(prepared.result_metadata, stored_schema(root))
+    schema = lake_schema(column_specs(prepared.result_metadata, kept_text))
+    job = ReadJob(readers, log_table, schema, settings.batch_rows, kept_text)
     ring = partial(range_replicas, client, table.keyspace)
     ranges = RangeFanout(ring, settings.read_strategy, settings.ranges_from, settings.min_tasks)
-    lake = DeltaChangesLake(spark, table_root(config.lake_path, table), job, fanout, ranges)
+    lake = DeltaChangesLake(spark, root, job, fanout, ranges)
     row_checks = SparkRowChecks(
         spark,
         lake,

@@ -35,11 +35,12 @@ class ReadJob:
     log_table: LogTable
     schema: pa.Schema  # the lake rows', fixed on the driver before the job starts
     batch_rows: int
+    text_columns: frozenset[str] = frozenset()  # kept as text (:func:`.columns.text_columns`)
 
 
 def batch_builder(job: ReadJob, reader: ChangeLogReader) -> LakeBatchBuilder:
     """The task's Arrow builder; fails if the log's columns moved since the driver planned."""
-    specs = column_specs(reader.column_metadata)
+    specs = column_specs(reader.column_metadata, job.text_columns)
     if lake_schema(specs) != job.schema:
         raise TerminalReadError(
             f"{job.log_table.table.qualified_log} changed schema during the run; re-run it"
