@@ -5,10 +5,11 @@ replay kind, or is refused by name before any change is applied."""
 from __future__ import annotations
 
 import uuid
-from decimal import Decimal
+from typing import Any
 
 import pyarrow as pa
 import pytest
+from cassandra import cqltypes
 from cassandra.util import Duration
 
 from cdcgen.core.cdc_log import TableRef
@@ -18,20 +19,41 @@ from cdcgen.replication.sink_schema import (
     SinkSchemaError,
     TableDefinition,
     column_kind,
-    converter,
     sink_shape,
 )
 
 SOURCE, SINK = TableRef("shop", "orders"), TableRef("shop_dr", "orders")
 ADDRESS = (("street", "text"), ("zip", "int"))
+#: The driver's classes of the CQL names these tests use.
+NATIVE = {
+    "int": "Int32Type", "text": "UTF8Type", "uuid": "UUIDType", "varint": "IntegerType",
+    "duration": "DurationType",
+}  # fmt: skip
+
+
+def driver_type(text: str) -> Any:
+    """The driver's type class of a CQL type, as a prepared statement's metadata has it."""
+    kind = ParsedType.parse(text)
+
+    def build(kind: ParsedType) -> Any:
+        if kind.name == "address":
+            fields = [build(ParsedType.parse(t)) for _, t in ADDRESS]
+            return cqltypes.UserType.make_udt_class("shop", "address", ("street", "zip"), fields)
+        if kind.name == "tuple":
+            return cqltypes.TupleType.apply_parameters([build(a) for a in kind.args])
+        if kind.args:
+            outer = {"set": "SetType", "list": "ListType", "map": "MapType"}[kind.name]
+            return cqltypes.lookup_casstype(outer).apply_parameters([build(a) for a in kind.args])
+        return cqltypes.lookup_casstype(NATIVE[kind.name])
+
+    return build(kind)
 
 
 def definition(ref: TableRef, **types: str) -> TableDefinition:
     static = frozenset(n for n, t in types.items() if t.startswith("static "))
-    plain = {n: t.removeprefix("static ") for n, t in types.items()}
-    return TableDefinition(
-        ref, ("pk",), ("ck",), {"pk": "int", "ck": "int", **plain}, static, {"address": ADDRESS}
-    )
+    plain = {"pk": "int", "ck": "int", **{n: t.removeprefix("static ") for n, t in types.items()}}
+    drivers = {name: driver_type(text) for name, text in plain.items()}
+    return TableDefinition(ref, ("pk",), ("ck",), plain, static, {"address": ADDRESS}, drivers)
 
 
 @pytest.mark.parametrize(
@@ -53,31 +75,35 @@ def test_non_frozen_lists_and_counters_are_refused_by_name() -> None:
         column_kind(ParsedType.parse("counter"), "hits")
 
 
-def test_lake_values_become_what_the_driver_binds() -> None:
-    udts = {"address": tuple((f, ParsedType.parse(t)) for f, t in ADDRESS)}
-    value = "6ba7b810-9dad-11d1-80b4-00c04fd430c8"
-    assert converter(ParsedType.parse("uuid"), "c")(value) == uuid.UUID(value)
-    assert converter(ParsedType.parse("decimal"), "c")("1.50") == Decimal("1.50")
-    assert converter(ParsedType.parse("set<uuid>"), "c")([value]) == {uuid.UUID(value)}
-    assert converter(ParsedType.parse("map<text, varint>"), "c")([("a", "12")]) == {"a": 12}
-    assert converter(ParsedType.parse("frozen<list<int>>"), "c")([1, 2]) == [1, 2]
-    tuple_of = converter(ParsedType.parse("frozen<tuple<int, uuid>>"), "c")
-    assert tuple_of({"f0": 1, "f1": value}) == (1, uuid.UUID(value))
-    address = converter(ParsedType.parse("address"), "c", udts)
-    assert address({"street": "Main", "zip": None}) == ("Main", None)
-    nested = converter(ParsedType.parse("map<text, frozen<address>>"), "c", udts)
-    assert nested([("home", {"street": "Elm", "zip": 7})]) == {"home": ("Elm", 7)}
-    duration = converter(ParsedType.parse("duration"), "c")
-    assert duration({"months": 1, "days": 2, "nanoseconds": 3}) == Duration(1, 2, 3)
-    with pytest.raises(ValueError, match="expected the lake's struct"):
-        address("address(street='Main', zip=None)")  # an older lake's text
-
-
-def test_unknown_types_are_refused_by_name() -> None:
-    with pytest.raises(SinkSchemaError, match="column v of type vector"):
-        converter(ParsedType.parse("vector<float, 3>"), "v")
+def test_types_the_lake_keeps_as_opaque_text_are_refused_by_name() -> None:
+    with pytest.raises(SinkSchemaError, match="column emb of type vector"):
+        column_kind(ParsedType.parse("vector<float, 3>"), "emb")
+    with pytest.raises(SinkSchemaError, match="column embs of type map"):
+        column_kind(ParsedType.parse("map<int, frozen<vector<float, 3>>>"), "embs")
     with pytest.raises(CqlTypeError, match="map<text"):
         ParsedType.parse("map<text")
+
+
+def test_lake_values_become_what_the_driver_binds() -> None:
+    value = "6ba7b810-9dad-11d1-80b4-00c04fd430c8"
+    source = definition(
+        SOURCE, u="uuid", ids="set<uuid>", n="map<text, varint>", pair="frozen<tuple<int, uuid>>",
+        home="address", homes="map<text, frozen<address>>", d="duration",
+    )  # fmt: skip
+    shape = sink_shape(source, SINK, definition(SINK, **{
+        k: v for k, v in source.types.items() if k not in ("pk", "ck")}))  # fmt: skip
+    row = shape.driver_row(
+        {"u": value, "ids": [value], "n": [("a", "12")], "pair": {"f0": 1, "f1": value},
+         "home": {"street": "Main", "zip": None}, "homes": [("h", {"street": "Elm", "zip": 7})],
+         "d": {"months": 1, "days": 2, "nanoseconds": 3}, "cdc$deleted_elements_ids": [value],
+         "cdc$deleted_elements_home": [1]}
+    )  # fmt: skip
+    assert row["u"] == uuid.UUID(value) and row["ids"] == {uuid.UUID(value)}
+    assert row["n"] == {"a": 12} and row["pair"] == (1, uuid.UUID(value))
+    assert row["home"] == ("Main", None) and row["homes"] == {"h": ("Elm", 7)}
+    assert row["d"] == Duration(1, 2, 3)
+    assert row["cdc$deleted_elements_ids"] == {uuid.UUID(value)}
+    assert row["cdc$deleted_elements_home"] == {1}
 
 
 def test_a_shape_knows_statics_udt_fields_and_removed_elements() -> None:
@@ -113,12 +139,11 @@ def test_a_missing_sink_a_different_key_or_user_type_is_refused() -> None:
     source = definition(SOURCE, home="address")
     with pytest.raises(SinkSchemaError, match=r"shop_dr\.orders does not exist"):
         sink_shape(source, SINK, None)
-    other_key = TableDefinition(SINK, ("pk",), (), {"pk": "int", "ck": "int", "home": "address"})
+    other_key = TableDefinition(SINK, ("pk",), (), source.types, cqltypes=source.cqltypes)
     with pytest.raises(SinkSchemaError, match="primary key"):
         sink_shape(source, SINK, other_key)
     changed = TableDefinition(
-        SINK, ("pk",), ("ck",), {"pk": "int", "ck": "int", "home": "address"},
-        user_types={"address": (("street", "text"),)},
+        SINK, ("pk",), ("ck",), source.types, user_types={"address": (("street", "text"),)},
     )  # fmt: skip
     with pytest.raises(SinkSchemaError, match="user type address differs"):
         sink_shape(source, SINK, changed)

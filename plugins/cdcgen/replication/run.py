@@ -132,12 +132,17 @@ def shape_of(
 
 def table_definition(client: CqlClient, table: TableRef) -> TableDefinition | None:
     """The driver's current definition of ``table`` (None: no such table)."""
+    from cdcgen.core.replication import quote
+
     client.cluster.refresh_table_metadata(table.keyspace, table.table)
     keyspace = client.cluster.metadata.keyspaces.get(table.keyspace)
     metadata = None if keyspace is None else keyspace.tables.get(table.table)
     if metadata is None:
         return None
-    return TableDefinition.from_driver(table, metadata, keyspace)
+    columns = ", ".join(quote(name) for name in metadata.columns)
+    select = client.prepared(f"SELECT {columns} FROM {quote(table.keyspace)}.{quote(table.table)}")
+    cqltypes = {column[2]: column[3] for column in select.result_metadata}
+    return TableDefinition.from_driver(table, metadata, keyspace, cqltypes)
 
 
 def replicate(

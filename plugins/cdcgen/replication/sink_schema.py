@@ -12,21 +12,20 @@ a copy, so an element copied by a bootstrap could not be removed later), counter
 refuses them), vectors, and columns an earlier version of the lake kept as text (UDTs,
 tuples and durations, now stored as structs: :mod:`cdcgen.changes.columns`).
 
-The lake stores uuid, timeuuid, inet, decimal and varint as their canonical text, UDTs
-and tuples as structs, durations as ``(months, days, nanoseconds)`` structs, maps as
-lists of pairs; each column gets the converter that turns the lake's value back into
-what the driver binds.
+Each column gets the converter that turns the lake's value back into what the driver
+binds (:func:`cdcgen.changes.lake_types.driver_value`, the inverse of how the lake
+stores each CQL type), from the driver's type of the column.
 """
 
 from __future__ import annotations
 
 import re
-import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from decimal import Decimal
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from cdcgen.changes.lake_types import arrow_type_and_converter, driver_value, holds_text_for_struct
 from cdcgen.core.cdc_log import TableRef, deleted_elements_column
 from cdcgen.core.cql_types import CqlTypeError, ParsedType
 from cdcgen.core.replication import ColumnKind, ReplayError, SinkTable
@@ -36,21 +35,7 @@ if TYPE_CHECKING:
 
 Converter = Callable[[Any], Any]
 
-_FROM_TEXT: dict[str, Converter] = {
-    "uuid": uuid.UUID,
-    "timeuuid": uuid.UUID,
-    "decimal": Decimal,
-    "varint": int,
-}
-_AS_STORED = frozenset(
-    {
-        "ascii", "bigint", "blob", "boolean", "date", "double", "float", "inet",
-        "int", "smallint", "text", "time", "timestamp", "tinyint", "varchar",
-    }
-)  # fmt: skip
 _COLLECTIONS = ("set", "list", "map")
-#: Types the lake stores as structs (an earlier lake version kept them as text).
-_STRUCTS = ("tuple", "duration")
 
 
 class SinkSchemaError(Exception):
@@ -72,10 +57,16 @@ class TableDefinition:
     types: Mapping[str, str]
     static: frozenset[str] = frozenset()
     user_types: Mapping[str, tuple[tuple[str, str], ...]] = field(default_factory=dict)
+    #: Each column's type as the driver's type class (``cassandra.cqltypes``), which is
+    #: what the lake's values are converted back for.
+    cqltypes: Mapping[str, Any] = field(default_factory=dict)
 
     @classmethod
-    def from_driver(cls, ref: TableRef, table: Any, keyspace: Any) -> TableDefinition:
-        """From the driver's ``TableMetadata`` and ``KeyspaceMetadata``."""
+    def from_driver(
+        cls, ref: TableRef, table: Any, keyspace: Any, cqltypes: Mapping[str, Any]
+    ) -> TableDefinition:
+        """From the driver's ``TableMetadata``, ``KeyspaceMetadata`` and the type classes
+        of a statement's result metadata."""
         return cls(
             ref,
             tuple(c.name for c in table.partition_key),
@@ -86,6 +77,7 @@ class TableDefinition:
                 name: tuple(zip(udt.field_names, map(str, udt.field_types), strict=True))
                 for name, udt in keyspace.user_types.items()
             },
+            cqltypes,
         )
 
     @property
@@ -104,75 +96,17 @@ def is_udt(kind: ParsedType, udts: UserTypes) -> bool:
     return not kind.args and kind.name in udts
 
 
-def converter(kind: ParsedType, column: str, udts: UserTypes | None = None) -> Converter:
-    """Lake value -> driver value for a column of type ``kind``."""
-    udts = udts or {}
-    if kind.name in _AS_STORED:
-        return lambda value: value
-    if kind.name in _FROM_TEXT:
-        parse = _FROM_TEXT[kind.name]
-        return lambda value: None if value is None else parse(value)
-    if kind.name in ("set", "list"):
-        element = converter(kind.args[0], column, udts)
-        build: Callable[[Any], Any] = set if kind.name == "set" else list
-        return lambda value: None if value is None else build(element(v) for v in value)
-    if kind.name == "map":
-        key, item = converter(kind.args[0], column, udts), converter(kind.args[1], column, udts)
-
-        def convert_map(value: Any) -> Any:
-            if value is None:
-                return None
-            pairs = value.items() if isinstance(value, Mapping) else value
-            return {key(k): item(v) for k, v in pairs}
-
-        return convert_map
-    if kind.name == "tuple":
-        names = [f"f{i}" for i in range(len(kind.args))]
-        return _struct(column, names, [converter(a, column, udts) for a in kind.args])
-    if is_udt(kind, udts):
-        fields = udts[kind.name]
-        names = [name for name, _ in fields]
-        return _struct(column, names, [converter(t, column, udts) for _, t in fields])
-    if kind.name == "duration":
-        return _duration(column)
-    raise SinkSchemaError(
-        f"column {column} of type {kind.name}: the lake keeps it in a form that cannot be "
-        "bound back to the sink, so it is not replicated"
-    )
-
-
-def _struct(column: str, names: list[str], fields: list[Converter]) -> Converter:
-    """A struct (UDT, tuple) as the tuple of its fields in order, as the driver binds it."""
-
-    def convert(value: Any) -> Any:
-        if value is None:
-            return None
-        if not isinstance(value, Mapping):
-            raise ValueError(f"{column}: expected the lake's struct, found {type(value).__name__}")
-        return tuple(f(value.get(n)) for f, n in zip(fields, names, strict=True))
-
-    return convert
-
-
-def _duration(column: str) -> Converter:
-    def convert(value: Any) -> Any:
-        from cassandra.util import Duration
-
-        if value is None:
-            return None
-        if not isinstance(value, Mapping):
-            raise ValueError(f"{column}: expected the lake's struct, found {type(value).__name__}")
-        return Duration(value["months"], value["days"], value["nanoseconds"])
-
-    return convert
-
-
 def column_kind(kind: ParsedType, column: str, udts: UserTypes | None = None) -> ColumnKind:
     """How the replay model writes a column: non-frozen sets, maps and UDTs by element;
     a non-frozen list or a counter is refused by name."""
     udts = udts or {}
     if kind.name == "counter":
         raise SinkSchemaError(f"column {column} is a counter: CDC does not log counter tables")
+    if _as_opaque_text(kind, udts):
+        raise SinkSchemaError(
+            f"column {column} of type {kind.name}: the lake keeps a vector or a custom type "
+            "as text, which cannot be bound back to the sink, so it is not replicated"
+        )
     if kind.frozen or (kind.name not in _COLLECTIONS and not is_udt(kind, udts)):
         return ColumnKind.ATOMIC
     if kind.name == "list":
@@ -187,20 +121,33 @@ def column_kind(kind: ParsedType, column: str, udts: UserTypes | None = None) ->
     return ColumnKind.UDT
 
 
-def kept_as_text(kind: ParsedType, stored: pa.DataType, udts: UserTypes) -> bool:
-    """Whether the lake holds a struct-stored type (UDT, tuple, duration) somewhere in
-    ``kind`` as text: a column an earlier lake version wrote."""
-    import pyarrow as pa
+def _as_opaque_text(kind: ParsedType, udts: UserTypes) -> bool:
+    """A vector or a custom (Java class) type anywhere in ``kind``: the lake's text."""
+    if kind.name == "vector" or "." in kind.name or "'" in kind.name:
+        return True
+    inner = [t for _, t in udts.get(kind.name, ())] if is_udt(kind, udts) else []
+    return any(_as_opaque_text(a, udts) for a in (*kind.args, *inner))
 
-    if kind.name in _STRUCTS or is_udt(kind, udts):
-        return bool(pa.types.is_string(stored) or pa.types.is_large_string(stored))
-    if kind.name in ("set", "list") and pa.types.is_list(stored):
-        return kept_as_text(kind.args[0], stored.value_type, udts)
-    if kind.name == "map" and pa.types.is_map(stored):
-        return kept_as_text(kind.args[0], stored.key_type, udts) or kept_as_text(
-            kind.args[1], stored.item_type, udts
-        )
-    return False
+
+def converter(cqltype: Any) -> Converter:
+    """Lake value -> driver value for a column of the driver's type ``cqltype``."""
+    return partial(driver_value, cqltype)
+
+
+def removed_converter(kind: ColumnKind, cqltype: Any) -> Converter:
+    """``cdc$deleted_elements_<col>`` -> what the replay removes: a set's elements, a
+    map's keys, a UDT's field indices."""
+    if kind is ColumnKind.UDT:
+        return lambda value: {int(v) for v in value}
+    element = cqltype.subtypes[0]
+    return lambda value: {driver_value(element, v, hashable=True) for v in value}
+
+
+def kept_as_text(cqltype: Any, stored: pa.DataType) -> bool:
+    """Whether the lake holds a struct-stored type (UDT, tuple, duration) of the column
+    as text: a column an earlier lake version wrote."""
+    wanted, _ = arrow_type_and_converter(cqltype)
+    return holds_text_for_struct(stored, wanted)
 
 
 @dataclass(frozen=True)
@@ -284,10 +231,13 @@ def _shape(
     types = {name: ParsedType.parse(text) for name, text in source.types.items()}
     data = source.data_columns
     kinds = {name: column_kind(types[name], name, udts) for name in data}
+    missing = [name for name in source.types if name not in source.cqltypes]
+    if missing:
+        raise SinkSchemaError(f"{source.ref}: no driver type for column(s) {', '.join(missing)}")
     stale = [
         name
-        for name, kind in types.items()
-        if name in lake_types and kept_as_text(kind, lake_types[name], udts)
+        for name, cqltype in source.cqltypes.items()
+        if name in lake_types and kept_as_text(cqltype, lake_types[name])
     ]
     if stale:
         raise SinkSchemaError(
@@ -299,15 +249,13 @@ def _shape(
     converters: dict[str, Converter] = {}
     fields: dict[str, tuple[str, ...]] = {}
     for name in (*source.partition_key, *source.clustering_key, *data):
-        converters[name] = converter(types[name], name, udts)
+        converters[name] = converter(source.cqltypes[name])
     for name, kind in kinds.items():
-        removed = deleted_elements_column(name)
-        if kind in (ColumnKind.SET, ColumnKind.MAP):
-            element = types[name].args[0]
-            converters[removed] = converter(ParsedType("set", (element,)), name, udts)
-        elif kind is ColumnKind.UDT:
+        if kind is ColumnKind.UDT:
             fields[name] = tuple(f for f, _ in udts[types[name].name])
-            converters[removed] = converter(ParsedType.parse("set<smallint>"), name, udts)
+        if kind is not ColumnKind.ATOMIC:
+            removed = removed_converter(kind, source.cqltypes[name])
+            converters[deleted_elements_column(name)] = removed
     table = SinkTable(
         sink.ref.keyspace,
         sink.ref.table,
