@@ -81,3 +81,18 @@ def test_a_run_narrows_what_the_sink_connection_configures_never_widens_it() -> 
         sink_targets("dr", tables, "", "shop.orders,shop.payments")
     with pytest.raises(ValueError, match="set the extras sink_keyspace and replicated_tables"):
         sink_targets("", "", "dr", "shop.orders")  # Params alone configure nothing
+
+
+def test_a_keys_batches_go_in_order_one_request_at_a_time() -> None:
+    from cdcgen.replication.apply import Replay, key_rounds
+
+    def replay(key: str, n: int) -> Replay:
+        return Replay(key, [], {"n": n})
+
+    replays = [replay("a", 1), replay("b", 2), replay("a", 3), replay("a", 4), replay("c", 5)]
+    rounds = key_rounds(replays, group=2)
+    numbers = [[[r.change["n"] for r in request] for request in round_] for round_ in rounds]
+    assert numbers == [[[1, 3], [2], [5]], [[4]]]  # "a"'s third batch waits for round two
+    for round_ in rounds:  # never two requests of one key at once
+        keys = [request[0].key for request in round_]
+        assert len(keys) == len(set(keys))

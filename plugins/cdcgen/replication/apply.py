@@ -2,14 +2,17 @@
 
 A run reads the lake version that holds everything up to the watermark, in consecutive
 time slices of bounded size (:mod:`cdcgen.replication.lake_changes`), and replays each
-slice's changes in each stream's order, one CDC batch per single-partition batch
-(:func:`cdcgen.core.replication.batch_statements`), many at a time. Once every batch of
-a slice is acknowledged, the sink's consistency point moves to the slice's end; a run
-killed before that re-applies the slice, which changes nothing, since every write
-carries its original timestamp. Transient write failures (a node down, a timeout) are
-retried with backoff; a change the sink refuses, or the model cannot express, is
-recorded on the sink (``cdc_replication_rejects``) before the consistency point moves
-past it, and named in the run's result: never dropped in silence.
+slice's changes in each stream's order, each CDC batch inside one single-partition
+request (:func:`cdcgen.core.replication.batch_statements`), many requests at a time. A
+chunk's CDC batches of one partition key share a request (up to :data:`GROUP_BATCHES`,
+the rest in the next round), so a key's changes reach the sink in order, and a hot key
+costs fewer round trips. Once every request of a slice is acknowledged, the sink's
+consistency point moves to the slice's end; a run killed before that re-applies the
+slice, which changes nothing, since every write carries its original timestamp.
+Transient write failures (a node down, a timeout) are retried with backoff; a change
+the sink refuses, or the model cannot express, is recorded on the sink
+(``cdc_replication_rejects``) before the consistency point moves past it, and named in
+the run's result: never dropped in silence.
 
 TTLs count down on the sink's clock (:class:`SinkClock`): the largest of its nodes'
 clocks, so that a replayed cell never outlives its source.
@@ -70,6 +73,35 @@ class SinkClock:
 
     def now_us(self) -> int:
         return self._at + int((time.monotonic() - self._read) * 1_000_000)
+
+
+#: CDC batches of one partition key sent as one request, at most.
+GROUP_BATCHES = 16
+
+
+@dataclass(frozen=True)
+class Replay:
+    """One CDC batch's statements, and its partition key and first log row."""
+
+    key: str
+    statements: list[Statement]
+    change: dict[str, Any]
+
+
+def key_rounds(replays: Sequence[Replay], group: int) -> list[list[list[Replay]]]:
+    """The CDC batches as rounds of requests: each request groups up to ``group``
+    consecutive batches of one partition key, and a key's next request waits for the
+    next round, so each key's changes reach the sink in order, one request at a time."""
+    by_key: dict[str, list[Replay]] = {}
+    for replay in replays:
+        by_key.setdefault(replay.key, []).append(replay)
+    rounds: list[list[list[Replay]]] = []
+    for batches in by_key.values():
+        for number, first in enumerate(range(0, len(batches), group)):
+            if number == len(rounds):
+                rounds.append([])
+            rounds[number].append(batches[first : first + group])
+    return rounds
 
 
 @dataclass
@@ -148,7 +180,7 @@ class SinkApplier:
         outcome: ApplyOutcome,
         clock: SinkClock,
     ) -> None:
-        work: list[tuple[Any, Any]] = []
+        replays: list[Replay] = []
         applied: list[dict[str, Any]] = []
         now_us = clock.now_us()
         for _, batch in groupby(rows, key=lambda r: (r[STREAM_ID], r["write_time"], r[TIME])):
@@ -156,23 +188,24 @@ class SinkApplier:
             if peer and all(fingerprint(c) in peer for c in changes):
                 outcome.peer_rows += len(changes)
                 continue  # the sink's own log holds it: it came from there
-            item = self._batch(changes, now_us)
-            if item is not None:
-                work.append(item)
+            replay = self._replay(changes, now_us)
+            if replay is not None:
+                replays.append(replay)
                 applied.extend(changes)
                 outcome.log_rows += len(changes)
                 outcome.batches += 1
                 outcome.operations.update(str(operation_name(c[OPERATION])) for c in changes)
-        outcome.statements += execute_all(
-            self.client, work, self.settings.concurrency, self._reject
-        )
+        for round_ in key_rounds(replays, GROUP_BATCHES):
+            work = [(self._request(group), group) for group in round_]
+            outcome.statements += execute_all(
+                self.client, work, self.settings.concurrency, self._refused
+            )
         if self.on_applied is not None and applied:
             self.on_applied(applied)
 
-    def _batch(self, changes: Sequence[dict[str, Any]], now_us: int) -> tuple[Any, Any] | None:
-        """One CDC batch as one driver statement; None (and recorded) if refused."""
-        from cassandra.query import BatchStatement, BatchType
-
+    def _replay(self, changes: Sequence[dict[str, Any]], now_us: int) -> Replay | None:
+        """One CDC batch's statements; None when it has none (images only) or cannot be
+        replayed (then recorded as rejected)."""
         try:
             rows = [self.shape.driver_row(change) for change in changes]
             written = to_micros(changes[0]["write_time"])
@@ -181,17 +214,30 @@ class SinkApplier:
             self._reject(changes[0], str(exc))
             return None
         if not statements:
-            return None  # images only
+            return None
+        key = repr(tuple(changes[0].get(c) for c in self.shape.table.partition_key))
+        return Replay(key, statements, changes[0])
+
+    def _request(self, group: Sequence[Replay]) -> Any:
+        """One single-partition request for CDC batches of one partition key."""
+        from cassandra.query import BatchStatement, BatchType
+
+        statements = [s for replay in group for s in replay.statements]
         if len(statements) == 1:
-            return self._bound(statements[0], changes[0])
+            return self.client.prepared(statements[0].cql).bind(statements[0].values)
         batch = BatchStatement(batch_type=BatchType.UNLOGGED)
         for statement in statements:
             batch.add(self.client.prepared(statement.cql), statement.values)
         batch.is_idempotent = True
-        return batch, changes[0]
+        return batch
 
-    def _bound(self, statement: Statement, change: dict[str, Any]) -> tuple[Any, Any]:
-        return self.client.prepared(statement.cql).bind(statement.values), change
+    def _refused(self, group: Sequence[Replay], reason: str) -> None:
+        """A request the sink refused: each CDC batch of it alone, to name which."""
+        if len(group) == 1:
+            self._reject(group[0].change, reason)
+            return
+        alone = [(self._request([replay]), [replay]) for replay in group]
+        execute_all(self.client, alone, self.settings.concurrency, self._refused)
 
     def _reject(self, change: dict[str, Any], reason: str) -> None:
         record = {
