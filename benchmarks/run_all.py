@@ -13,6 +13,10 @@ own:
   are counted with each size's;
 * ``changes``: :mod:`bench_changes` at 128, 4,096 and 73,728 streams (the last a cold
   start over a backlog), 1M log rows each, against a raw token-range scan;
+* ``replication``: :mod:`bench_replication_copy` (a bootstrap's Spark copy against a
+  raw driver copy of the same rows, same run) and :mod:`bench_replication_apply` (the
+  apply's rows/s and peak memory over 1M- and 4M-change backlogs, beside the raw write
+  floor), the apply's rate set against the changes extraction's;
 * ``cli_validate_small``: ``cdcgen generation validate`` on a 256-range description,
   process start to exit;
 * ``lookup``: :mod:`bench_lookup`, tokens mapped to streams per second on one core.
@@ -58,6 +62,10 @@ CHANGES: tuple[tuple[int, int, bool, tuple[str, ...]], ...] = (
     (72, 1024, True, ("--repeat", "1", "--no-read-only")),
 )
 CHANGE_ROWS = 1_000_000
+#: Backlogs the apply is measured over (its peak memory must not grow with them), and
+#: the rows of the bootstrap copy's table.
+APPLY_BACKLOGS = (1_000_000, 4_000_000)
+COPY_ROWS = 500_000
 
 
 def _run_json(
@@ -104,6 +112,20 @@ def changes(
         work / f"changes_{shards}x{vnodes}.json",
         timeout=3600,
     )
+
+
+def replication(backlogs: tuple[int, ...], copy_rows: int, work: Path) -> dict[str, Any]:
+    copy = _run_json(
+        ["benchmarks/bench_replication_copy.py", "--rows", str(copy_rows), "--repeat", "2"],
+        work / "replication_copy.json",
+        timeout=3600,
+    )
+    apply = _run_json(
+        ["benchmarks/bench_replication_apply.py", "--rows", *(str(n) for n in backlogs)],
+        work / "replication_apply.json",
+        timeout=7200,
+    )
+    return {"copy": copy, "apply": apply}
 
 
 def cli_validate_small(work: Path) -> dict[str, Any]:
@@ -189,6 +211,24 @@ def table(results: dict[str, Any]) -> str:
             f"{point['rows_per_s'] / point['raw_scan_rows_per_s']:.2f}x raw scan "
             f"({point['raw_scan_rows_per_s']:,.0f} rows/s) | >= 0.7x |"
         )
+    if "replication" in results:
+        copy = results["replication"]["copy"]
+        lines.append(
+            f"| replication bootstrap copy (Spark, {copy['rows']:,} rows) | "
+            f"{copy['spark_rows_per_s']:,.0f} rows/s | {copy['ratio']:.2f}x a raw driver copy "
+            f"({copy['raw_rows_per_s']:,.0f} rows/s) | >= 0.7x |"
+        )
+        apply = results["replication"]["apply"]
+        extraction = results["changes"][0]["rows_per_s"]
+        floor = apply["raw_write_floor"]["rows_per_s"]
+        for run in apply["apply"]:
+            lines.append(
+                f"| replication apply, {run['rows']:,}-change backlog | "
+                f"{run['rows_per_s']:,.0f} rows/s, peak {run['peak_rss_mb']} MB | "
+                f"{run['rows_per_s'] / extraction:.2f}x the extraction ({extraction:,.0f} rows/s), "
+                f"{run['rows_per_s'] / floor:.2f}x the raw write floor ({floor:,.0f} rows/s) | "
+                ">= 1x the extraction; the same peak at every backlog |"
+            )
     small = results["cli_validate_small"]
     lines.append(
         f"| `cdcgen generation validate`, {small['ranges']} ranges | {small['seconds']:.1f} s "
@@ -241,6 +281,10 @@ def main() -> None:
             results["generation_1_6M"] = scaling[-1]
             print("changes:", flush=True)
             results["changes"] = [changes(s, v, b, x, rows, work) for s, v, b, x in configs]
+            print("replication:", flush=True)
+            backlogs = (20_000, 80_000) if args.quick else APPLY_BACKLOGS
+            copy_rows = 20_000 if args.quick else COPY_ROWS
+            results["replication"] = replication(backlogs, copy_rows, work)
             print("cli validate:", flush=True)
             results["cli_validate_small"] = cli_validate_small(work)
             results["lookup"] = lookup()

@@ -96,3 +96,20 @@ def test_a_keys_batches_go_in_order_one_request_at_a_time() -> None:
     for round_ in rounds:  # never two requests of one key at once
         keys = [request[0].key for request in round_]
         assert len(keys) == len(set(keys))
+
+
+def test_requests_pack_one_replicas_groups_within_their_bounds() -> None:
+    from cdcgen.replication.apply import Replay, pack_requests
+
+    def group(key: str, replica: str, batches: int = 1, size: int = 10) -> list[Replay]:
+        return [Replay(key, [], {"key": key}, replica, size) for _ in range(batches)]
+
+    round_ = [group("a", "n1"), group("b", "n2"), group("c", "n1", 2), group("d", "n1"),
+              group("e", "n2", size=500), group("f", "n1", batches=5)]  # fmt: skip
+    packed = pack_requests(round_, batches=4, size=100)
+    keys = [sorted({r.key for r in request}) for request in packed]
+    assert keys == [["a", "c", "d"], ["f"], ["b"], ["e"]]  # "f" alone: over the batch bound
+    assert all(len({r.replica for r in request}) == 1 for request in packed)
+    assert sorted(r.key for request in packed for r in request) == sorted(
+        r.key for g in round_ for r in g
+    )

@@ -2,17 +2,24 @@
 
 A run reads the lake version that holds everything up to the watermark, in consecutive
 time slices of bounded size (:mod:`cdcgen.replication.lake_changes`), and replays each
-slice's changes in each stream's order, each CDC batch inside one single-partition
-request (:func:`cdcgen.core.replication.batch_statements`), many requests at a time. A
-chunk's CDC batches of one partition key share a request (up to :data:`GROUP_BATCHES`,
-the rest in the next round), so a key's changes reach the sink in order, and a hot key
-costs fewer round trips. Once every request of a slice is acknowledged, the sink's
-consistency point moves to the slice's end; a run killed before that re-applies the
-slice, which changes nothing, since every write carries its original timestamp.
-Transient write failures (a node down, a timeout) are retried with backoff; a change
-the sink refuses, or the model cannot express, is recorded on the sink
-(``cdc_replication_rejects``) before the consistency point moves past it, and named in
-the run's result: never dropped in silence.
+slice's changes in each stream's order, the statements of a CDC batch
+(:func:`cdcgen.core.replication.batch_statements`) always in one request, many requests
+at a time:
+
+* a chunk's CDC batches of one partition key go out together (up to
+  :data:`GROUP_BATCHES`, the rest in the next round), so a key's changes reach the sink
+  in order, one request at a time;
+* a round's groups are packed into unlogged batches of a few dozen CDC batches of one
+  replica (:func:`pack_requests`): each partition's part of a batch is still applied
+  atomically and in isolation, and the driver's per-request cost, which dominates a
+  Python client's, is paid once per request instead of once per change.
+
+Once every request of a slice is acknowledged, the sink's consistency point moves to the
+slice's end; a run killed before that re-applies the slice, which changes nothing, since
+every write carries its original timestamp. Transient write failures (a node down, a
+timeout) are retried with backoff; a change the sink refuses, or the model cannot
+express, is recorded on the sink (``cdc_replication_rejects``) before the consistency
+point moves past it, and named in the run's result: never dropped in silence.
 
 TTLs count down on the sink's clock (:class:`SinkClock`): the largest of its nodes'
 clocks, so that a replayed cell never outlives its source.
@@ -35,7 +42,7 @@ from typing import TYPE_CHECKING, Any
 from cdcgen.adapters.clocks import CqlClockReader
 from cdcgen.adapters.errors import is_transient
 from cdcgen.core.cdc_log import BATCH_SEQ_NO, OPERATION, STREAM_ID, TIME, operation_name
-from cdcgen.core.replication import ReplayError, Statement, batch_statements
+from cdcgen.core.replication import ReplayError, batch_statements
 from cdcgen.core.replication_plan import ApplyPlan
 from cdcgen.core.time import to_micros
 from cdcgen.progress import Progress
@@ -75,17 +82,20 @@ class SinkClock:
         return self._at + int((time.monotonic() - self._read) * 1_000_000)
 
 
-#: CDC batches of one partition key sent as one request, at most.
+#: CDC batches of one partition key sent in one round, at most.
 GROUP_BATCHES = 16
 
 
 @dataclass(frozen=True)
 class Replay:
-    """One CDC batch's statements, and its partition key and first log row."""
+    """One CDC batch's statements (bound), its partition key and first log row, the
+    replica its partition lives on and about how many bytes its values take."""
 
     key: str
-    statements: list[Statement]
+    statements: list[Any]
     change: dict[str, Any]
+    replica: str = ""
+    size: int = 0
 
 
 def key_rounds(replays: Sequence[Replay], group: int) -> list[list[list[Replay]]]:
@@ -104,6 +114,28 @@ def key_rounds(replays: Sequence[Replay], group: int) -> list[list[list[Replay]]
     return rounds
 
 
+def pack_requests(round_: Sequence[list[Replay]], batches: int, size: int
+                  ) -> list[list[Replay]]:  # fmt: skip
+    """A round's groups (one partition key each) packed into requests of at most
+    ``batches`` CDC batches and about ``size`` bytes, the groups of one replica together
+    (so a request's coordinator holds every partition it writes); a group over either
+    bound is a request of its own."""
+    requests: list[list[Replay]] = []
+    current: list[Replay] = []
+    replica, count, bytes_ = "", 0, 0
+    for group in sorted(round_, key=lambda g: g[0].replica):
+        weight = sum(r.size for r in group)
+        full = count + len(group) > batches or bytes_ + weight > size
+        if current and (full or group[0].replica != replica):
+            requests.append(current)
+            current, count, bytes_ = [], 0, 0
+        current.extend(group)
+        replica, count, bytes_ = group[0].replica, count + len(group), bytes_ + weight
+    if current:
+        requests.append(current)
+    return requests
+
+
 @dataclass
 class ApplyOutcome:
     """What one run applied."""
@@ -112,7 +144,7 @@ class ApplyOutcome:
     #: Log rows skipped because the sink's own log already holds them (active-active).
     peer_rows: int = 0
     batches: int = 0
-    statements: int = 0
+    requests: int = 0
     slices: int = 0
     #: The largest slice (rows of the table and of its peer together).
     largest_slice: int = 0
@@ -195,11 +227,11 @@ class SinkApplier:
                 outcome.log_rows += len(changes)
                 outcome.batches += 1
                 outcome.operations.update(str(operation_name(c[OPERATION])) for c in changes)
+        settings = self.settings
         for round_ in key_rounds(replays, GROUP_BATCHES):
-            work = [(self._request(group), group) for group in round_]
-            outcome.statements += execute_all(
-                self.client, work, self.settings.concurrency, self._refused
-            )
+            packed = pack_requests(round_, settings.request_batches, settings.request_bytes)
+            work = [(self._request(request), request) for request in packed]
+            outcome.requests += execute_all(self.client, work, settings.concurrency, self._refused)
         if self.on_applied is not None and applied:
             self.on_applied(applied)
 
@@ -216,23 +248,37 @@ class SinkApplier:
         if not statements:
             return None
         key = repr(tuple(changes[0].get(c) for c in self.shape.table.partition_key))
-        return Replay(key, statements, changes[0])
+        bound = [self.client.prepared(s.cql).bind(s.values) for s in statements]
+        size = sum(_size(v) for s in statements for v in s.values)
+        return Replay(key, bound, changes[0], self._replica(bound[0]), size)
 
-    def _request(self, group: Sequence[Replay]) -> Any:
-        """One single-partition request for CDC batches of one partition key."""
+    def _replica(self, statement: Any) -> str:
+        """The first replica of a bound statement's partition ("" when unknown)."""
+        metadata = self.client.cluster.metadata
+        token_map = metadata.token_map
+        if token_map is None or statement.routing_key is None:
+            return ""
+        token = token_map.token_class.from_key(statement.routing_key)
+        replicas = token_map.get_replicas(self.shape.table.keyspace, token)
+        return str(replicas[0].address) if replicas else ""
+
+    def _request(self, replays: Sequence[Replay]) -> Any:
+        """One request for CDC batches (each single-partition: applied atomically and in
+        isolation whatever shares the request)."""
         from cassandra.query import BatchStatement, BatchType
 
-        statements = [s for replay in group for s in replay.statements]
+        statements = [s for replay in replays for s in replay.statements]
         if len(statements) == 1:
-            return self.client.prepared(statements[0].cql).bind(statements[0].values)
+            return statements[0]
         batch = BatchStatement(batch_type=BatchType.UNLOGGED)
         for statement in statements:
-            batch.add(self.client.prepared(statement.cql), statement.values)
+            batch.add(statement)
         batch.is_idempotent = True
         return batch
 
     def _refused(self, group: Sequence[Replay], reason: str) -> None:
-        """A request the sink refused: each CDC batch of it alone, to name which."""
+        """A request the sink refused (a value, or the whole request's size): each CDC
+        batch of it alone, to name which."""
         if len(group) == 1:
             self._reject(group[0].change, reason)
             return
@@ -257,6 +303,17 @@ class SinkApplier:
                 "reason": reason,
             }
         )
+
+
+def _size(value: Any) -> int:
+    """Roughly how many bytes a bound value takes (what a request's size bound counts):
+    text and blobs by length, a collection or struct as 64 bytes an element. A request
+    the sink still finds too large is retried batch by batch."""
+    if isinstance(value, str | bytes):
+        return 8 + len(value)
+    if isinstance(value, set | frozenset | list | tuple | dict):
+        return 8 + 64 * len(value)
+    return 8
 
 
 def execute_all(

@@ -18,7 +18,13 @@ class ReplicationSettings(EnvSettings):
     slice_rows: int = env("CDCGEN_REPLICATION_SLICE_ROWS", 200_000, ge=1)
     #: Changes turned into statements at a time within a slice.
     chunk_rows: int = env("CDCGEN_REPLICATION_CHUNK_ROWS", 20_000, ge=1)
-    #: Writes in flight to the sink at once.
-    concurrency: int = env("CDCGEN_REPLICATION_CONCURRENCY", 64, ge=1)
+    #: Requests in flight to the sink at once.
+    concurrency: int = env("CDCGEN_REPLICATION_CONCURRENCY", 32, ge=1)
+    #: CDC batches packed into one request (an unlogged batch of partitions of one
+    #: replica), and about how many bytes of values it may carry: keep it under the
+    #: sink's batch size limit (Cassandra refuses batches over 50 KiB by default,
+    #: ScyllaDB over 1 MiB; a refused request is retried batch by batch).
+    request_batches: int = env("CDCGEN_REPLICATION_REQUEST_BATCHES", 32, ge=1)
+    request_bytes: int = env("CDCGEN_REPLICATION_REQUEST_BYTES", 32_768, ge=1)
     #: Where a run spills a backlog of several slices (default: the system's temp dir).
     spill_dir: Path | None = env("CDCGEN_REPLICATION_SPILL_DIR", None)

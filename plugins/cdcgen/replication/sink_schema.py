@@ -129,8 +129,20 @@ def _as_opaque_text(kind: ParsedType, udts: UserTypes) -> bool:
     return any(_as_opaque_text(a, udts) for a in (*kind.args, *inner))
 
 
-def converter(cqltype: Any) -> Converter:
-    """Lake value -> driver value for a column of the driver's type ``cqltype``."""
+#: Types whose lake value is what the driver binds (no converter is needed).
+_AS_STORED = frozenset(
+    {
+        "ascii", "bigint", "blob", "boolean", "date", "double", "float", "inet", "int",
+        "smallint", "text", "time", "timestamp", "tinyint", "varchar",
+    }
+)  # fmt: skip
+
+
+def converter(cqltype: Any) -> Converter | None:
+    """Lake value -> driver value for a column of the driver's type ``cqltype``; None
+    when the lake's value is bound as it is."""
+    if str(getattr(cqltype, "typename", "")) in _AS_STORED:
+        return None
     return partial(driver_value, cqltype)
 
 
@@ -249,7 +261,9 @@ def _shape(
     converters: dict[str, Converter] = {}
     fields: dict[str, tuple[str, ...]] = {}
     for name in (*source.partition_key, *source.clustering_key, *data):
-        converters[name] = converter(source.cqltypes[name])
+        convert = converter(source.cqltypes[name])
+        if convert is not None:
+            converters[name] = convert
     for name, kind in kinds.items():
         if kind is ColumnKind.UDT:
             fields[name] = tuple(f for f, _ in udts[types[name].name])
