@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from cdcgen.adapters.cluster_access import ClusterAccess
-from cdcgen.adapters.cql import open_session
+from cdcgen.adapters.cql import CqlClient, open_session
 from cdcgen.adapters.stream_routing import stream_routing_policy
 from cdcgen.core.cdc_log import LogPartitioner
 
@@ -81,9 +81,25 @@ def shared_session(key: SessionKey) -> Session:
         return entry[1]
 
 
+_CLIENTS: dict[SessionKey, CqlClient] = {}
+
+
+def shared_client(key: SessionKey) -> CqlClient:
+    """The worker's shared session as a :class:`~cdcgen.adapters.cql.CqlClient`: its
+    statements prepared once per worker, at the metadata consistency level, retried like
+    every state statement (a bootstrap's copy writes and records through it)."""
+    session = shared_session(key)
+    with _SHARED_LOCK:
+        client = _CLIENTS.get(key)
+        if client is None or client.session is not session:
+            client = _CLIENTS[key] = CqlClient(session.cluster, session)
+        return client
+
+
 @atexit.register
 def close_shared_sessions() -> None:
     with _SHARED_LOCK:
         for cluster, _ in _SHARED.values():
             cluster.shutdown()
         _SHARED.clear()
+        _CLIENTS.clear()
