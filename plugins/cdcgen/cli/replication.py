@@ -2,18 +2,19 @@
 
 ``bootstrap`` copies the source table into the sink at a recorded time (the sink must be
 empty, or ``--replace`` it), as a Spark job over the ring's token ranges; a copy that
-was killed resumes where it stopped when run again. ``apply`` brings the sink forward
-to the lake's watermark (the cdc_replication DAG runs it on every changes run). The source cluster and the lake
-come from the ``CDCGEN_*`` settings; the sink cluster from ``CDCGEN_SINK_*`` ones
-(``CDCGEN_SINK_CONTACT_POINTS``, ``_PORT``, ``_USERNAME``, ``_PASSWORD_FILE``, ``_TLS_*``),
-and is the source cluster when none is set (a sink that is then the source table itself
-is refused). The copy runs on a local Spark session (``CDCGEN_SPARK_MASTER``, default
-``local[2]``; a ``spark://`` or ``k8s://`` master runs its tasks on that cluster, which
-is given the package and the settings the tasks need). ``--dry-run`` checks everything and prints what would be done, such as the
-table a ``--replace`` would truncate, writing nothing. Prints the run's record as one
-JSON line; exit 0 when every change was applied, 1 when some were rejected (named in the
-record and in ``<sink keyspace>.cdc_replication_rejects``), 2 on an error, 4 when the
-copy stopped part-way (transient: run it again to resume).
+was killed resumes where it stopped when run again. ``apply`` brings the sink forward to
+the lake's watermark (the cdc_replication DAG runs it on every changes run). The source
+cluster and the lake come from the ``CDCGEN_*`` settings; the sink cluster from
+``CDCGEN_SINK_*`` ones (``CDCGEN_SINK_CONTACT_POINTS``, ``_PORT``, ``_USERNAME``,
+``_PASSWORD_FILE``, ``_TLS_*``), and is the source cluster when none is set (a sink that
+is then the source table itself is refused). The copy runs on a local Spark session
+(``CDCGEN_SPARK_MASTER``, default ``local[2]``; a ``spark://`` or ``k8s://`` master runs
+its tasks on that cluster, which is given the package and the settings the tasks need).
+``--dry-run`` checks everything and prints what would be done, such as the table a
+``--replace`` would truncate, writing nothing. Prints the run's record as one JSON line;
+exit 0 when every change was applied, 1 when some were rejected (named in the record and
+in ``<sink keyspace>.cdc_replication_rejects``), 2 on an error, 4 when the copy stopped
+part-way (transient: run it again to resume).
 """
 
 from __future__ import annotations

@@ -51,13 +51,15 @@ log = logging.getLogger(__name__)
 @dataclass(frozen=True)
 class BootstrapOutcome:
     """What a bootstrap did: its snapshot time, the copy's rows (all attempts'), whether
-    it replaced the sink's rows, and how many of its ranges an earlier attempt had done."""
+    it replaced the sink's rows, how many of its ranges an earlier attempt had done, how
+    many it recorded in all, and the rows this attempt copied."""
 
     snapshot_at: datetime
     rows: int
     truncated: bool
     resumed_ranges: int = 0
     ranges: int = 0
+    rows_now: int = 0
 
 
 def check_lake_covers(
@@ -198,7 +200,7 @@ def bootstrap(copy: TableCopy, state: CqlSinkState, plan: BootstrapPlan, run_id:
         plan.sink, len(remaining), len(ring), plan.source, iso_millis(at),
         f" (resuming {progress.run_id or 'a copy'})" if plan.resumes else "",
     )  # fmt: skip
-    copy.copy(remaining, at, run_id)
+    rows_now = copy.copy(remaining, at, run_id)
     finished = state.copy_progress()
     left = progress.remaining(ring) if finished is None else finished.remaining(ring)
     if finished is None or left:
@@ -210,5 +212,5 @@ def bootstrap(copy: TableCopy, state: CqlSinkState, plan: BootstrapPlan, run_id:
     state.end_copy(at)
     log.info("%s: bootstrapped from %s at %s, %d rows", plan.sink, plan.source, at, finished.rows)
     return BootstrapOutcome(
-        at, finished.rows, progress.truncate, len(progress.done), len(finished.done)
+        at, finished.rows, progress.truncate, len(progress.done), len(finished.done), rows_now
     )

@@ -308,6 +308,7 @@ def bootstrap_sink(
         kind="bootstrap",
         copied_rows=outcome.rows,
         truncated=outcome.truncated,
+        copied_rows_now=outcome.rows_now,
         resumed_ranges=outcome.resumed_ranges,
         copy_ranges=outcome.ranges,
     )
@@ -408,6 +409,27 @@ def _iso(value: datetime | None) -> str | None:
 #: ``CDCGEN_SINK_<X>`` sets ``CDCGEN_<X>`` for the sink's session (hosts, port,
 #: credentials, TLS); unset, the sink is the source cluster.
 SINK_PREFIX = "CDCGEN_SINK_"
+
+
+#: The sink's share of a configuration: how to reach it (credentials apart).
+SINK_ACCESS = (
+    "contact_points", "port", "protocol_version", "tls", "tls_ca_file", "tls_cert_file",
+    "tls_key_file", "tls_verify_hostname",
+)  # fmt: skip
+
+
+def sink_variables(sink: PipelineConfig) -> dict[str, str]:
+    """``CDCGEN_SINK_*`` variables that make :func:`sink_environment` describe ``sink``:
+    its hosts, port, protocol and TLS, and unset ones as empty, so the source's never
+    stand in for them; the user name empty too (a process that adds the sink's
+    credentials sets it). No credential: these go through XCom."""
+    names = sink.env_names()
+    exported = sink.to_env()
+    variables = {
+        SINK_PREFIX + names[field].removeprefix("CDCGEN_"): exported.get(names[field], "")
+        for field in SINK_ACCESS
+    }
+    return {**variables, f"{SINK_PREFIX}USERNAME": ""}
 
 
 def sink_environment(env: Mapping[str, str]) -> dict[str, str]:
