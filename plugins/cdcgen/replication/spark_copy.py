@@ -147,6 +147,7 @@ class RangeWriter:
         self.snapshot_us = to_micros(job.snapshot_at)
         self.select = source.prepared(self.layout.select_cql(job.target.source))
         self.select.fetch_size = job.target.page_rows
+        self.consistency = sink.metadata_consistency  # read once: it lists the hosts
         self.stats = ReadStats()
 
     def copy(self, item: RangeCopy) -> int:
@@ -200,9 +201,7 @@ class RangeWriter:
     def _row_batch(self, row: Sequence[Any]) -> Any:
         from cassandra.query import BatchStatement, BatchType
 
-        batch = BatchStatement(
-            batch_type=BatchType.UNLOGGED, consistency_level=self.sink.metadata_consistency
-        )
+        batch = BatchStatement(batch_type=BatchType.UNLOGGED, consistency_level=self.consistency)
         batch.is_idempotent = True
         for statement in self.layout.statements(row, self.snapshot_us):
             batch.add(self.sink.prepared(statement.cql), statement.values)
