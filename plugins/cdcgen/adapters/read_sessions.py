@@ -5,7 +5,10 @@ load-balancing policy sends each query to a replica of its stream's own token
 (:func:`~cdcgen.adapters.stream_routing.stream_routing_policy`), rows come as tuples
 (the Arrow conversion indexes them), and the driver never retries by itself, because
 :func:`~cdcgen.adapters.read_retries.with_retries` does, with backoff, page by page.
-Spark tasks open it from a :class:`SessionKey` that travels in the task closure.
+Spark tasks open it from a :class:`SessionKey` that travels in the task closure. A
+bootstrap's copy tasks (:mod:`cdcgen.replication.spark_copy`) use the same sessions for
+the source table and the sink, Murmur3-routed (a base table's key is hashed), through
+:func:`shared_client`.
 """
 
 from __future__ import annotations

@@ -29,8 +29,10 @@ class ReplicationSettings(EnvSettings):
     copy_splits: int = env("CDCGEN_REPLICATION_COPY_SPLITS", 256, ge=1, le=1_000_000)
     #: Rows per page of the copy's source scan (the driver's fetch size).
     copy_page_rows: int = env("CDCGEN_REPLICATION_COPY_PAGE_ROWS", 2_000, ge=1)
-    #: Writes in flight to the sink per Spark task of the copy.
-    copy_concurrency: int = env("CDCGEN_REPLICATION_COPY_CONCURRENCY", 64, ge=1)
+    #: Writes in flight to the sink per Spark task of the copy. A copy writes one small
+    #: batch per row, so the sink is kept busy only with many in flight; lower it for a
+    #: sink that serves traffic meanwhile (tasks run at once: one per executor core).
+    copy_concurrency: int = env("CDCGEN_REPLICATION_COPY_CONCURRENCY", 256, ge=1)
     #: The copy's request timeout, per page read and per write.
     request_timeout: timedelta = env(
         "CDCGEN_REPLICATION_REQUEST_TIMEOUT_SECONDS", timedelta(seconds=30)
