@@ -21,6 +21,7 @@ records all, the process and everything it started are SIGKILLed. Then:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import signal
@@ -33,6 +34,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 from replication_world import contents, create_sink_table, fresh_cluster, world_config
 
@@ -128,15 +130,32 @@ def start_bootstrap(world: World) -> subprocess.Popen[bytes]:
 def kill_once_some_ranges_are_recorded(
     process: subprocess.Popen[bytes], state: CqlSinkState
 ) -> None:
+    """SIGKILL the whole copy once a range is recorded: the CLI and its Spark JVM (its
+    process group) and PySpark's Python workers, which put themselves in a group of
+    their own; then wait until the sink's record of the copy no longer moves (writes
+    already sent still land)."""
     deadline = time.monotonic() + 300
     while process.poll() is None and time.monotonic() < deadline:
         progress = state.copy_progress()
         if progress is not None and progress.done:
             break
         time.sleep(0.02)
-    os.killpg(process.pid, signal.SIGKILL)  # the CLI, its Spark JVM and Python workers
+    groups = {process.pid}
+    with contextlib.suppress(psutil.Error):
+        for child in psutil.Process(process.pid).children(recursive=True):
+            with contextlib.suppress(psutil.Error, OSError):
+                groups.add(os.getpgid(child.pid))
+    for group in groups:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(group, signal.SIGKILL)
     _, err = process.communicate(timeout=60)
     assert process.returncode == -signal.SIGKILL, err.decode()[-3000:]
+    seen, still = state.copy_progress(), 0
+    while still < 10:  # 1 s without a change
+        time.sleep(0.1)
+        now = state.copy_progress()
+        still = still + 1 if now == seen else 0
+        seen = now
 
 
 def test_a_sigkilled_spark_bootstrap_resumes_to_the_same_sink_state(world: World) -> None:
