@@ -10,7 +10,7 @@ by a paged full scan and written with ``execute_concurrent``, one ``INSERT`` per
 the best of ``--concurrencies`` (each tried, the best kept). It keeps no write time and
 records nothing. Target: the Spark copy >= 0.7x the raw copy's rows/s.
 
-    .venv/bin/python benchmarks/bench_replication_copy.py [--rows 400000] [--keep-data] \
+    .venv/bin/python benchmarks/bench_replication_copy.py [--rows 200000] [--keep-data] \
         [--repeat 2] [--output FILE]
 
 The source table (``pk int, ck int, v text, n bigint, tags set<text>``: two atomic
@@ -157,7 +157,7 @@ def bench_config(contact_points: Sequence[str], tmp: Path) -> PipelineConfig:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--contact-points", default="127.0.0.1")
-    parser.add_argument("--rows", type=int, default=400_000)
+    parser.add_argument("--rows", type=int, default=200_000)
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument(
         "--concurrencies", default="32,128,512", help="the raw copy's, each tried once"
