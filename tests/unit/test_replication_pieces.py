@@ -81,3 +81,35 @@ def test_a_run_narrows_what_the_sink_connection_configures_never_widens_it() -> 
         sink_targets("dr", tables, "", "shop.orders,shop.payments")
     with pytest.raises(ValueError, match="set the extras sink_keyspace and replicated_tables"):
         sink_targets("", "", "dr", "shop.orders")  # Params alone configure nothing
+
+
+def test_the_bootstrap_task_skips_a_table_planned_without_one_and_never_retries_a_refusal(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from airflow.sdk.exceptions import (
+        AirflowException,
+        AirflowFailException,
+        AirflowSkipException,
+    )
+
+    from cdcgen.airflow.spark_submit import CdcSparkSubmitOperator, ReplicationBootstrapOperator
+
+    def submit_ending(code: int) -> object:
+        def execute(self: object, context: object) -> None:
+            raise AirflowException(f"Cannot execute: spark-submit ... Error code is: {code}.")
+
+        return execute
+
+    skipped = ReplicationBootstrapOperator(task_id="skipped", application="job.py")
+    with pytest.raises(AirflowSkipException):
+        skipped.execute({})
+    task = ReplicationBootstrapOperator(
+        task_id="bootstrap", application="job.py", application_args=["--table", "ks.t"]
+    )
+    monkeypatch.setattr(CdcSparkSubmitOperator, "execute", submit_ending(2))
+    with pytest.raises(AirflowFailException, match="refused"):  # terminal: no retry
+        task.execute({})
+    monkeypatch.setattr(CdcSparkSubmitOperator, "execute", submit_ending(4))
+    with pytest.raises(AirflowException) as stopped:  # transient: the retry resumes
+        task.execute({})
+    assert not isinstance(stopped.value, AirflowFailException)

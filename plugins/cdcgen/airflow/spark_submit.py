@@ -123,14 +123,29 @@ class GenerationExtractOperator(CdcSparkSubmitOperator):
 
 class ReplicationBootstrapOperator(CdcSparkSubmitOperator):
     """A sink table's bootstrap (``spark/replication_bootstrap.py``), submitted only when
-    the plan gave it arguments: a table that needs no bootstrap is skipped."""
+    the plan gave it arguments: a table that needs no bootstrap is skipped. A bootstrap
+    the job refused (exit 2: the message says what to run) fails without retries; one
+    that stopped part-way is retried, and the retry resumes its copy."""
 
     def execute(self, context: Any) -> Any:
-        if not self.application_args:
-            from airflow.sdk.exceptions import AirflowSkipException
+        from airflow.sdk.exceptions import (
+            AirflowException,
+            AirflowFailException,
+            AirflowSkipException,
+        )
 
+        if not self.application_args:
             raise AirflowSkipException("the sink table needs no bootstrap")
-        return super().execute(context)
+        try:
+            return super().execute(context)
+        except AirflowException as exc:
+            if f"Error code is: {REFUSED}." in str(exc):
+                raise AirflowFailException(f"the bootstrap was refused: {exc}") from exc
+            raise
+
+
+#: The bootstrap job's exit status for a refusal (:mod:`cdcgen.jobs.replication_bootstrap`).
+REFUSED = 2
 
 
 #: Where the sink's settings go in a job's environment (``cdcgen.replication.run``).
