@@ -160,7 +160,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--rows", type=int, default=200_000)
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument(
-        "--concurrencies", default="32,128,512", help="the raw copy's, each tried once"
+        "--concurrencies", default="128,512,1024", help="the raw copy's, each tried once"
     )
     parser.add_argument("--output", type=Path, default=RESULTS)
     parser.add_argument("--keep-data", action="store_true", help="reuse (and keep) loaded rows")
