@@ -3,14 +3,19 @@
 
 Runs on a schedule and whenever `cdc_changes` moves the lake's watermarks (its Asset).
 The sink is the `cdcgen_sink` connection (hosts, credentials, TLS; extras
-`sink_keyspace` and `replicated_tables`). For each table (a mapped task):
+`sink_keyspace` and `replicated_tables`). The plan reads each sink table's state; then
+for each table (a mapped task group):
 
-1. a sink table never bootstrapped is first **bootstrapped**: a copy of the source
-   table at a recorded time, write times kept, then changes apply from that time;
+1. **bootstrap**, only when needed (the `mode` Param asks, the sink table was never
+   bootstrapped, or its copy is unfinished; skipped otherwise): a Spark job
+   (spark-submit on the `cdcgen_spark` connection) copies the source table by token
+   ranges at a recorded time, write times and TTLs kept, each range recorded on the
+   sink as it is done; a copy killed part-way resumes at the same time with the ranges
+   not done; then changes apply from that time;
 2. **apply** the lake's changes from the sink's consistency timestamp to the table's
    watermark, stream by stream, each CDC batch as one single-partition batch, every
-   write with its original timestamp (last writer wins); per-stream checkpoints and
-   the consistency timestamp are kept on the sink, written after what they record;
+   write with its original timestamp (last writer wins); the consistency timestamp is
+   kept on the sink, written after what it records;
 3. emit an Asset event for the sink table with its consistency timestamp and lag.
 
 A sink the lake no longer covers (the log's TTL expired changes before they were
@@ -30,10 +35,20 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pendulum
-from airflow.sdk import AssetOrTimeSchedule, CronDataIntervalTimetable, Param, dag, task
+from airflow.sdk import (
+    AssetOrTimeSchedule,
+    CronDataIntervalTimetable,
+    Param,
+    dag,
+    task,
+    task_group,
+)
 
 from cdcgen.airflow import replication_steps as steps
 from cdcgen.airflow.assets import REPLICATIONS, extracted_changes
+from cdcgen.airflow.connections import SINK_CONN_ID, SOURCE_CONN_ID, SPARK_CONN_ID
+from cdcgen.airflow.spark_jobs import REPLICATION_BOOTSTRAP
+from cdcgen.airflow.spark_submit import ReplicationBootstrapOperator
 
 
 @dag(
@@ -81,18 +96,38 @@ from cdcgen.airflow.assets import REPLICATIONS, extracted_changes
     },
 )
 def cdc_replication() -> None:
-    @task(doc_md="The tables this run replicates.")
-    def plan(params=None):
-        return steps.replication_plan(params)
+    @task(doc_md="The tables this run replicates, and which of them need a bootstrap.")
+    def plan(params=None, run_id=None):
+        return steps.replication_plan(params, run_id)
 
-    @task(
-        doc_md="Bootstrap a new sink table, apply the lake's changes, one Asset event.",
-        outlets=[REPLICATIONS],
-    )
-    def replicate(table, params=None, run_id=None, outlet_events=None):
-        return steps.replicate_table(params, table, run_id, outlet_events, REPLICATIONS)
+    @task_group(group_id="table")
+    def per_table(table, spark_args, env_vars):
+        bootstrap = ReplicationBootstrapOperator(
+            task_id="bootstrap",
+            cdc_conn_id=SOURCE_CONN_ID,
+            sink_conn_id=SINK_CONN_ID,
+            conn_id=SPARK_CONN_ID,
+            application=REPLICATION_BOOTSTRAP.application,
+            application_args=spark_args,
+            result_arg="--output",  # a file per attempt
+            conf=dict(REPLICATION_BOOTSTRAP.conf),
+            env_vars=env_vars,
+            name=REPLICATION_BOOTSTRAP.name,
+            doc_md="Spark: copy the source table into the sink by token ranges (resuming "
+            "an unfinished copy); skipped when the sink table needs no bootstrap.",
+        )
 
-    replicate.expand_kwargs(plan())
+        @task(
+            trigger_rule="none_failed",
+            doc_md="Apply the lake's changes to the sink table, one Asset event.",
+            outlets=[REPLICATIONS],
+        )
+        def apply(table, params=None, run_id=None, outlet_events=None):
+            return steps.replicate_table(params, table, run_id, outlet_events, REPLICATIONS)
+
+        bootstrap >> apply(table)
+
+    per_table.expand_kwargs(plan())
 
 
 cdc_replication()

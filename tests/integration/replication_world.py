@@ -20,6 +20,7 @@ from cdcgen.config import PipelineConfig
 from cdcgen.core.cdc_log import TableRef
 from cdcgen.core.generation import SourceMode
 from cdcgen.core.windows import Interval, Mode
+from cdcgen.replication.settings import ReplicationSettings
 from cdcgen.schema import SourceSchema
 from cdcgen_dev.emulator import SandboxCluster, WorkloadSpec, orders_table
 from cdcgen_dev.emulator import run_workload as emulate
@@ -34,6 +35,8 @@ CONFIDENCE = timedelta(milliseconds=500)
 CLOSE_SECONDS = (LEEWAY + CONFIDENCE).total_seconds() + 0.2
 DDL_TIMEOUT = 120.0
 SETTINGS = ChangesSettings(buckets=4, streams_per_task=8, page_size=200, batch_rows=500)
+#: A bootstrap's Spark copy of these small tables: a few rows per token range at most.
+COPY = ReplicationSettings(copy_splits=32)
 
 
 def world_config(prefix: str, contact_points: Sequence[str], lake: Path) -> PipelineConfig:

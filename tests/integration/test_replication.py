@@ -34,6 +34,7 @@ from typing import Any
 import pytest
 from replication_world import (
     CLOSE_SECONDS,
+    COPY,
     assert_sink_matches,
     contents,
     create_sink_table,
@@ -80,7 +81,8 @@ class World:
 
 def bootstrap(world_client: CqlClient, config: PipelineConfig, name: str, **kw: Any) -> Any:
     job = Replication(TABLE, sink_of(name))
-    return bootstrap_sink(config, world_client, world_client, job, f"bootstrap-{name}", **kw)
+    run_id = f"bootstrap-{name}"
+    return bootstrap_sink(config, world_client, world_client, job, run_id, settings=COPY, **kw)
 
 
 @pytest.fixture(scope="module")
@@ -141,6 +143,7 @@ def test_the_workload_logged_every_kind_of_change(world: World) -> None:
 def test_bootstrapped_sinks_equal_the_source_after_the_apply(world: World) -> None:
     early, boundary = world.bootstraps["early"], world.bootstraps["boundary"]
     assert early["copied_rows"] > 0 and boundary["copied_rows"] > early["copied_rows"] / 2
+    assert early["copy_ranges"] >= COPY.copy_splits  # the Spark copy, range by range
     for name in ("early", "boundary"):
         record = apply(world, name)
         assert record["status"] == "ok" and record["applied_log_rows"] > 0, record

@@ -32,6 +32,7 @@ from typing import Any
 import pytest
 from replication_world import (
     CLOSE_SECONDS,
+    COPY,
     contents,
     extract,
     fresh_cluster,
@@ -94,7 +95,8 @@ def pair(contact_points: tuple[str, ...], tmp_path_factory: pytest.TempPathFacto
     for table in (A, B):
         world.extract(table, start, ready)  # where each lake starts
     for source, sink in ((A, B), (B, A)):  # both empty: bootstraps that copy nothing
-        record = bootstrap_sink(config, client, client, Replication(source, sink), "setup")
+        job = Replication(source, sink)
+        record = bootstrap_sink(config, client, client, job, "setup", settings=COPY)
         assert record["copied_rows"] == 0
     world.marks.append(ready)
     try:

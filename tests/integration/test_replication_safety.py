@@ -27,6 +27,7 @@ from typing import Any
 import pytest
 from replication_world import (
     CLOSE_SECONDS,
+    COPY,
     assert_sink_matches,
     contents,
     create_sink_table,
@@ -97,7 +98,8 @@ def test_a_worker_clock_ahead_of_the_nodes_loses_no_write(world: World) -> None:
     middle = settle(world.cluster)
     assert extract(spark, world.config, TABLE, start, middle) > 0
     job = Replication(TABLE, SINK)
-    booted = bootstrap_sink(world.config, world.client, world.client, job, "bootstrap")
+    client = world.client
+    booted = bootstrap_sink(world.config, client, client, job, "bootstrap", settings=COPY)
     snapshot = booted["consistent_until"]
     assert snapshot < (node_now(world.cluster) - timedelta(seconds=1)).isoformat()
     workload(world.cluster, TABLE, 1.5, seed=63, keys=30)  # stamped after the snapshot

@@ -151,3 +151,30 @@ def test_tls_context_verifies_hostnames_unless_told_not_to(tmp_path: Path) -> No
     relaxed = access_for(config.with_overrides(tls_verify_hostname=False)).driver_options()
     assert not relaxed["ssl_context"].check_hostname
     assert ClusterAccess().driver_options() == {}
+
+
+def test_a_bootstrap_job_gets_the_sink_s_settings_planned_and_its_credentials_private() -> None:
+    """What the plan hands the job through XCom describes the sink and holds no
+    credential; the sink's user and password file come only at execute time, and then
+    the job's sink is the sink, not the source (nor the source's credentials)."""
+    from cdcgen.replication.run import sink_environment, sink_variables
+
+    source = PipelineConfig(contact_points=("10.0.0.1",), username="src", password="x" * 8)
+    sink = PipelineConfig(
+        contact_points=("10.1.0.1", "10.1.0.2"), port=9142, username="sink", password=SECRET
+    )
+    planned = sink_variables(sink)
+    assert planned["CDCGEN_SINK_CONTACT_POINTS"] == "10.1.0.1,10.1.0.2"
+    assert planned["CDCGEN_SINK_PORT"] == "9142" and planned["CDCGEN_SINK_TLS_CA_FILE"] == ""
+    assert SECRET not in repr(planned) and planned["CDCGEN_SINK_USERNAME"] == ""
+    job_env = {**source.to_env(), "CDCGEN_USERNAME": "src", "CDCGEN_PASSWORD_FILE": "/s"}
+    without = PipelineConfig.from_env(sink_environment({**job_env, **planned}))
+    assert without.username is None and without.password_file is None  # not the source's
+    with credentials_env(sink, "CDCGEN_SINK_") as private:
+        assert set(private) == {"CDCGEN_SINK_USERNAME", "CDCGEN_SINK_PASSWORD_FILE"}
+        job_sink = PipelineConfig.from_env(sink_environment({**job_env, **planned, **private}))
+        assert job_sink.contact_points == sink.contact_points and job_sink.port == 9142
+        assert access_for(job_sink) == access_for(sink)
+    environ = {"CDCGEN_SINK_PASSWORD": SECRET, "PATH": "/usr/bin"}
+    with without_inherited_secrets(environ):
+        assert environ == {"PATH": "/usr/bin"}

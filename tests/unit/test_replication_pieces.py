@@ -113,3 +113,59 @@ def test_requests_pack_one_replicas_groups_within_their_bounds() -> None:
     assert sorted(r.key for request in packed for r in request) == sorted(
         r.key for g in round_ for r in g
     )
+
+
+def test_the_bootstrap_task_skips_a_table_planned_without_one_and_never_retries_a_refusal(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from airflow.sdk.exceptions import (
+        AirflowException,
+        AirflowFailException,
+        AirflowSkipException,
+    )
+
+    from cdcgen.airflow.spark_submit import CdcSparkSubmitOperator, ReplicationBootstrapOperator
+
+    def submit_ending(code: int) -> object:
+        def execute(self: object, context: object) -> None:
+            raise AirflowException(f"Cannot execute: spark-submit ... Error code is: {code}.")
+
+        return execute
+
+    skipped = ReplicationBootstrapOperator(task_id="skipped", application="job.py")
+    with pytest.raises(AirflowSkipException):
+        skipped.execute({})
+    task = ReplicationBootstrapOperator(
+        task_id="bootstrap", application="job.py", application_args=["--table", "ks.t"]
+    )
+    monkeypatch.setattr(CdcSparkSubmitOperator, "execute", submit_ending(2))
+    with pytest.raises(AirflowFailException, match="refused"):  # terminal: no retry
+        task.execute({})
+    monkeypatch.setattr(CdcSparkSubmitOperator, "execute", submit_ending(4))
+    with pytest.raises(AirflowException) as stopped:  # transient: the retry resumes
+        task.execute({})
+    assert not isinstance(stopped.value, AirflowFailException)
+
+
+def test_a_failed_copy_job_stays_terminal_when_refused_and_is_resumable_otherwise() -> None:
+    from cdcgen.core.cdc_log import TableRef
+    from cdcgen.core.replication import SinkTable
+    from cdcgen.core.replication_plan import ReplicationError
+    from cdcgen.replication.spark_copy import CopyIncomplete, CopyTarget, task_failure
+
+    target = CopyTarget(
+        None, None, TableRef("shop", "orders"), TableRef("dr", "orders"),  # type: ignore[arg-type]
+        SinkTable("dr", "orders", ("pk",)), page_rows=10, concurrency=1,
+    )  # fmt: skip
+    refused = Exception(
+        "Job aborted ... PythonException:\n  Traceback (most recent call last):\n"
+        '  File "spark_copy.py", line 9, in _refused\n'
+        "cdcgen.core.replication_plan.ReplicationError: dr.orders: a copied row was refused: "
+        "the sink refused it: Invalid\n\tat org.apache.spark..."
+    )
+    failure = task_failure(refused, target)
+    assert isinstance(failure, ReplicationError)
+    assert str(failure) == "dr.orders: a copied row was refused: the sink refused it: Invalid"
+    lost = task_failure(Exception("Job aborted: executor lost\nConnection reset"), target)
+    assert isinstance(lost, CopyIncomplete)
+    assert "Connection reset" in str(lost) and "resumes" in str(lost)

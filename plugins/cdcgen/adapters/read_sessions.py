@@ -5,7 +5,10 @@ load-balancing policy sends each query to a replica of its stream's own token
 (:func:`~cdcgen.adapters.stream_routing.stream_routing_policy`), rows come as tuples
 (the Arrow conversion indexes them), and the driver never retries by itself, because
 :func:`~cdcgen.adapters.read_retries.with_retries` does, with backoff, page by page.
-Spark tasks open it from a :class:`SessionKey` that travels in the task closure.
+Spark tasks open it from a :class:`SessionKey` that travels in the task closure. A
+bootstrap's copy tasks (:mod:`cdcgen.replication.spark_copy`) use the same sessions for
+the source table and the sink, Murmur3-routed (a base table's key is hashed), through
+:func:`shared_client`.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from cdcgen.adapters.cluster_access import ClusterAccess
-from cdcgen.adapters.cql import open_session
+from cdcgen.adapters.cql import CqlClient, open_session
 from cdcgen.adapters.stream_routing import stream_routing_policy
 from cdcgen.core.cdc_log import LogPartitioner
 
@@ -81,9 +84,25 @@ def shared_session(key: SessionKey) -> Session:
         return entry[1]
 
 
+_CLIENTS: dict[SessionKey, CqlClient] = {}
+
+
+def shared_client(key: SessionKey) -> CqlClient:
+    """The worker's shared session as a :class:`~cdcgen.adapters.cql.CqlClient`: its
+    statements prepared once per worker, at the metadata consistency level, retried like
+    every state statement (a bootstrap's copy writes and records through it)."""
+    session = shared_session(key)
+    with _SHARED_LOCK:
+        client = _CLIENTS.get(key)
+        if client is None or client.session is not session:
+            client = _CLIENTS[key] = CqlClient(session.cluster, session)
+        return client
+
+
 @atexit.register
 def close_shared_sessions() -> None:
     with _SHARED_LOCK:
         for cluster, _ in _SHARED.values():
             cluster.shutdown()
         _SHARED.clear()
+        _CLIENTS.clear()

@@ -7,6 +7,13 @@ is the default) and ``replicated_tables`` (``ks.t,...``). A run's Params may nar
 what the connection configures, never widen it: a UI user cannot point a run at a
 table or keyspace the connection's owner did not name. The lake and the changes
 pipeline's progress are the ``cdc_source`` side's.
+
+A bootstrap's copy never runs in a task's own process: the plan gives each table that
+needs one (the ``mode`` Param asks, or its sink table was never bootstrapped, or its
+copy is unfinished) the arguments and environment of the Spark job
+``spark/replication_bootstrap.py``, which ``ReplicationBootstrapOperator`` submits (it
+skips the others); the apply then only applies, and refuses a sink still not
+bootstrapped.
 """
 
 from __future__ import annotations
@@ -70,10 +77,51 @@ def sink_targets(
 
 
 @fail_fast
-def replication_plan(params: Mapping[str, Any]) -> list[dict[str, str]]:
-    """One mapped task per table: ``{"table": "ks.t"}``."""
-    _, _, tables = _sink(params)
-    return [{"table": t} for t in tables]
+def replication_plan(params: Mapping[str, Any], run_id: str) -> list[dict[str, Any]]:
+    """One mapped task group per table: ``table``, and the bootstrap job's ``spark_args``
+    (empty: no bootstrap) and ``env_vars`` (no credential: they pass through XCom)."""
+    from airflow.sdk.exceptions import AirflowFailException
+
+    from cdcgen.adapters.cql import client_for
+    from cdcgen.core.cdc_log import TableRef
+    from cdcgen.core.replication_plan import SinkProgress
+    from cdcgen.pipeline.result_files import result_path
+    from cdcgen.replication.run import Mode, needs_bootstrap, sink_variables
+    from cdcgen.replication.settings import ReplicationSettings
+    from cdcgen.replication.sink_state import CqlSinkState
+    from cdcgen.spark.session import submit_env
+
+    config = run_config(params)
+    sink_config, keyspace, tables = _sink(params)
+    try:
+        mode = Mode(str(params.get("mode") or Mode.APPLY))
+    except ValueError as exc:
+        raise AirflowFailException(str(exc)) from exc
+    env = {
+        **submit_env(),
+        **config.to_env(),
+        **ReplicationSettings.from_env().to_env(),
+        **sink_variables(sink_config),
+    }
+    planned: list[dict[str, Any]] = []
+    with client_for(sink_config) as sink:
+        for table in tables:
+            source = TableRef.parse(table)
+            state = CqlSinkState(sink, source, TableRef(keyspace, source.table))
+            progress = state.progress() if state.exists() else SinkProgress(source, state.sink)
+            copy = state.copy_progress()
+            boot = not params.get("dry_run") and needs_bootstrap(mode, True, progress, copy)
+            arguments = {
+                "--table": table,
+                "--sink-table": state.sink.qualified,
+                "--run-id": run_id,
+                "--output": str(result_path(config.report_dir, run_id, f"bootstrap-{table}")),
+            }
+            args = [part for pair in arguments.items() for part in pair]
+            if mode is Mode.BOOTSTRAP_REPLACE:
+                args.append("--replace")
+            planned.append({"table": table, "spark_args": args if boot else [], "env_vars": env})
+    return planned
 
 
 @fail_fast
@@ -84,9 +132,9 @@ def replicate_table(
     outlet_events: Any = None,
     alias: Any = None,
 ) -> dict[str, Any]:
-    """Bootstrap the sink table if it is new, apply the lake's changes, emit its Asset
-    event; fails (not retried) on a sink that must be re-bootstrapped, and after the
-    event when a change was rejected. With the ``dry_run`` Param, says what the run
+    """Apply the lake's changes (after the bootstrap job, when the plan ran one), emit its
+    Asset event; fails (not retried) on a sink that must be (re-)bootstrapped, and after
+    the event when a change was rejected. With the ``dry_run`` Param, says what the run
     would do (which table a bootstrap would truncate) and writes nothing."""
     from airflow.sdk.exceptions import AirflowFailException
 
@@ -104,12 +152,13 @@ def replicate_table(
         if table not in tables:
             raise ValueError(f"table {table} is not among this run's tables")
         job = Replication.of(table, sink_keyspace=keyspace)
-        mode = Mode(str(params.get("mode") or Mode.APPLY))
+        # Only a dry run may plan a bootstrap here; the copy itself is the Spark job's.
+        mode = Mode(str(params.get("mode") or Mode.APPLY)) if dry_run else Mode.APPLY
         settings = ReplicationSettings.from_env()
         with client_for(config) as source, client_for(sink_config) as sink:
             record = replicate(
                 config, source, sink, job, run_id, settings,
-                mode=mode, bootstrap_new=True, dry_run=dry_run,
+                mode=mode, bootstrap_new=dry_run, dry_run=dry_run, sink_config=sink_config,
             )  # fmt: skip
     except (ReplicationError, SinkSchemaError, ValueError) as exc:
         raise AirflowFailException(str(exc)) from exc

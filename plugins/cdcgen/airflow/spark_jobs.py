@@ -35,6 +35,12 @@ CHANGES_EXTRACT = SparkJob(
     name="cdcgen-extract-changes",
 )
 
+REPLICATION_BOOTSTRAP = SparkJob(
+    application=str(REPO_ROOT / "spark" / "replication_bootstrap.py"),
+    conf=submit_conf(JobKind.REPLICATION_COPY),
+    name="cdcgen-replication-bootstrap",
+)
+
 
 def job_env(*settings: EnvSettings) -> dict[str, str]:
     """What a submitted job needs in its environment: this Python for Spark's workers, and

@@ -1,7 +1,7 @@
 """``CdcSparkSubmitOperator``: spark-submit with the credentials handed over privately.
 
-The job's settings reach it as ``CDCGEN_*`` variables planned by an upstream task, so they
-pass through XCom and the task's rendered fields: they must not hold credentials
+The job's settings reach it as ``CDCGEN_*`` variables planned by an upstream task, so
+they pass through XCom and the task's rendered fields: they must not hold credentials
 (:meth:`cdcgen.config.EnvSettings.to_env` leaves them out). This operator adds them at
 execute time only: the username as ``CDCGEN_USERNAME`` and the password as a file
 readable by this user alone (``CDCGEN_PASSWORD_FILE``), deleted when spark-submit ends.
@@ -10,16 +10,18 @@ the Spark driver reads the file once and its executors receive the credentials i
 task closures (see :mod:`cdcgen.adapters.cluster_access`). The lake's object-store
 access (:mod:`cdcgen.airflow.lake_connection`) is added the same way, as the ``AWS_*``
 variables the AWS SDKs of Spark's S3A, delta-rs and pyarrow read; only the spark-submit
-process and what it starts see them. The driver maps this machine's class archive
-(:mod:`cdcgen.spark.class_archive`) when it has one.
+process and what it starts see them. A job that also writes to a replication sink
+(``sink_conn_id``) gets the sink connection's credentials the same way, as
+``CDCGEN_SINK_USERNAME`` and ``CDCGEN_SINK_PASSWORD_FILE``. The driver maps this
+machine's class archive (:mod:`cdcgen.spark.class_archive`) when it has one.
 
 spark-submit inherits the Airflow process's environment, which may hold other secrets:
 connections and variables defined as ``AIRFLOW_CONN_*`` / ``AIRFLOW_VAR_*`` (the source
 connection's password among them), Airflow's settings (``AIRFLOW__*``: the Fernet key,
-the JWT secret, the database URL) and a ``CDCGEN_PASSWORD``. None of it is the job's
-business, and every process Spark starts would carry it (readable in ``/proc``, in a
-core dump, by anything it runs), so those variables are left out of spark-submit's
-environment (:func:`without_inherited_secrets`).
+the JWT secret, the database URL) and a ``CDCGEN_PASSWORD`` or ``CDCGEN_SINK_PASSWORD``.
+None of it is the job's business, and every process Spark starts would carry it
+(readable in ``/proc``, in a core dump, by anything it runs), so those variables are
+left out of spark-submit's environment (:func:`without_inherited_secrets`).
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ import json
 import os
 import tempfile
 from collections.abc import Iterator, MutableMapping
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -48,17 +50,28 @@ class CdcSparkSubmitOperator(SparkSubmitOperator):
     """A spark-submit whose job connects to the ``cdc_conn_id`` cluster as its user."""
 
     def __init__(
-        self, *, cdc_conn_id: str = SOURCE_CONN_ID, result_arg: str | None = None, **kwargs: Any
+        self,
+        *,
+        cdc_conn_id: str = SOURCE_CONN_ID,
+        sink_conn_id: str | None = None,
+        result_arg: str | None = None,
+        **kwargs: Any,
     ) -> None:
         """``result_arg``: the job argument naming its result file, which then becomes
-        the file of this attempt (:mod:`cdcgen.pipeline.result_files`)."""
+        the file of this attempt (:mod:`cdcgen.pipeline.result_files`); ``sink_conn_id``:
+        the replication sink the job also connects to (its credentials are added)."""
         super().__init__(**kwargs)
         self.cdc_conn_id = cdc_conn_id
+        self.sink_conn_id = sink_conn_id
         self.result_arg = result_arg
 
     def execute(self, context: Any) -> Any:
         config = CdcSourceHook(self.cdc_conn_id).get_config()
-        with credentials_env(config) as credentials:
+        with ExitStack() as stack:
+            credentials = stack.enter_context(credentials_env(config))
+            if self.sink_conn_id is not None:
+                sink = CdcSourceHook(self.sink_conn_id).get_config()
+                credentials |= stack.enter_context(credentials_env(sink, SINK_PREFIX))
             planned, planned_conf = dict(self.env_vars or {}), self.conf
             planned_args = list(self.application_args or [])
             self.env_vars = {**planned, **credentials, **lake_connection_env()}
@@ -108,9 +121,41 @@ class GenerationExtractOperator(CdcSparkSubmitOperator):
         return None
 
 
+class ReplicationBootstrapOperator(CdcSparkSubmitOperator):
+    """A sink table's bootstrap (``spark/replication_bootstrap.py``), submitted only when
+    the plan gave it arguments: a table that needs no bootstrap is skipped. A bootstrap
+    the job refused (exit 2: the message says what to run) fails without retries; one
+    that stopped part-way is retried, and the retry resumes its copy."""
+
+    def execute(self, context: Any) -> Any:
+        from airflow.sdk.exceptions import (
+            AirflowException,
+            AirflowFailException,
+            AirflowSkipException,
+        )
+
+        if not self.application_args:
+            raise AirflowSkipException("the sink table needs no bootstrap")
+        try:
+            return super().execute(context)
+        except AirflowException as exc:
+            if f"Error code is: {REFUSED}." in str(exc):
+                raise AirflowFailException(f"the bootstrap was refused: {exc}") from exc
+            raise
+
+
+#: The bootstrap job's exit status for a refusal (:mod:`cdcgen.jobs.replication_bootstrap`).
+REFUSED = 2
+
+
+#: Where the sink's settings go in a job's environment (``cdcgen.replication.run``).
+SINK_PREFIX = "CDCGEN_SINK_"
+
+
 @contextmanager
-def credentials_env(config: PipelineConfig) -> Iterator[dict[str, str]]:
-    """The variables that give a child process ``config``'s credentials, valid inside."""
+def credentials_env(config: PipelineConfig, prefix: str = "CDCGEN_") -> Iterator[dict[str, str]]:
+    """The variables that give a child process ``config``'s credentials, valid inside
+    (``prefix``: ``CDCGEN_SINK_`` for a replication sink's)."""
     access = access_for(config)
     if access.username is None or access.password is None:
         yield {}
@@ -121,7 +166,7 @@ def credentials_env(config: PipelineConfig) -> Iterator[dict[str, str]]:
         descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(descriptor, "w") as handle:
             handle.write(access.password.get_secret_value())
-        yield {"CDCGEN_USERNAME": access.username, "CDCGEN_PASSWORD_FILE": str(path)}
+        yield {f"{prefix}USERNAME": access.username, f"{prefix}PASSWORD_FILE": str(path)}
     finally:
         path.unlink(missing_ok=True)
         folder.rmdir()
@@ -129,7 +174,7 @@ def credentials_env(config: PipelineConfig) -> Iterator[dict[str, str]]:
 
 #: What spark-submit must not inherit (prefixes and names of environment variables).
 SECRET_PREFIXES = ("AIRFLOW_CONN_", "AIRFLOW_VAR_", "AIRFLOW__")
-SECRET_NAMES = frozenset({"CDCGEN_PASSWORD"})
+SECRET_NAMES = frozenset({"CDCGEN_PASSWORD", "CDCGEN_SINK_PASSWORD"})
 
 
 def is_inherited_secret(name: str) -> bool:

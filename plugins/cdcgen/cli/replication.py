@@ -1,26 +1,35 @@
 """`cdcgen replication bootstrap|apply`: a table's changes, from the lake into a sink table.
 
 ``bootstrap`` copies the source table into the sink at a recorded time (the sink must be
-empty, or ``--replace`` it); ``apply`` brings the sink forward to the lake's watermark
-(the cdc_replication DAG runs it on every changes run). The source cluster and the lake
-come from the ``CDCGEN_*`` settings; the sink cluster from ``CDCGEN_SINK_*`` ones
-(``CDCGEN_SINK_CONTACT_POINTS``, ``_PORT``, ``_USERNAME``, ``_PASSWORD_FILE``, ``_TLS_*``),
-and is the source cluster when none is set (a sink that is then the source table itself
-is refused). ``--dry-run`` checks everything and prints what would be done, such as the
-table a ``--replace`` would truncate, writing nothing. Prints the run's record as one
-JSON line; exit 0 when every change was applied, 1 when some were rejected (named in the
-record and in ``<sink keyspace>.cdc_replication_rejects``), 2 on an error.
+empty, or ``--replace`` it), as a Spark job over the ring's token ranges; a copy that
+was killed resumes where it stopped when run again. ``apply`` brings the sink forward to
+the lake's watermark (the cdc_replication DAG runs it on every changes run). The source
+cluster and the lake come from the ``CDCGEN_*`` settings; the sink cluster from
+``CDCGEN_SINK_*`` ones (``CDCGEN_SINK_CONTACT_POINTS``, ``_PORT``, ``_USERNAME``,
+``_PASSWORD_FILE``, ``_TLS_*``), and is the source cluster when none is set (a sink that
+is then the source table itself is refused). The copy runs on a local Spark session
+(``CDCGEN_SPARK_MASTER``, default ``local[2]``; a ``spark://`` or ``k8s://`` master runs
+its tasks on that cluster, which is given the package and the settings the tasks need).
+``--dry-run`` checks everything and prints what would be done, such as the table a
+``--replace`` would truncate, writing nothing. Prints the run's record as one JSON line;
+exit 0 when every change was applied, 1 when some were rejected (named in the record and
+in ``<sink keyspace>.cdc_replication_rejects``), 2 on an error, 4 when the copy stopped
+part-way (transient: run it again to resume).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import sys
 import uuid
 from typing import TypeAlias
 
 from cdcgen.cli import CliError, decimal
 from cdcgen.cli.generation_ops import print_json_line
+
+#: The copy stopped part-way (a node, an executor): run the command again to resume it.
+EXIT_COPY_INCOMPLETE = 4
 
 SubParsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 
@@ -70,6 +79,7 @@ def run_command(args: argparse.Namespace) -> int:
     from cdcgen.replication.run import Replication, bootstrap_sink, replicate, sink_environment
     from cdcgen.replication.settings import ReplicationSettings
     from cdcgen.replication.sink_schema import SinkSchemaError
+    from cdcgen.replication.spark_copy import CopyIncomplete
 
     try:
         job = Replication.of(args.table, args.sink_table, args.sink_keyspace)
@@ -85,13 +95,18 @@ def run_command(args: argparse.Namespace) -> int:
         with client_for(config) as source, client_for(sink_config) as sink:
             if args.replication_command == "bootstrap":
                 record = bootstrap_sink(
-                    config, source, sink, job, run_id, args.replace, dry_run=args.dry_run
-                )
+                    config, source, sink, job, run_id, args.replace,
+                    dry_run=args.dry_run, settings=settings, sink_config=sink_config,
+                )  # fmt: skip
             else:
                 record = replicate(
-                    config, source, sink, job, run_id, settings, dry_run=args.dry_run
-                )
+                    config, source, sink, job, run_id, settings,
+                    dry_run=args.dry_run, sink_config=sink_config,
+                )  # fmt: skip
     except (ReplicationError, SinkSchemaError) as exc:
         raise CliError(str(exc)) from None
+    except CopyIncomplete as exc:
+        print(f"cdcgen: {exc}", file=sys.stderr)
+        return EXIT_COPY_INCOMPLETE
     print_json_line(record)
     return 1 if record["rejected"] else 0

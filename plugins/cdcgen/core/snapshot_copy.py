@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from cdcgen.core.cdc_log import TableRef
@@ -34,15 +35,15 @@ class CopyLayout:
 
     table: SinkTable
 
-    @property
+    @cached_property
     def keys(self) -> tuple[str, ...]:
         return (*self.table.partition_key, *self.table.clustering_key)
 
-    @property
+    @cached_property
     def atomic(self) -> tuple[str, ...]:
         return tuple(c for c, k in self.table.columns.items() if k is ColumnKind.ATOMIC)
 
-    @property
+    @cached_property
     def multi(self) -> tuple[str, ...]:
         return tuple(c for c, k in self.table.columns.items() if k is not ColumnKind.ATOMIC)
 
@@ -75,10 +76,9 @@ class CopyLayout:
         for i, column in enumerate(self.atomic):
             value, written, ttl = atomic[3 * i : 3 * i + 3]
             if value is not None and self._writes(column, static_only):
-                using = "USING TIMESTAMP ?" + (" AND TTL ?" if ttl else "")
-                sets = f"{quote(column)} = ?"
-                bound = (written, *([ttl] if ttl else []), value)
-                out.append(self._update(using, sets, bound, column, keys))
+                bound = (written, ttl, value) if ttl else (written, value)
+                cql = self._atomic_cql[column, bool(ttl)]
+                out.append(Statement(cql, (*bound, *keys[: self._key_width[column]])))
         for column, value in zip(self.multi, multi, strict=True):
             if value and self._writes(column, static_only):
                 out.extend(self._update_multi(column, value, keys, older))
@@ -89,20 +89,52 @@ class CopyLayout:
         return column in self.table.static or not static_only
 
     def _marker(self, keys: tuple[Any, ...], at: int) -> Statement:
+        return Statement(self._marker_cql, (*keys, at))
+
+    @cached_property
+    def _marker_cql(self) -> str:
         names = ", ".join(quote(k) for k in self.keys)
         marks = ", ".join("?" for _ in self.keys)
-        return Statement(
-            f"INSERT INTO {self.table.qualified} ({names}) VALUES ({marks}) USING TIMESTAMP ?",
-            (*keys, at),
-        )
+        return f"INSERT INTO {self.table.qualified} ({names}) VALUES ({marks}) USING TIMESTAMP ?"
+
+    @cached_property
+    def _key_width(self) -> dict[str, int]:
+        """How many leading keys address each column: the partition key for a static one."""
+        return {
+            c: len(self.table.partition_key if c in self.table.static else self.keys)
+            for c in self.table.columns
+        }
+
+    @cached_property
+    def _atomic_cql(self) -> dict[tuple[str, bool], str]:
+        """Each atomic column's update, without and with a TTL (built once per table)."""
+        return {
+            (c, ttl): self._update_cql(
+                "USING TIMESTAMP ?" + (" AND TTL ?" if ttl else ""), f"{quote(c)} = ?", c
+            )
+            for c in self.atomic
+            for ttl in (False, True)
+        }
+
+    def _update_cql(self, using: str, sets: str, column: str) -> str:
+        names = self.keys[: self._key_width[column]]
+        where = " AND ".join(f"{quote(k)} = ?" for k in names)
+        return f"UPDATE {self.table.qualified} {using} SET {sets} WHERE {where}"
 
     def _update(
         self, using: str, sets: str, bound: tuple[Any, ...], column: str, keys: tuple[Any, ...]
     ) -> Statement:
-        names = self.table.partition_key if column in self.table.static else self.keys
-        where = " AND ".join(f"{quote(k)} = ?" for k in names)
-        cql = f"UPDATE {self.table.qualified} {using} SET {sets} WHERE {where}"
-        return Statement(cql, (*bound, *keys[: len(names)]))
+        cql = self._update_cql(using, sets, column)
+        return Statement(cql, (*bound, *keys[: self._key_width[column]]))
+
+    @cached_property
+    def _added_cql(self) -> dict[str, str]:
+        """Each non-frozen collection's elements added (built once per table)."""
+        return {
+            c: self._update_cql("USING TIMESTAMP ?", f"{quote(c)} = {quote(c)} + ?", c)
+            for c in self.multi
+            if self.table.columns[c] is not ColumnKind.UDT
+        }
 
     def _update_multi(
         self, column: str, value: Any, keys: tuple[Any, ...], at: int
@@ -111,7 +143,8 @@ class CopyLayout:
         name = quote(column)
         using = "USING TIMESTAMP ?"
         if self.table.columns[column] is not ColumnKind.UDT:
-            return [self._update(using, f"{name} = {name} + ?", (at, value), column, keys)]
+            cql = self._added_cql[column]
+            return [Statement(cql, (at, value, *keys[: self._key_width[column]]))]
         fields = self.table.fields[column]
         pairs = [(f, v) for f, v in zip(fields, value, strict=True) if v is not None]
         if not pairs:

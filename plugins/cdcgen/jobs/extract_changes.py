@@ -11,7 +11,6 @@ failed, 3 data expired (re-bootstrap needed), 4 transient read error.
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import sys
 from collections.abc import Sequence
@@ -45,18 +44,6 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def _write(path: Path | None, output: dict[str, Any]) -> None:
-    """The result file the DAG's summary reads; written whole (rename), success or not."""
-    text = json.dumps(output, indent=1, default=str)
-    print(text)
-    if path is None:
-        return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(f".{path.name}.partial")
-    partial.write_text(text + "\n", encoding="utf-8")
-    partial.replace(path)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     from cdcgen.adapters.read_retries import TransientReadError
     from cdcgen.changes.job import run_changes_job
@@ -64,6 +51,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from cdcgen.config import PipelineConfig
     from cdcgen.core.cdc_log import TableRef
     from cdcgen.core.windows import DataExpired, Interval, Mode
+    from cdcgen.pipeline.result_files import write_result as _write
     from cdcgen.validation.results import ChangesInvalid
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")

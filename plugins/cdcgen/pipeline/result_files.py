@@ -53,6 +53,19 @@ def open_attempt(planned: Path | str, attempt: int) -> Path:
     return path
 
 
+def write_result(path: Path | None, output: dict[str, Any]) -> None:
+    """A job's result: printed, and written whole (rename) to ``path`` when given, success
+    or not."""
+    text = json.dumps(output, indent=1, default=str)
+    print(text)
+    if path is None:
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(f".{path.name}.partial")
+    partial.write_text(text + "\n", encoding="utf-8")
+    partial.replace(path)
+
+
 def latest_result_file(report_dir: Path | str, run_id: str, table: str) -> Path:
     """The file of the highest attempt, else the planned one (a job run by hand)."""
     planned = result_path(report_dir, run_id, table)

@@ -11,10 +11,17 @@ starts from a copy taken at a recorded time ``S``, and the changes apply from ``
 * Each copied cell keeps its write time and remaining TTL
   (:mod:`cdcgen.core.snapshot_copy`), so the sink resolves later changes, replayed at
   their own times, as the source did.
-* The copy scans the token ring range by range at the metadata consistency level, and
-  writes each row as one single-partition batch, many at a time.
-* The consistency point ``S`` is written on the sink only after every row is
-  acknowledged; a bootstrap killed half-way left no state and simply runs again.
+* The copy is a Spark job over token ranges of the source (:mod:`.spark_copy`), at the
+  metadata consistency level, each row one single-partition batch, many at a time.
+* It is resumable by range: the copy's ``S`` and whether it replaces the sink's rows are
+  recorded on the sink before anything is truncated or copied, then each range once the
+  sink acknowledged its rows. A bootstrap that finds an unfinished copy of the same
+  table resumes it, at the same ``S``, with the ranges not recorded, truncating nothing
+  already copied (:mod:`cdcgen.core.copy_progress`); the usual checks hold with that
+  ``S``. If the lake no longer covers it, only ``replace`` starts over.
+* The consistency point ``S`` is written on the sink only after every range is
+  recorded; the copy's rows are removed after it. Until then the sink table is
+  unfinished, and a run that would apply changes to it refuses (:func:`check_no_copy`).
 * A sink table that already holds rows is replaced only when asked (``replace``): it is
   truncated first, since rows the source deleted meanwhile would otherwise stay.
 """
@@ -22,18 +29,16 @@ starts from a copy taken at a recorded time ``S``, and the changes apply from ``
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Protocol
 
 from cdcgen.core.cdc_log import TableRef
+from cdcgen.core.copy_progress import CopyProgress
 from cdcgen.core.replication_plan import ReplicationError, bootstrap_command
-from cdcgen.core.snapshot_copy import CopyLayout
-from cdcgen.core.time import iso_millis, to_micros
-from cdcgen.core.token_ranges import TokenRange, ring_ranges
-from cdcgen.progress import Progress
-from cdcgen.replication.apply import execute_all
+from cdcgen.core.time import iso_millis
+from cdcgen.core.token_ranges import TokenRange
 from cdcgen.replication.sink_schema import SinkShape
 from cdcgen.replication.sink_state import CqlSinkState
 
@@ -42,15 +47,19 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-SCAN_RANGES = 64
-PAGE_ROWS = 2_000
-
 
 @dataclass(frozen=True)
 class BootstrapOutcome:
+    """What a bootstrap did: its snapshot time, the copy's rows (all attempts'), whether
+    it replaced the sink's rows, how many of its ranges an earlier attempt had done, how
+    many it recorded in all, and the rows this attempt copied."""
+
     snapshot_at: datetime
     rows: int
     truncated: bool
+    resumed_ranges: int = 0
+    ranges: int = 0
+    rows_now: int = 0
 
 
 def check_lake_covers(
@@ -67,72 +76,20 @@ def check_lake_covers(
         )
 
 
-class SnapshotCopy:
-    """Copies the source table's rows into the sink table, write times kept."""
+class TableCopy(Protocol):
+    """What copies the source table into the sink (:mod:`.spark_copy` as a Spark job):
+    the ring's token ranges, each copied range recorded on the sink as it finishes."""
 
-    def __init__(
-        self,
-        source_client: CqlClient,
-        sink_client: CqlClient,
-        source: TableRef,
-        shape: SinkShape,
-        concurrency: int = 64,
-    ) -> None:
-        self.source_client = source_client
-        self.sink_client = sink_client
-        self.source = source
-        self.shape = shape
-        self.concurrency = concurrency
-        self.layout = CopyLayout(shape.table)
+    def truncate_sink(self) -> None: ...
 
-    def select_cql(self) -> str:
-        return self.layout.select_cql(self.source)
+    def ring(self) -> list[TokenRange]:
+        """The source ring in the copy's ranges, in ring order."""
+        ...
 
-    def sink_is_empty(self) -> bool:
-        return sink_is_empty(self.sink_client, self.shape)
-
-    def truncate_sink(self) -> None:
-        self.sink_client.session.execute(f"TRUNCATE {self.shape.table.qualified}", timeout=120)
-
-    def copy(self, snapshot_at: datetime) -> int:
-        """Every row of the source into the sink; how many."""
-        select = self.source_client.prepared(self.select_cql())
-        select.fetch_size = PAGE_ROWS
-        ring = [int(t.value) for t in self.source_client.cluster.metadata.token_map.ring]
-        ranges = ring_ranges(ring, at_least=SCAN_RANGES)
-        progress = Progress(len(ranges), "token ranges", log.info, label=f"copy {self.source}")
-        copied = 0
-        for token_range in ranges:
-            for page in self._pages(select, token_range):
-                work = [(self._row_batch(row, snapshot_at), row) for row in page]
-                execute_all(self.sink_client, work, self.concurrency, self._refused)
-                copied += len(work)
-            progress.advance(rows=0)
-        progress.finish()
-        return copied
-
-    def _pages(self, select: Any, token_range: TokenRange) -> Iterator[Sequence[Any]]:
-        result = self.source_client.execute_retried(select, (token_range.low, token_range.high))
-        page: list[Any] = []
-        for row in result:
-            page.append(row)
-            if len(page) >= PAGE_ROWS:
-                yield page
-                page = []
-        if page:
-            yield page
-
-    def _row_batch(self, row: Any, snapshot_at: datetime) -> Any:
-        from cassandra.query import BatchStatement, BatchType
-
-        batch = BatchStatement(batch_type=BatchType.UNLOGGED)
-        batch.is_idempotent = True
-        for statement in self.layout.statements(row, to_micros(snapshot_at)):
-            batch.add(self.sink_client.prepared(statement.cql), statement.values)
-        return batch
-
-    def _refused(self, row: Any, reason: str) -> None:
-        raise ReplicationError(f"{self.shape.table.qualified}: a copied row was refused: {reason}")
+    def copy(self, ranges: Sequence[TokenRange], snapshot_at: datetime, run_id: str) -> int:
+        """Copy ``ranges`` at ``snapshot_at``, recording each on the sink once its rows
+        are acknowledged; rows copied."""
+        ...
 
 
 def sink_is_empty(client: CqlClient, shape: SinkShape) -> bool:
@@ -152,6 +109,8 @@ class BootstrapPlan:
     sink: TableRef
     snapshot_at: datetime
     truncate: bool
+    #: The unfinished copy this bootstrap resumes (None: a new copy).
+    resumes: CopyProgress | None = None
 
 
 def plan_bootstrap(
@@ -182,15 +141,76 @@ def plan_bootstrap(
     return BootstrapPlan(source, sink, snapshot_at, truncate=not sink_empty)
 
 
-def bootstrap(copy: SnapshotCopy, state: CqlSinkState, plan: BootstrapPlan, run_id: str
+def plan_resume(
+    source: TableRef,
+    sink: TableRef,
+    copy: CopyProgress,
+    *,
+    lake_since: datetime | None,
+    current: datetime | None,
+) -> BootstrapPlan:
+    """Resume ``copy``: at its own snapshot time, which the lake must still cover and the
+    sink must not be consistent past; its rows are the copy's own, so the sink holding
+    rows is no reason to refuse, and it truncates only while no range is recorded."""
+    at = copy.snapshot_at
+    try:
+        check_lake_covers(source, sink, lake_since, at)
+    except ReplicationError as exc:
+        raise ReplicationError(
+            f"{sink}: an unfinished copy at {iso_millis(at)} cannot be resumed: {exc}; or "
+            f"start over: `{bootstrap_command(source, sink, replace=True)}`"
+        ) from None
+    if current is not None and current > at:
+        raise ReplicationError(
+            f"{sink} is consistent with {source} until {iso_millis(current)}, later than the "
+            f"unfinished copy at {iso_millis(at)}: start over with "
+            f"`{bootstrap_command(source, sink, replace=True)}`"
+        )
+    return BootstrapPlan(source, sink, at, truncate=copy.truncates_now, resumes=copy)
+
+
+def check_no_copy(copy: CopyProgress | None, source: TableRef, sink: TableRef) -> None:
+    """Refuse to apply changes to a sink table whose copy is unfinished: it may be
+    truncated and half copied, whatever its consistency point still says."""
+    if copy is not None:
+        raise ReplicationError(
+            f"{sink}: a bootstrap's copy at {iso_millis(copy.snapshot_at)} is unfinished "
+            f"({len(copy.done)} token range(s) done); resume it: "
+            f"`{bootstrap_command(source, sink)}`"
+        )
+
+
+def bootstrap(copy: TableCopy, state: CqlSinkState, plan: BootstrapPlan, run_id: str
               ) -> BootstrapOutcome:  # fmt: skip
-    """Truncate if planned, copy at the plan's snapshot time, then record it as the
-    sink's consistency point."""
+    """Record the copy (a new one), truncate if planned, copy the ranges not recorded,
+    then, once every range is, record ``S`` as the sink's consistency point and remove
+    the copy's rows."""
+    at = plan.snapshot_at
+    if plan.resumes is None:
+        state.start_copy(at, plan.truncate, run_id)
+        progress = CopyProgress(at, plan.truncate, run_id)
+    else:
+        progress = plan.resumes
     if plan.truncate:
         copy.truncate_sink()
-    rows = copy.copy(plan.snapshot_at)
-    state.save_progress(plan.snapshot_at, run_id, bootstrapped_at=plan.snapshot_at)
+    ring = copy.ring()
+    remaining = progress.remaining(ring)
     log.info(
-        "%s: bootstrapped from %s at %s, %d rows", plan.sink, plan.source, plan.snapshot_at, rows
+        "%s: copying %d of %d token ranges of %s at %s%s",
+        plan.sink, len(remaining), len(ring), plan.source, iso_millis(at),
+        f" (resuming {progress.run_id or 'a copy'})" if plan.resumes else "",
+    )  # fmt: skip
+    rows_now = copy.copy(remaining, at, run_id)
+    finished = state.copy_progress()
+    left = progress.remaining(ring) if finished is None else finished.remaining(ring)
+    if finished is None or left:
+        raise ReplicationError(
+            f"{plan.sink}: the copy's state does not cover {len(left)} token range(s) after "
+            "the copy; run the bootstrap again to copy them"
+        )
+    state.save_progress(at, run_id, bootstrapped_at=at)
+    state.end_copy(at)
+    log.info("%s: bootstrapped from %s at %s, %d rows", plan.sink, plan.source, at, finished.rows)
+    return BootstrapOutcome(
+        at, finished.rows, progress.truncate, len(progress.done), len(finished.done), rows_now
     )
-    return BootstrapOutcome(plan.snapshot_at, rows, plan.truncate)

@@ -36,18 +36,28 @@ from cdcgen.core.replication_plan import (
     snapshot_time,
 )
 from cdcgen.replication.apply import SinkApplier
-from cdcgen.replication.bootstrap import SnapshotCopy, bootstrap, plan_bootstrap, sink_is_empty
+from cdcgen.replication.bootstrap import (
+    BootstrapPlan,
+    bootstrap,
+    check_no_copy,
+    plan_bootstrap,
+    plan_resume,
+    sink_is_empty,
+)
 from cdcgen.replication.settings import ReplicationSettings
 from cdcgen.replication.sink_schema import SinkShape, TableDefinition, sink_shape
 from cdcgen.replication.sink_state import CqlSinkState
+from cdcgen.replication.spark_copy import SparkTableCopy, copy_target
 from cdcgen.reports.site import record_replication
 
 if TYPE_CHECKING:
     import pyarrow as pa
+    from pyspark.sql import SparkSession
 
     from cdcgen.adapters.cql import CqlClient
     from cdcgen.adapters.lake_store import LakeRoot
     from cdcgen.config import PipelineConfig
+    from cdcgen.core.copy_progress import CopyProgress
 
 log = logging.getLogger(__name__)
 
@@ -158,13 +168,17 @@ def replicate(
     dry_run: bool = False,
     peer_lake: LakeRoot | None = None,
     on_applied: Callable[[Sequence[dict[str, Any]]], None] | None = None,
+    sink_config: PipelineConfig | None = None,
+    spark: SparkSession | None = None,
 ) -> dict[str, Any]:
     """Apply what the lake holds beyond the sink's consistency point; the run's record.
 
-    First, with a bootstrap ``mode``, or with ``bootstrap_new`` when the sink was never
-    bootstrapped (the design's new sink over a source with data), a snapshot. The sink
-    table's own changes, when a lake holds them (``peer_lake``, default: this lake),
-    filter out what it received from here (active-active,
+    First, with a bootstrap ``mode``, or with ``bootstrap_new`` when the sink needs one
+    (never bootstrapped: the design's new sink over a source with data; or a copy left
+    unfinished), a snapshot (:func:`bootstrap_sink`, whose Spark copy needs the sink's
+    ``sink_config`` and may be given ``spark``). Without, a sink whose copy is unfinished
+    is refused. The sink table's own changes, when a lake holds them (``peer_lake``,
+    default: this lake), filter out what it received from here (active-active,
     :mod:`cdcgen.replication.peers`). A ``dry_run`` writes nothing: it returns the
     bootstrap's dry run when one would happen, else the range the run would apply.
     """
@@ -175,15 +189,18 @@ def replicate(
     if not dry_run:
         state.ensure_schema()
     before = state.progress() if state.exists() else SinkProgress(job.source, job.sink)
+    unfinished = state.copy_progress()
     copied = None
-    if mode is not Mode.APPLY or (bootstrap_new and before.consistent_until is None):
-        replace = mode is Mode.BOOTSTRAP_REPLACE
+    if needs_bootstrap(mode, bootstrap_new, before, unfinished):
         copied = bootstrap_sink(
-            config, source_client, sink_client, job, run_id, replace, dry_run=dry_run
-        )
+            config, source_client, sink_client, job, run_id, mode is Mode.BOOTSTRAP_REPLACE,
+            dry_run=dry_run, settings=settings, sink_config=sink_config, spark=spark,
+        )  # fmt: skip
         if dry_run:
             return copied
         before = state.progress()
+    else:
+        check_no_copy(unfinished, job.source, job.sink)
     plan = plan_apply(before, lake_coverage(config, source_client, job.source))
     record = _record(job, run_id, started, before)
     if dry_run:
@@ -223,6 +240,16 @@ def replicate(
     )
 
 
+def needs_bootstrap(
+    mode: Mode, bootstrap_new: bool, progress: SinkProgress, unfinished: CopyProgress | None
+) -> bool:
+    """Whether a run copies first: asked to (``mode``), or allowed to (``bootstrap_new``)
+    for a sink never bootstrapped or whose copy is unfinished."""
+    if mode is not Mode.APPLY:
+        return True
+    return bootstrap_new and (progress.consistent_until is None or unfinished is not None)
+
+
 def bootstrap_sink(
     config: PipelineConfig,
     source_client: CqlClient,
@@ -232,45 +259,116 @@ def bootstrap_sink(
     replace: bool = False,
     *,
     dry_run: bool = False,
+    settings: ReplicationSettings | None = None,
+    sink_config: PipelineConfig | None = None,
+    spark: SparkSession | None = None,
 ) -> dict[str, Any]:
-    """Copy the source table into the sink at a time the source's clocks give; the
-    bootstrap's record. A ``dry_run`` makes every check and says what the bootstrap
-    would do (which table it would truncate), writing nothing."""
+    """Copy the source table into the sink at a time the source's clocks give, or resume
+    the unfinished copy at its own; the bootstrap's record.
+
+    The copy is a Spark job (:mod:`cdcgen.replication.spark_copy`) on ``spark``, default
+    the process's session for it (:func:`cdcgen.spark.session.job_session`: the
+    spark-submit's, else a local one, ``$CDCGEN_SPARK_MASTER``); its tasks reach the
+    clusters ``config`` and ``sink_config`` describe (default: the source's), which must
+    be the ones the clients are connected to. A ``dry_run`` makes every check and says
+    what the bootstrap would do (which table it would truncate), writing nothing."""
     started = datetime.now(UTC)
+    settings = settings or ReplicationSettings()
+    sink_config = sink_config or config
     check_not_source(source_client, sink_client, job)
+    check_described(source_client, config, "source")
+    check_described(sink_client, sink_config, "sink")
     state = CqlSinkState(sink_client, job.source, job.sink)
     if not dry_run:
         state.ensure_schema()
     shape = shape_of(source_client, sink_client, job, config.lake_path)
-    clocks = clock_reader_for(source_client, config).read_clocks()
-    at = snapshot_time(clocks, config.confidence_window, config.generation_leeway)
     before = state.progress() if state.exists() else SinkProgress(job.source, job.sink)
-    plan = plan_bootstrap(
-        job.source,
-        job.sink,
-        at,
-        lake_since=lake_coverage(config, source_client, job.source).since,
-        current=before.consistent_until,
-        sink_empty=sink_is_empty(sink_client, shape),
-        replace=replace,
+    unfinished = state.copy_progress()
+    plan, abandoned = _bootstrap_plan(
+        config, source_client, sink_client, job, shape, before, unfinished, replace
     )
     record = _record(job, run_id, started, before)
     if dry_run:
         record.update(
             kind="bootstrap",
             dry_run=True,
-            snapshot_at=at.isoformat(),
+            snapshot_at=plan.snapshot_at.isoformat(),
             would_truncate=job.sink.qualified if plan.truncate else None,
+            resumes_copy=plan.resumes is not None,
             sink_cluster=cluster_identity(sink_client)[0],
             ended_at=datetime.now(UTC).isoformat(),
             rejected=[],
             status="dry-run",
         )
         return record
-    copy = SnapshotCopy(source_client, sink_client, job.source, shape)
-    outcome = bootstrap(copy, state, plan, run_id)
-    record.update(kind="bootstrap", copied_rows=outcome.rows, truncated=outcome.truncated)
+    if abandoned is not None:
+        log.warning("%s: the copy at %s cannot resume; starting over", job.sink, abandoned)
+        state.end_copy(abandoned.snapshot_at)
+    from cdcgen.spark.session import JobKind, job_session
+
+    target = copy_target(config, sink_config, job.source, job.sink, shape.table, settings)
+    session = spark or job_session(JobKind.REPLICATION_COPY)
+    copier = SparkTableCopy(session, source_client, sink_client, target, settings.copy_splits)
+    outcome = bootstrap(copier, state, plan, run_id)
+    record.update(
+        kind="bootstrap",
+        copied_rows=outcome.rows,
+        truncated=outcome.truncated,
+        copied_rows_now=outcome.rows_now,
+        resumed_ranges=outcome.resumed_ranges,
+        copy_ranges=outcome.ranges,
+    )
     return _finish(config, record, state.progress(), 0, 0, [])
+
+
+def _bootstrap_plan(
+    config: PipelineConfig,
+    source_client: CqlClient,
+    sink_client: CqlClient,
+    job: Replication,
+    shape: SinkShape,
+    before: SinkProgress,
+    unfinished: CopyProgress | None,
+    replace: bool,
+) -> tuple[BootstrapPlan, CopyProgress | None]:
+    """Resume the unfinished copy, or plan a new one at a snapshot time read now; with
+    ``replace``, a copy that cannot resume is abandoned (returned) for a new one."""
+    lake_since = lake_coverage(config, source_client, job.source).since
+    current = before.consistent_until
+    if unfinished is not None:
+        try:
+            resumed = plan_resume(
+                job.source, job.sink, unfinished, lake_since=lake_since, current=current
+            )
+            return resumed, None
+        except ReplicationError:
+            if not replace:
+                raise
+    clocks = clock_reader_for(source_client, config).read_clocks()
+    at = snapshot_time(clocks, config.confidence_window, config.generation_leeway)
+    plan = plan_bootstrap(
+        job.source,
+        job.sink,
+        at,
+        lake_since=lake_since,
+        current=current,
+        sink_empty=sink_is_empty(sink_client, shape),
+        replace=replace,
+    )
+    return plan, unfinished
+
+
+def check_described(client: CqlClient, config: PipelineConfig, role: str) -> None:
+    """The copy's Spark tasks connect with ``config``: it must name the cluster ``client``
+    was opened with (its contact points and port), or they would copy elsewhere."""
+    cluster = client.cluster
+    given = {str(point) for point in cluster.contact_points}
+    if cluster.port != config.port or not given & set(config.contact_points):
+        raise ValueError(
+            f"the {role} settings ({','.join(config.contact_points)}:{config.port}) do not "
+            f"describe the {role} cluster connected to ({','.join(sorted(given))}:"
+            f"{cluster.port}); pass its configuration"
+        )
 
 
 def _record(
@@ -317,6 +415,27 @@ def _iso(value: datetime | None) -> str | None:
 #: ``CDCGEN_SINK_<X>`` sets ``CDCGEN_<X>`` for the sink's session (hosts, port,
 #: credentials, TLS); unset, the sink is the source cluster.
 SINK_PREFIX = "CDCGEN_SINK_"
+
+
+#: The sink's share of a configuration: how to reach it (credentials apart).
+SINK_ACCESS = (
+    "contact_points", "port", "protocol_version", "tls", "tls_ca_file", "tls_cert_file",
+    "tls_key_file", "tls_verify_hostname",
+)  # fmt: skip
+
+
+def sink_variables(sink: PipelineConfig) -> dict[str, str]:
+    """``CDCGEN_SINK_*`` variables that make :func:`sink_environment` describe ``sink``:
+    its hosts, port, protocol and TLS, and unset ones as empty, so the source's never
+    stand in for them; the user name empty too (a process that adds the sink's
+    credentials sets it). No credential: these go through XCom."""
+    names = sink.env_names()
+    exported = sink.to_env()
+    variables = {
+        SINK_PREFIX + names[field].removeprefix("CDCGEN_"): exported.get(names[field], "")
+        for field in SINK_ACCESS
+    }
+    return {**variables, f"{SINK_PREFIX}USERNAME": ""}
 
 
 def sink_environment(env: Mapping[str, str]) -> dict[str, str]:

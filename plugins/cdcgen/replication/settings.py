@@ -1,12 +1,13 @@
 """Settings of replication that :class:`cdcgen.config.PipelineConfig` does not hold.
 
 What only a replication run tunes, read from ``CDCGEN_REPLICATION_*`` variables: how
-much of a backlog it holds at once (its memory bound) and how many writes it keeps in
-flight.
+much of a backlog it holds at once (its memory bound), how many writes it keeps in
+flight, and how a bootstrap's copy cuts the ring (its unit of resumption) and pages.
 """
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 
 from cdcgen.env_settings import EnvSettings, env
@@ -28,3 +29,17 @@ class ReplicationSettings(EnvSettings):
     request_bytes: int = env("CDCGEN_REPLICATION_REQUEST_BYTES", 32_768, ge=1)
     #: Where a run spills a backlog of several slices (default: the system's temp dir).
     spill_dir: Path | None = env("CDCGEN_REPLICATION_SPILL_DIR", None)
+    #: Token ranges a bootstrap's copy cuts the ring into, at least: each is recorded on
+    #: the sink once copied, so a killed copy resumes with the ranges not recorded (more
+    #: ranges: less copied again after a kill, more state rows). Spark tasks take several.
+    copy_splits: int = env("CDCGEN_REPLICATION_COPY_SPLITS", 256, ge=1, le=1_000_000)
+    #: Rows per page of the copy's source scan (the driver's fetch size).
+    copy_page_rows: int = env("CDCGEN_REPLICATION_COPY_PAGE_ROWS", 2_000, ge=1)
+    #: Writes in flight to the sink per Spark task of the copy. A copy writes one small
+    #: batch per row, so the sink is kept busy only with many in flight; lower it for a
+    #: sink that serves traffic meanwhile (tasks run at once: one per executor core).
+    copy_concurrency: int = env("CDCGEN_REPLICATION_COPY_CONCURRENCY", 256, ge=1)
+    #: The copy's request timeout, per page read and per write.
+    request_timeout: timedelta = env(
+        "CDCGEN_REPLICATION_REQUEST_TIMEOUT_SECONDS", timedelta(seconds=30)
+    )

@@ -1,11 +1,23 @@
 """A sink's replication state, kept on the sink itself next to the tables it receives.
 
-Two tables in the sink table's keyspace, created on first use::
+Three tables in the sink table's keyspace, created on first use::
 
     cdc_replication_progress ((source_keyspace, source_table), sink_table)
         consistent_until, bootstrapped_at, lake_version, run_id, updated_at
     cdc_replication_rejects ((source_keyspace, source_table, sink_table), write_time,
         cdc_time, batch_seq_no)  stream_id, reason, run_id
+    cdc_replication_copy ((source_keyspace, source_table, sink_table), range_end)
+        range_start, row_count, run_id, copied_at;
+        static: snapshot_at, replaces_rows, started_by, started_at
+
+The copy table holds a bootstrap's copy while it runs (:mod:`cdcgen.core.copy_progress`):
+its static cells say which snapshot time it copies at and whether it replaces the sink's
+rows, written before anything is truncated or copied; a row per token range is written
+once the sink has acknowledged every row of that range. Every write of it carries
+``USING TIMESTAMP`` of the snapshot time ``S``, and so does the delete that ends the
+copy: that tombstone shadows exactly this copy's cells, whatever the clocks of the
+machines that wrote them, and never those of a later copy, whose ``S`` is later (a
+bootstrap's ``S`` never goes back: the sink refuses one before its consistency point).
 
 On the sink, because that is where the applied data is: a sink restored from a backup
 comes back with the state that matches it, and a second sink of the same table has
@@ -24,14 +36,17 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from cdcgen.core.cdc_log import TableRef
+from cdcgen.core.copy_progress import CopiedRange, CopyProgress
 from cdcgen.core.replication_plan import SinkProgress
 from cdcgen.core.time import naive_as_utc, to_micros
+from cdcgen.core.token_ranges import TokenRange
 
 if TYPE_CHECKING:
     from cdcgen.adapters.cql import CqlClient
 
 PROGRESS = "cdc_replication_progress"
 REJECTS = "cdc_replication_rejects"
+COPY = "cdc_replication_copy"
 DDL_TIMEOUT = 120.0
 _DDL = {
     PROGRESS: (
@@ -45,6 +60,13 @@ _DDL = {
         "cdc_time text, batch_seq_no int, stream_id blob, reason text, run_id text, "
         "PRIMARY KEY ((source_keyspace, source_table, sink_table), write_time, cdc_time, "
         "batch_seq_no)"
+    ),
+    COPY: (
+        "source_keyspace text, source_table text, sink_table text, range_end bigint, "
+        "range_start bigint, row_count bigint, run_id text, copied_at timestamp, "
+        "snapshot_at timestamp static, replaces_rows boolean static, started_by text static, "
+        "started_at timestamp static, "
+        "PRIMARY KEY ((source_keyspace, source_table, sink_table), range_end)"
     ),
 }
 
@@ -159,3 +181,60 @@ class CqlSinkState:
             }
             for r in self._client.execute_retried(statement, self._key)
         ]
+
+    # --- a bootstrap's copy ------------------------------------------------------------
+
+    def start_copy(self, snapshot_at: datetime, truncate: bool, run_id: str) -> None:
+        """Record a copy at ``snapshot_at`` before it truncates or copies anything."""
+        statement = self._client.prepared(
+            f"UPDATE {self._name(COPY)} USING TIMESTAMP ? SET snapshot_at = ?, replaces_rows = ?, "
+            "started_by = ?, started_at = ? "
+            "WHERE source_keyspace = ? AND source_table = ? AND sink_table = ?"
+        )
+        values = (to_micros(snapshot_at), snapshot_at, truncate, run_id, datetime.now(UTC))
+        self._client.execute_retried(statement, (*values, *self._key))
+
+    def copy_progress(self) -> CopyProgress | None:
+        """The unfinished copy into the sink table, or None (also before the state tables
+        exist: a dry run creates none)."""
+        keyspace = self._client.cluster.metadata.keyspaces.get(self.sink.keyspace)
+        if keyspace is None or COPY not in keyspace.tables:
+            return None
+        statement = self._client.prepared(
+            "SELECT snapshot_at, replaces_rows, started_by, range_start, range_end, row_count, "
+            "run_id "
+            f"FROM {self._name(COPY)} "
+            "WHERE source_keyspace = ? AND source_table = ? AND sink_table = ?"
+        )
+        rows = list(self._client.execute_retried(statement, self._key))
+        if not rows or rows[0].snapshot_at is None:
+            return None
+        head = rows[0]
+        done = tuple(
+            CopiedRange(TokenRange(r.range_start, r.range_end), r.row_count or 0, r.run_id or "")
+            for r in rows
+            if r.range_end is not None and r.range_start is not None
+        )
+        return CopyProgress(
+            naive_as_utc(head.snapshot_at), bool(head.replaces_rows), head.started_by or "", done
+        )
+
+    def record_copied_range(
+        self, snapshot_at: datetime, tokens: TokenRange, rows: int, run_id: str
+    ) -> None:
+        """Record ``tokens`` as copied (call once the sink acknowledged all its rows)."""
+        statement = self._client.prepared(
+            f"INSERT INTO {self._name(COPY)} (source_keyspace, source_table, sink_table, "
+            "range_end, range_start, row_count, run_id, copied_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?) USING TIMESTAMP ?"
+        )
+        values = (tokens.high, tokens.low, rows, run_id, datetime.now(UTC))
+        self._client.execute_retried(statement, (*self._key, *values, to_micros(snapshot_at)))
+
+    def end_copy(self, snapshot_at: datetime) -> None:
+        """Remove the copy at ``snapshot_at`` (finished, or abandoned for a new one)."""
+        statement = self._client.prepared(
+            f"DELETE FROM {self._name(COPY)} USING TIMESTAMP ? "
+            "WHERE source_keyspace = ? AND source_table = ? AND sink_table = ?"
+        )
+        self._client.execute_retried(statement, (to_micros(snapshot_at), *self._key))

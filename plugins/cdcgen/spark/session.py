@@ -1,10 +1,11 @@
 """One Spark configuration per kind of job, for spark-submit and in-process sessions alike.
 
-Three kinds of Spark work run in this project: the extraction of a generation's
-description, the extraction of a table's changes, and validation (the flag pass over a
-large generation's streams). Each gets its configuration here, once: :func:`submit_conf`
-hands it to ``SparkSubmitOperator`` (``conf=``), :func:`job_session` builds a local
-session with it when the job runs in-process (tests, the command line, a task without Spark).
+Four kinds of Spark work run in this project: the extraction of a generation's
+description, the extraction of a table's changes, validation (the flag pass over a
+large generation's streams) and a replication bootstrap's copy of a table. Each gets its
+configuration here, once: :func:`submit_conf` hands it to ``SparkSubmitOperator``
+(``conf=``), :func:`job_session` builds a local session with it when the job runs
+in-process (tests, the command line, a task without Spark).
 
 A generation's extract and its validation are seconds of Spark work, less than a JVM's
 start and its cold first job. With ``$CDCGEN_SPARK_REMOTE`` set (``sc://host:port``),
@@ -50,6 +51,7 @@ class JobKind(StrEnum):
     GENERATION_EXTRACT = "generation-extract"
     CHANGES_EXTRACT = "changes-extract"
     VALIDATION = "validation"
+    REPLICATION_COPY = "replication-copy"
 
 
 SMALL_MACHINE: Mapping[str, str] = {
@@ -78,6 +80,8 @@ _KIND_CONF: Mapping[JobKind, Mapping[str, str]] = {
         "spark.sql.sources.partitionColumnTypeInference.enabled": "false",
     },
     JobKind.VALIDATION: SHORT_JOB_JIT,
+    # Each Python worker keeps its source and sink sessions across the copy's tasks.
+    JobKind.REPLICATION_COPY: {"spark.python.worker.reuse": "true"},
 }
 
 #: The kinds a Spark Connect server can run (SQL, reads and Arrow results only).
@@ -93,6 +97,7 @@ _APP_NAMES: Mapping[JobKind, str] = {
     JobKind.GENERATION_EXTRACT: "cdcgen-extract",
     JobKind.CHANGES_EXTRACT: "cdcgen-changes",
     JobKind.VALIDATION: "cdcgen-validate",
+    JobKind.REPLICATION_COPY: "cdcgen-replication-copy",
 }
 
 

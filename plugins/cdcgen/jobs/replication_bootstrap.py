@@ -1,0 +1,83 @@
+"""The job behind ``spark/replication_bootstrap.py``: bootstrap one sink table.
+
+A bootstrap copies the source table into the sink table at a snapshot time and records
+it as the sink's consistency point (:func:`cdcgen.replication.run.bootstrap_sink`); the
+copy is this application's Spark job, spread over the executors by token range, and a
+copy left unfinished by an earlier attempt is resumed. The arguments say which tables;
+how to reach them comes from the environment as the typed configuration, exactly as the
+DAG's tasks saw it: the source's ``CDCGEN_*`` variables, the sink's ``CDCGEN_SINK_*``
+ones (:func:`~cdcgen.replication.run.sink_environment`; the credentials of both as a
+user name and a password file only, which :class:`~cdcgen.airflow.spark_submit.
+CdcSparkSubmitOperator` adds at execute time) and ``CDCGEN_REPLICATION_*``. Prints the
+bootstrap's record and writes it to ``--output``. Exit status: 0 done, 2 refused (the
+message says why and what to run), 4 stopped part-way (transient: run it again, it
+resumes).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+EXIT_REFUSED = 2
+EXIT_TRANSIENT = 4
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--table", required=True, help="keyspace.table (the source table)")
+    parser.add_argument("--sink-table", required=True, help="keyspace.table on the sink")
+    parser.add_argument("--run-id", default="", help="recorded with the bootstrap")
+    parser.add_argument(
+        "--replace", action="store_true", help="truncate a sink table holding rows first"
+    )
+    parser.add_argument(
+        "--output", type=Path, default=None, help="also write the record to this file"
+    )
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from cdcgen.adapters.cql import client_for
+    from cdcgen.adapters.errors import ConnectionFailed
+    from cdcgen.adapters.read_retries import TransientReadError
+    from cdcgen.config import PipelineConfig
+    from cdcgen.core.replication_plan import ReplicationError, SnapshotClockUnreadable
+    from cdcgen.pipeline.result_files import write_result
+    from cdcgen.replication.run import Replication, bootstrap_sink, sink_environment
+    from cdcgen.replication.settings import ReplicationSettings
+    from cdcgen.replication.sink_schema import SinkSchemaError
+    from cdcgen.replication.spark_copy import CopyIncomplete
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    args = parse_args(argv)
+    config = PipelineConfig.from_env()
+    sink_config = PipelineConfig.from_env(sink_environment(os.environ))
+    settings = ReplicationSettings.from_env()
+    job = Replication.of(args.table, sink_table=args.sink_table)
+    failed: dict[str, Any] = {
+        "kind": "bootstrap",
+        "source_table": job.source.qualified,
+        "sink_table": job.sink.qualified,
+        "run_id": args.run_id,
+    }
+    if args.output is not None:
+        args.output.unlink(missing_ok=True)  # a re-run's result replaces the last one's
+    try:
+        with client_for(config) as source, client_for(sink_config) as sink:
+            record = bootstrap_sink(
+                config, source, sink, job, args.run_id, args.replace,
+                settings=settings, sink_config=sink_config,
+            )  # fmt: skip
+    except (ReplicationError, SinkSchemaError) as exc:
+        write_result(args.output, {**failed, "status": "refused", "error": str(exc)})
+        return EXIT_REFUSED
+    except (CopyIncomplete, TransientReadError, ConnectionFailed, SnapshotClockUnreadable) as exc:
+        write_result(args.output, {**failed, "status": "incomplete", "error": str(exc)})
+        return EXIT_TRANSIENT
+    write_result(args.output, record)
+    return 0

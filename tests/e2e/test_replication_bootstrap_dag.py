@@ -1,0 +1,159 @@
+"""``airflow dags test cdc_replication``: a new sink table bootstrapped by a Spark job on a
+standalone cluster, into another Cassandra cluster.
+
+The source is a plain ``orders`` table of the sandbox (127.0.0.1), its rows each written
+at its own time, some with a TTL; the sink is the same definition on the second,
+separate cluster (127.0.0.2), named by the ``cdcgen_sink`` connection only. The lake's
+coverage of the source is recorded directly in the changes pipeline's progress, ending
+before the snapshot (the apply then has nothing to bring). The DAG's plan sees a sink
+table never bootstrapped, so its bootstrap task submits the copy with spark-submit to a
+Spark standalone master whose executors run in the workers' own JVMs and Python
+workers, without the driver's ``CDCGEN_*`` environment or import path. Then:
+
+* the copy ran there (executors on both workers, the shipped package, no failure) and
+  the sink on the second cluster equals the source row for row, write times included:
+  the sink's hosts and the source's reached the executors inside their tasks;
+* the apply ran after it and the sink's consistency point is the bootstrap's, kept on
+  the sink cluster only;
+* a second run finds the sink bootstrapped and skips the bootstrap (no Spark application).
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from dag_scenarios import CLUSTER_ENV, Scenario, assert_ok, assert_ran_on, on_cluster
+
+from cdcgen.core.cdc_log import TableRef
+from cdcgen.core.generation import SourceMode
+from cdcgen_dev.spark_cluster import StandaloneCluster
+
+pytestmark = [pytest.mark.e2e, pytest.mark.integration, pytest.mark.timeout(1500)]
+
+SOURCE = TableRef("e2e_rboot_shop", "orders")
+SINK_KEYSPACE = "e2e_rboot_replica"
+SINK = TableRef(SINK_KEYSPACE, "orders")
+ROWS = 3_000
+
+
+@dataclass
+class Setup:
+    scenario: Scenario
+    second: Any  # the sink cluster's handle
+
+
+def create_orders(client: Any, table: TableRef) -> None:
+    from cdcgen_dev.emulator import orders_table
+    from cdcgen_dev.emulator.log_schema import base_table_cql
+
+    client.session.execute(f"DROP KEYSPACE IF EXISTS {table.keyspace}", timeout=120)
+    client.session.execute(
+        f"CREATE KEYSPACE {table.keyspace} WITH replication = "
+        "{'class': 'SimpleStrategy', 'replication_factor': 1}",
+        timeout=120,
+    )
+    client.session.execute(base_table_cql(orders_table(table.keyspace, table.table)), timeout=120)
+
+
+def fill(client: Any) -> None:
+    from cassandra.concurrent import execute_concurrent_with_args
+
+    rng = random.Random(81)
+    insert = client.session.prepare(
+        f"INSERT INTO {SOURCE.qualified} (pk, ck, v, tags) VALUES (?, ?, ?, ?) "
+        "USING TIMESTAMP ? AND TTL ?"
+    )
+    now_us = int(time.time() * 1_000_000)
+    values = [
+        (n // 3, n % 3, f"v{n}", {f"t{n % 5}"} if n % 2 else None,
+         now_us - rng.randrange(1, 600_000_000), 86_400 if n % 4 == 0 else 0)
+        for n in range(ROWS)
+    ]  # fmt: skip
+    execute_concurrent_with_args(client.session, insert, values, concurrency=64)
+
+
+def contents(client: Any, table: TableRef) -> list[tuple[Any, ...]]:
+    rows = client.session.execute(
+        f"SELECT pk, ck, v, tags, WRITETIME(v) FROM {table.qualified}", timeout=60
+    )
+    return sorted(tuple(r) for r in rows)
+
+
+@pytest.fixture
+def setup(scenario: Callable[[str, SourceMode], Scenario], cassandra_second: Any
+          ) -> Iterator[Setup]:  # fmt: skip
+    from cdcgen.adapters.checkpoints import CqlCheckpointStore
+    from cdcgen.adapters.cql import connect
+
+    scn = scenario("rboot", SourceMode.RAFT)
+    with scn.client() as client:
+        scn.cluster(client).join_node(SourceMode.RAFT, shards=2, vnodes=4, seed=83)
+        create_orders(client, SOURCE)
+        fill(client)
+        store = CqlCheckpointStore(client, scn.config.checkpoint_keyspace)
+        store.ensure_schema()
+        now = datetime.now(UTC)
+        store.record_start(SOURCE, now - timedelta(hours=1))
+        store.save_watermark(SOURCE, now - timedelta(minutes=30))  # before any snapshot
+    sink = connect(cassandra_second.contact_points)
+    try:
+        create_orders(sink, SINK)
+    finally:
+        sink.close()
+    yield Setup(scn, cassandra_second)
+
+
+def run_replication(setup: Setup) -> Any:
+    from cdcgen.airflow.connections import SINK_CONN_ID, connection_env, source_connection
+
+    sink = source_connection(
+        setup.second.contact_points,
+        9042,
+        {"sink_keyspace": SINK_KEYSPACE, "replicated_tables": SOURCE.qualified},
+    )
+    env = {
+        **CLUSTER_ENV,
+        **connection_env(SINK_CONN_ID, sink),
+        "CDCGEN_REPLICATION_COPY_SPLITS": "64",
+    }
+    run, _ = setup.scenario.run_dag("cdc_replication", env=env)
+    return run
+
+
+def test_a_new_sink_is_bootstrapped_by_a_spark_job_on_a_standalone_cluster(
+    setup: Setup, spark_standalone: StandaloneCluster
+) -> None:
+    from cdcgen.adapters.cql import connect
+    from cdcgen.replication.sink_state import PROGRESS, CqlSinkState
+
+    before = on_cluster(setup.scenario, spark_standalone)
+    first = run_replication(setup)
+    assert_ok(first)
+    assert_ran_on(spark_standalone, before, apps=1)  # the copy, on the cluster
+    assert "needs no bootstrap" not in first.output
+
+    with setup.scenario.client() as source:
+        expected = contents(source, SOURCE)
+        keyspace = source.cluster.metadata.keyspaces.get(SINK_KEYSPACE)
+        assert keyspace is None or PROGRESS not in keyspace.tables  # nothing on the source
+    sink = connect(setup.second.contact_points)
+    try:
+        assert len(expected) == ROWS and contents(sink, SINK) == expected
+        progress = CqlSinkState(sink, SOURCE, SINK).progress()
+        assert progress.consistent_until is not None
+        assert progress.consistent_until == progress.bootstrapped_at
+        assert CqlSinkState(sink, SOURCE, SINK).copy_progress() is None
+    finally:
+        sink.close()
+
+    again = on_cluster(setup.scenario, spark_standalone)
+    second = run_replication(setup)
+    assert_ok(second)
+    assert "needs no bootstrap" in second.output  # skipped: the sink is bootstrapped
+    assert_ran_on(spark_standalone, again, apps=0)
