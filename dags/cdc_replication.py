@@ -59,7 +59,7 @@ from cdcgen.airflow.spark_submit import ReplicationBootstrapOperator
     ),
     start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
     catchup=False,
-    max_active_runs=1,  # checkpoints are per stream: one run at a time per sink
+    max_active_runs=1,  # one consistency point per sink table: one run at a time
     dagrun_timeout=timedelta(hours=4),
     tags=["cdc", "scylladb", "replication"],
     doc_md=__doc__,
