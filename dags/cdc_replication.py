@@ -13,9 +13,10 @@ for each table (a mapped task group):
    sink as it is done; a copy killed part-way resumes at the same time with the ranges
    not done; then changes apply from that time;
 2. **apply** the lake's changes from the sink's consistency timestamp to the table's
-   watermark, stream by stream, each CDC batch as one single-partition batch, every
-   write with its original timestamp (last writer wins); the consistency timestamp is
-   kept on the sink, written after what it records;
+   watermark, in time slices of bounded size, in time order, each CDC batch's
+   statements in one request, every write with its original timestamp (last writer
+   wins); the consistency timestamp is kept on the sink and moved after each slice is
+   acknowledged;
 3. emit an Asset event for the sink table with its consistency timestamp and lag.
 
 A sink the lake no longer covers (the log's TTL expired changes before they were

@@ -9,7 +9,7 @@ import pyarrow as pa
 import pytest
 
 from cdcgen.config import PipelineConfig
-from cdcgen.replication.lake_changes import stream_chunks
+from cdcgen.replication.lake_changes import batch_chunks
 from cdcgen.replication.peers import fingerprint
 from cdcgen.replication.run import sink_environment
 
@@ -29,6 +29,12 @@ def test_the_same_write_logged_by_two_clusters_has_one_fingerprint() -> None:
     hash(fingerprint(here))  # collections are frozen: usable in a set
 
 
+def test_a_replayed_ttl_is_the_same_change() -> None:
+    here = change(b"\x01" * 16, "t-here", 0, v="x", **{"cdc$ttl": 86_400})
+    there = change(b"\x02" * 16, "t-there", 0, v="x", **{"cdc$ttl": 85_700})  # what was left
+    assert fingerprint(here) == fingerprint(there)
+
+
 def test_a_different_value_or_time_is_another_change() -> None:
     base = fingerprint(change(b"\x01", "t", 0, v="x"))
     assert fingerprint(change(b"\x01", "t", 0, v="y")) != base
@@ -36,18 +42,22 @@ def test_a_different_value_or_time_is_another_change() -> None:
     assert fingerprint(later) != base
 
 
-def test_chunks_never_split_a_stream() -> None:
-    streams = [b"a"] * 3 + [b"b"] * 5 + [b"c"] * 1 + [b"d"] * 4
-    table = pa.table({"cdc$stream_id": pa.array(streams, pa.binary()), "n": range(len(streams))})
-    chunks = list(stream_chunks(table, rows=4))
-    assert sum(c.num_rows for c in chunks) == len(streams)
-    seen: set[bytes] = set()
+def test_chunks_never_cut_a_cdc_batch() -> None:
+    batches = [(b"a", "t1")] * 3 + [(b"b", "t1")] * 5 + [(b"a", "t2")] + [(b"b", "t2")] * 4
+    table = pa.table({
+        "cdc$stream_id": pa.array([s for s, _ in batches], pa.binary()),
+        "cdc$time": pa.array([t for _, t in batches]),
+        "n": range(len(batches)),
+    })  # fmt: skip
+    chunks = list(batch_chunks(table, rows=4))
+    assert sum(c.num_rows for c in chunks) == len(batches)
+    seen: set[tuple[bytes, str]] = set()
     for chunk in chunks:
-        ids = set(chunk.column("cdc$stream_id").to_pylist())
-        assert not ids & seen  # a stream lies in one chunk
-        seen |= ids
+        keys = set(zip(chunk.column(0).to_pylist(), chunk.column(1).to_pylist(), strict=True))
+        assert not keys & seen  # a CDC batch lies in one chunk
+        seen |= keys
     assert [c.num_rows for c in chunks] == [8, 5]  # cut at the first boundary past 4 rows
-    assert list(stream_chunks(table.slice(0, 0), rows=4)) == []
+    assert list(batch_chunks(table.slice(0, 0), rows=4)) == []
 
 
 def test_the_sink_takes_its_own_settings_and_credentials() -> None:
@@ -150,8 +160,8 @@ def test_the_bootstrap_task_skips_a_table_planned_without_one_and_never_retries_
 def test_a_failed_copy_job_stays_terminal_when_refused_and_is_resumable_otherwise() -> None:
     from cdcgen.core.cdc_log import TableRef
     from cdcgen.core.replication import SinkTable
-    from cdcgen.core.replication_plan import ReplicationError
-    from cdcgen.replication.spark_copy import CopyIncomplete, CopyTarget, task_failure
+    from cdcgen.core.replication_plan import CopyIncomplete, ReplicationError
+    from cdcgen.replication.spark_copy import CopyTarget, task_failure
 
     target = CopyTarget(
         None, None, TableRef("shop", "orders"), TableRef("dr", "orders"),  # type: ignore[arg-type]

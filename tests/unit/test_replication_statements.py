@@ -212,3 +212,29 @@ def test_the_copy_keeps_each_cell_time_and_writes_statics_by_partition() -> None
     assert layout.statements(static_only, T) == [
         Statement(f'UPDATE {Q} USING TIMESTAMP ? SET "note" = ? WHERE "pk" = ?', (T - 9, "n", 1))
     ]
+
+
+def test_range_bounds_logged_in_clustering_order_replay_by_value() -> None:
+    """ScyllaDB logs a range tombstone's start first in clustering order: on a DESC
+    column that is the larger value, which CQL's value-order relations turn around."""
+    desc = SinkTable("shop", "events", ("pk",), ("ts", "seq"), {}, descending=frozenset({"ts"}))
+    q = '"shop"."events"'
+    # DELETE ... WHERE pk = 1 AND ts > 3 AND ts <= 5: from 5 (inclusive) down to 3.
+    start = row(Operation.RANGE_DELETE_START_INCLUSIVE, ts=5)
+    end = row(Operation.RANGE_DELETE_END_EXCLUSIVE, ts=3)
+    assert batch_statements(desc, [start, end], T, now_us=NOW) == [
+        Statement(
+            f'DELETE FROM {q} USING TIMESTAMP ? WHERE "pk" = ? AND "ts" <= ? AND "ts" > ?',
+            (T, 1, 5, 3),
+        )
+    ]
+    # DELETE ... WHERE pk = 1 AND ts = 9 AND seq > 2 (seq ascending): the shared prefix.
+    start = row(Operation.RANGE_DELETE_START_EXCLUSIVE, ts=9, seq=2)
+    end = row(Operation.RANGE_DELETE_END_INCLUSIVE, ts=9)
+    (statement,) = batch_statements(desc, [start, end], T, now_us=NOW)
+    assert statement.cql.endswith('WHERE "pk" = ? AND "ts" = ? AND "seq" > ?')
+    assert statement.values == (T, 1, 9, 2)
+    # A tuple bound over columns of both orders has no value-order form: refused by name.
+    start = row(Operation.RANGE_DELETE_START_INCLUSIVE, ts=5, seq=1)
+    with pytest.raises(ReplayError, match=r"clustering columns of both orders \(ts, seq\)"):
+        batch_statements(desc, [start, row(Operation.RANGE_DELETE_END_INCLUSIVE)], T, now_us=NOW)

@@ -159,3 +159,14 @@ def test_a_column_an_older_lake_kept_as_text_is_refused_before_any_change() -> N
         sink_shape(source, SINK, sink, {"home": pa.string(), "pairs": pairs})
     with pytest.raises(SinkSchemaError, match=r"column\(s\) pairs"):
         sink_shape(source, SINK, sink, {"home": struct, "pairs": pa.map_(pa.string(), pa.string())})
+
+
+def test_a_sink_of_another_clustering_order_or_default_ttl_is_refused() -> None:
+    from dataclasses import replace
+
+    source = replace(definition(SOURCE, v="text"), descending=frozenset({"ck"}))
+    assert sink_shape(source, SINK, replace(source, ref=SINK)).table.descending == {"ck"}
+    with pytest.raises(SinkSchemaError, match="clustering order differs"):
+        sink_shape(source, SINK, replace(source, ref=SINK, descending=frozenset()))
+    with pytest.raises(SinkSchemaError, match="default_time_to_live 3600 differs"):
+        sink_shape(source, SINK, replace(source, ref=SINK, default_ttl=3600))

@@ -168,9 +168,9 @@ def replicate_table(
         keys = ("source_table", "sink_table", "consistent_until", "lag_seconds")
         extra = {k: record[k] for k in keys} | {"applied_log_rows": record["applied_log_rows"]}
         outlet_events[alias].add(replicated_table(job.sink.qualified), extra=extra)
-    if record["rejected"]:
+    if record["rejected_count"]:
         raise AirflowFailException(
-            f"{job.sink}: {len(record['rejected'])} change(s) not applied, recorded in "
+            f"{job.sink}: {record['rejected_count']} change(s) not applied, recorded in "
             f"{job.sink.keyspace}.cdc_replication_rejects: "
             + "; ".join(f"{r['cdc_time']}: {r['reason']}" for r in record["rejected"][:5])
         )

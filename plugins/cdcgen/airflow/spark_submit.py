@@ -70,6 +70,8 @@ class CdcSparkSubmitOperator(SparkSubmitOperator):
         with ExitStack() as stack:
             credentials = stack.enter_context(credentials_env(config))
             if self.sink_conn_id is not None:
+                from cdcgen.replication.run import SINK_PREFIX
+
                 sink = CdcSourceHook(self.sink_conn_id).get_config()
                 credentials |= stack.enter_context(credentials_env(sink, SINK_PREFIX))
             planned, planned_conf = dict(self.env_vars or {}), self.conf
@@ -146,10 +148,6 @@ class ReplicationBootstrapOperator(CdcSparkSubmitOperator):
 
 #: The bootstrap job's exit status for a refusal (:mod:`cdcgen.jobs.replication_bootstrap`).
 REFUSED = 2
-
-
-#: Where the sink's settings go in a job's environment (``cdcgen.replication.run``).
-SINK_PREFIX = "CDCGEN_SINK_"
 
 
 @contextmanager

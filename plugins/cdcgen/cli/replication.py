@@ -75,11 +75,10 @@ def run_command(args: argparse.Namespace) -> int:
     from cdcgen.adapters.cql import client_for
     from cdcgen.config import ConfigError, PipelineConfig
     from cdcgen.core.cdc_log import LogTableError
-    from cdcgen.core.replication_plan import ReplicationError
+    from cdcgen.core.replication_plan import CopyIncomplete, ReplicationError
     from cdcgen.replication.run import Replication, bootstrap_sink, replicate, sink_environment
     from cdcgen.replication.settings import ReplicationSettings
     from cdcgen.replication.sink_schema import SinkSchemaError
-    from cdcgen.replication.spark_copy import CopyIncomplete
 
     try:
         job = Replication.of(args.table, args.sink_table, args.sink_keyspace)
@@ -109,4 +108,4 @@ def run_command(args: argparse.Namespace) -> int:
         print(f"cdcgen: {exc}", file=sys.stderr)
         return EXIT_COPY_INCOMPLETE
     print_json_line(record)
-    return 1 if record["rejected"] else 0
+    return 1 if record.get("rejected_count") else 0

@@ -19,8 +19,9 @@ The rules of the YugabyteDB xCluster design, on ScyllaDB's log rows:
   removed keys (``col = col - keys``) or the indices of the fields set to null; a
   static row's change is a row of its own with no clustering key (written by partition
   key); row and partition deletes are deletes; a range delete is two rows, its start
-  bound (operation 5 inclusive, 6 exclusive) and end bound (7, 8), each carrying the
-  bound's clustering prefix (null columns past it; no prefix at all is an open bound);
+  bound (operation 5 inclusive, 6 exclusive) and end bound (7, 8) in clustering order,
+  each carrying the bound's clustering prefix (null columns past it; no prefix at all is
+  an open bound);
   pre- and post-images are not changes and are skipped.
 * **A TTL counts from the original write.** ``cdc$ttl`` is the write's TTL; replayed
   later, the cells get what is left of it (write time + TTL - now, in whole seconds as
@@ -74,7 +75,8 @@ class SinkTable:
 
     ``static``: its static columns (changed by rows of their own, by partition key);
     ``fields``: each non-frozen UDT column's field names, in order (the log names a
-    field set to null by its index).
+    field set to null by its index); ``descending``: its clustering columns sorted
+    ``DESC`` (a range delete's bounds are logged in clustering order).
     """
 
     keyspace: str
@@ -84,6 +86,7 @@ class SinkTable:
     columns: Mapping[str, ColumnKind] = field(default_factory=dict)
     static: frozenset[str] = frozenset()
     fields: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    descending: frozenset[str] = frozenset()
 
     @property
     def qualified(self) -> str:
@@ -326,27 +329,60 @@ def range_delete(
     end: Mapping[str, Any],
     write_time_us: int,
 ) -> Statement:
-    """``DELETE ... WHERE pk = ? AND (ck..) >= (..) AND (ck..) < (..)`` of a bound pair."""
+    """The ``DELETE`` of a range delete's bound pair.
+
+    ScyllaDB logs the bounds in clustering order (``cdc/log.cc`` sets each row's
+    clustering prefix from the range tombstone's start and end): on a column sorted
+    descending, the start bound holds the larger value. CQL compares relations by value.
+    So the bounds' common prefix becomes equalities, and each bound's rest one relation
+    on the columns after it, turned around where they sort descending. A rest over
+    columns of both orders has no value-order form in CQL and is refused by name (a
+    ``DELETE`` a user writes never makes one: its range is a prefix and one column).
+    """
     if start is None:
         raise ReplayError(
             f"{table.name}: a range delete's end bound without its start bound in the batch "
             f"at {write_time_us}"
         )
     where, keys = _where(table.partition_key, end, table)
+    bounds = (
+        (start, _prefix(table.clustering_key, start), True),
+        (end, _prefix(table.clustering_key, end), False),
+    )
+    common = 0
+    (_, lower, _), (_, upper, _) = bounds
+    while common < min(len(lower), len(upper)) and start[lower[common]] == end[upper[common]]:
+        common += 1
+    # A user's DELETE bounds one column past a shared prefix: equalities, then one plain
+    # relation per bound. A bound over several more columns needs tuple relations, which
+    # CQL refuses to mix with plain ones on clustering columns: then every bound is a
+    # tuple over its whole prefix.
+    single = all(len(prefix) - common <= 1 for _, prefix, _ in bounds)
     clauses = [where]
     values = list(keys)
-    for bound, inclusive, less in (
-        (start, Operation(start[OPERATION]) is Operation.RANGE_DELETE_START_INCLUSIVE, False),
-        (end, Operation(end[OPERATION]) is Operation.RANGE_DELETE_END_INCLUSIVE, True),
-    ):
-        prefix = _prefix(table.clustering_key, bound)
-        if not prefix:
-            continue  # an open bound
-        names = ", ".join(quote(n) for n in prefix)
-        relation = ("<" if less else ">") + ("=" if inclusive else "")
-        marks = ", ".join("?" for _ in prefix)
-        clauses.append(f"({names}) {relation} ({marks})")
-        values.extend(bound[n] for n in prefix)
+    if single:
+        clauses += [f"{quote(name)} = ?" for name in lower[:common]]
+        values += [start[name] for name in lower[:common]]
+    for bound, prefix, is_start in bounds:
+        names = prefix[common:] if single else prefix
+        if not names:
+            continue  # open past the shared prefix
+        orders = {name in table.descending for name in names}
+        if len(orders) > 1:
+            raise ReplayError(
+                f"{table.name}: a range delete bounded on clustering columns of both orders "
+                f"({', '.join(names)}) at {write_time_us} has no CQL form"
+            )
+        inclusive = Operation(bound[OPERATION]) in (
+            Operation.RANGE_DELETE_START_INCLUSIVE,
+            Operation.RANGE_DELETE_END_INCLUSIVE,
+        )
+        from_below = is_start != orders.pop()  # a start bound is a lower one on ASC
+        relation = (">" if from_below else "<") + ("=" if inclusive else "")
+        quoted = ", ".join(quote(n) for n in names)
+        marks = ", ".join("?" for _ in names)
+        clauses.append(f"{quoted} {relation} ?" if single else f"({quoted}) {relation} ({marks})")
+        values.extend(bound[n] for n in names)
     cql = f"DELETE FROM {table.qualified} USING TIMESTAMP ? WHERE {' AND '.join(clauses)}"
     return Statement(cql, (write_time_us, *values))
 

@@ -13,9 +13,12 @@ The YugabyteDB xCluster design's state, on this pipeline's lake:
   timestamp.
 * ``S``, a bootstrap's snapshot time, comes from the source nodes' clocks, never the
   worker's: the earliest node clock minus the confidence window and the generation
-  leeway. A write stamped before that has reached the source (a node stamps its writes
-  with its own clock), so the copy holds it; a worker clock ahead of the nodes would put
-  ``S`` past writes still to come, which neither the copy nor the apply would carry.
+  leeway, the changes pipeline's own rule for a closed window. Writes are stamped near
+  the clocks of the nodes (a coordinator's, or a client's within the leeway ScyllaDB
+  accepts), and the confidence window covers those still in flight, so a write stamped
+  before ``S`` has reached the source and the copy holds it; a worker clock ahead of the
+  nodes would put ``S`` past writes still to come, which neither the copy nor the apply
+  would carry.
 * The lake must hold every change from ``C`` on: it holds a table's changes from its
   first extraction (or from the point a changes re-bootstrap moved it to, after the log
   expired changes before they were read) up to ``W``. A sink consistent until a time
@@ -37,6 +40,11 @@ from cdcgen.core.time import iso_millis
 class ReplicationError(Exception):
     """Terminal: the sink cannot be brought forward as it stands; the message says why
     and what to run."""
+
+
+class CopyIncomplete(Exception):
+    """Transient: a bootstrap's copy stopped part-way (a node, an executor, a timeout).
+    The ranges it recorded stay done; the next bootstrap resumes with the others."""
 
 
 class SnapshotClockUnreadable(Exception):

@@ -5,9 +5,10 @@ changes apply. Each copied cell must resolve later replayed changes as the sourc
 so it keeps its own write time and remaining TTL, which CQL reads per atomic cell
 (``WRITETIME``/``TTL``). Non-frozen collections, non-frozen UDTs and the row marker
 have no time CQL can read; they are written at ``S - 1 µs``, older than every change the
-apply brings, younger than nothing the copy must keep, and without a TTL (a known
-difference: an element or field with a TTL outlives its source's until a later change
-replaces it). A row created by ``UPDATE`` has no marker on the source but gets one on the
+apply brings, younger than nothing the copy must keep, and without a TTL (known
+differences: an element or field with a TTL outlives its source's until a later change
+replaces it, and a row inserted with a TTL stays on the sink, empty, once its cells
+expire). A row created by ``UPDATE`` has no marker on the source but gets one on the
 sink; it differs only once every cell of that row is deleted.
 
 The copy reads the source in token ranges (``token(pk) > ? AND token(pk) <= ?``); every

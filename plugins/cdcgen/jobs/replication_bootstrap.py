@@ -43,37 +43,42 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     from cdcgen.adapters.cql import client_for
-    from cdcgen.adapters.errors import ConnectionFailed
+    from cdcgen.adapters.errors import AccessRefused, ConnectionFailed
     from cdcgen.adapters.read_retries import TransientReadError
-    from cdcgen.config import PipelineConfig
-    from cdcgen.core.replication_plan import ReplicationError, SnapshotClockUnreadable
+    from cdcgen.config import ConfigError, PipelineConfig
+    from cdcgen.core.replication_plan import (
+        CopyIncomplete,
+        ReplicationError,
+        SnapshotClockUnreadable,
+    )
     from cdcgen.pipeline.result_files import write_result
     from cdcgen.replication.run import Replication, bootstrap_sink, sink_environment
     from cdcgen.replication.settings import ReplicationSettings
     from cdcgen.replication.sink_schema import SinkSchemaError
-    from cdcgen.replication.spark_copy import CopyIncomplete
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     args = parse_args(argv)
-    config = PipelineConfig.from_env()
-    sink_config = PipelineConfig.from_env(sink_environment(os.environ))
-    settings = ReplicationSettings.from_env()
-    job = Replication.of(args.table, sink_table=args.sink_table)
     failed: dict[str, Any] = {
         "kind": "bootstrap",
-        "source_table": job.source.qualified,
-        "sink_table": job.sink.qualified,
+        "source_table": args.table,
+        "sink_table": args.sink_table,
         "run_id": args.run_id,
     }
     if args.output is not None:
         args.output.unlink(missing_ok=True)  # a re-run's result replaces the last one's
     try:
+        config = PipelineConfig.from_env()
+        sink_config = PipelineConfig.from_env(sink_environment(os.environ))
+        settings = ReplicationSettings.from_env()
+        job = Replication.of(args.table, sink_table=args.sink_table)
         with client_for(config) as source, client_for(sink_config) as sink:
             record = bootstrap_sink(
                 config, source, sink, job, args.run_id, args.replace,
                 settings=settings, sink_config=sink_config,
             )  # fmt: skip
-    except (ReplicationError, SinkSchemaError) as exc:
+    except (ReplicationError, SinkSchemaError, ConfigError, AccessRefused, ValueError) as exc:
+        # Terminal: a retry would be refused the same way (a bad setting or name, a
+        # refused login, a sink that cannot take the table).
         write_result(args.output, {**failed, "status": "refused", "error": str(exc)})
         return EXIT_REFUSED
     except (CopyIncomplete, TransientReadError, ConnectionFailed, SnapshotClockUnreadable) as exc:

@@ -2,7 +2,7 @@
 
 A run reads the lake version that holds everything up to the watermark, in consecutive
 time slices of bounded size (:mod:`cdcgen.replication.lake_changes`), and replays each
-slice's changes in each stream's order, the statements of a CDC batch
+slice's changes in time order, the statements of a CDC batch
 (:func:`cdcgen.core.replication.batch_statements`) always in one request, many requests
 at a time:
 
@@ -22,7 +22,8 @@ express, is recorded on the sink (``cdc_replication_rejects``) before the consis
 point moves past it, and named in the run's result: never dropped in silence.
 
 TTLs count down on the sink's clock (:class:`SinkClock`): the largest of its nodes'
-clocks, so that a replayed cell never outlives its source.
+clocks, so that a replayed cell does not outlive its source (but for the wait of a
+request retried after a timeout, which carries the TTL computed before it).
 
 With a ``peer`` (active-active), batches the sink's own log already holds are skipped
 (:mod:`cdcgen.replication.peers`).
@@ -34,19 +35,21 @@ import logging
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
+from contextlib import closing
 from dataclasses import dataclass, field
 from datetime import datetime
 from itertools import groupby
 from typing import TYPE_CHECKING, Any
 
 from cdcgen.adapters.clocks import CqlClockReader
+from cdcgen.adapters.cql import RETRIES, RETRY_BACKOFF_SECONDS
 from cdcgen.adapters.errors import is_transient
 from cdcgen.core.cdc_log import BATCH_SEQ_NO, OPERATION, STREAM_ID, TIME, operation_name
 from cdcgen.core.replication import ReplayError, batch_statements
 from cdcgen.core.replication_plan import ApplyPlan
 from cdcgen.core.time import to_micros
 from cdcgen.progress import Progress
-from cdcgen.replication.lake_changes import LakeSource, change_slices, stream_chunks
+from cdcgen.replication.lake_changes import LakeSource, batch_chunks, change_slices
 from cdcgen.replication.peers import fingerprint, peer_fingerprints
 from cdcgen.replication.settings import ReplicationSettings
 from cdcgen.replication.sink_schema import SinkShape
@@ -57,9 +60,6 @@ if TYPE_CHECKING:
     from cdcgen.adapters.lake_store import LakeRoot
 
 log = logging.getLogger(__name__)
-
-RETRIES = 5
-BACKOFF_SECONDS = 0.5
 
 
 class SinkClockUnreadable(Exception):
@@ -82,6 +82,9 @@ class SinkClock:
         return self._at + int((time.monotonic() - self._read) * 1_000_000)
 
 
+#: Rejected changes a run keeps in memory and in its record (all are in the sink's
+#: ``cdc_replication_rejects``).
+REJECTS_KEPT = 100
 #: CDC batches of one partition key sent in one round, at most.
 GROUP_BATCHES = 16
 
@@ -150,7 +153,9 @@ class ApplyOutcome:
     largest_slice: int = 0
     #: Log rows applied, by operation (``insert``, ``range_delete_start_inclusive``, ...).
     operations: Counter[str] = field(default_factory=Counter)
+    #: The first :data:`REJECTS_KEPT` changes not applied, and how many in all.
     rejected: list[dict[str, Any]] = field(default_factory=list)
+    rejected_count: int = 0
 
 
 class SinkApplier:
@@ -176,12 +181,14 @@ class SinkApplier:
         self.settings = settings
         self.peer = peer
         self.on_applied = on_applied
+        self.consistency = client.metadata_consistency
         self.rejected: list[dict[str, Any]] = []
+        self.rejected_count = 0
 
     def apply(self, root: LakeRoot, plan: ApplyPlan) -> ApplyOutcome:
         """Every change of the plan; the consistency point follows each applied slice."""
         outcome = ApplyOutcome()
-        self.rejected = []
+        self.rejected, self.rejected_count = [], 0
         clock = SinkClock(self.client)
         progress = Progress(None, "changes", log.info, label=str(self.state.sink))
         slices = change_slices(
@@ -192,17 +199,18 @@ class SinkApplier:
             peer=None if self.peer is None else LakeSource(self.peer),
             spill_dir=self.settings.spill_dir,
         )
-        for part in slices:
-            peer = peer_fingerprints(part.peer)
-            size = part.changes.num_rows + (0 if part.peer is None else part.peer.num_rows)
-            outcome.largest_slice = max(outcome.largest_slice, size)
-            for chunk in stream_chunks(part.changes, self.settings.chunk_rows):
-                self._apply_chunk(chunk.to_pylist(), peer, outcome, clock)
-                progress.advance(chunk.num_rows)
-            self.state.save_progress(part.until, self.run_id, plan.lake_version)
-            outcome.slices += 1
+        with closing(slices):  # its spill folder goes even when an apply fails
+            for part in slices:
+                peer = peer_fingerprints(part.peer)
+                size = part.changes.num_rows + (0 if part.peer is None else part.peer.num_rows)
+                outcome.largest_slice = max(outcome.largest_slice, size)
+                for chunk in batch_chunks(part.changes, self.settings.chunk_rows):
+                    self._apply_chunk(chunk.to_pylist(), peer, outcome, clock)
+                    progress.advance(chunk.num_rows)
+                self.state.save_progress(part.until, self.run_id, plan.lake_version)
+                outcome.slices += 1
         progress.finish()
-        outcome.rejected = list(self.rejected)
+        outcome.rejected, outcome.rejected_count = list(self.rejected), self.rejected_count
         return outcome
 
     def _apply_chunk(
@@ -270,7 +278,8 @@ class SinkApplier:
         statements = [s for replay in replays for s in replay.statements]
         if len(statements) == 1:
             return statements[0]
-        batch = BatchStatement(batch_type=BatchType.UNLOGGED)
+        # A batch has a consistency level of its own (its statements' are ignored).
+        batch = BatchStatement(batch_type=BatchType.UNLOGGED, consistency_level=self.consistency)
         for statement in statements:
             batch.add(statement)
         batch.is_idempotent = True
@@ -294,6 +303,9 @@ class SinkApplier:
         }
         log.error("%s: change at %s not applied: %s", self.state.sink, change[TIME], reason)
         self.state.reject(record, reason, self.run_id)
+        self.rejected_count += 1
+        if len(self.rejected) >= REJECTS_KEPT:
+            return  # all are on the sink; the record names the first ones
         written: datetime = change["write_time"]
         self.rejected.append(
             {
@@ -351,6 +363,6 @@ def execute_all(
         if not failed:
             break
         log.warning("%d write(s) failed transiently; retrying", len(failed))
-        time.sleep(BACKOFF_SECONDS * 2**attempt)
+        time.sleep(RETRY_BACKOFF_SECONDS * 2**attempt)
         pending = failed
     return done

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from cdcgen.core.cdc_log import TableRef
 from cdcgen.core.copy_progress import CopyProgress
-from cdcgen.core.replication_plan import ReplicationError, bootstrap_command
+from cdcgen.core.replication_plan import CopyIncomplete, ReplicationError, bootstrap_command
 from cdcgen.core.time import iso_millis
 from cdcgen.core.token_ranges import TokenRange
 from cdcgen.replication.sink_schema import SinkShape
@@ -204,9 +204,9 @@ def bootstrap(copy: TableCopy, state: CqlSinkState, plan: BootstrapPlan, run_id:
     finished = state.copy_progress()
     left = progress.remaining(ring) if finished is None else finished.remaining(ring)
     if finished is None or left:
-        raise ReplicationError(
+        raise CopyIncomplete(
             f"{plan.sink}: the copy's state does not cover {len(left)} token range(s) after "
-            "the copy; run the bootstrap again to copy them"
+            "the copy; the bootstrap run again copies them"
         )
     state.save_progress(at, run_id, bootstrapped_at=at)
     state.end_copy(at)

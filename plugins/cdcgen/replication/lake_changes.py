@@ -13,11 +13,14 @@ consecutive time slices of at most ``slice_rows`` rows, the sink's own changes
    scan of just their rows (one level per scan, a few at most);
 2. **spill**: when more than one slice results, one scan of the rows writes each batch's
    rows into the Arrow file of its slice in a spill folder (deleted at the end);
-3. **slices**: each slice is read back alone and ordered as each stream logged it
-   (write time, ``cdc$time``, ``cdc$batch_seq_no``).
+3. **slices**: each slice is read back alone and put in time order (write time, then
+   stream, ``cdc$time`` and ``cdc$batch_seq_no``, so each CDC batch's rows stay
+   together in the order they were logged).
 
-Slices follow each other in time, so every stream's and every key's changes come in
-order, and a CDC batch (one ``cdc$time``, one write time) is never cut. Once a slice is
+Slices follow each other in time and each is in time order, so every stream's and
+every key's changes come in order (a key's changes move to another stream at a
+generation switch: ordering by stream first would not keep them so), and a CDC batch
+(one ``cdc$time``, one write time) is never cut. Once a slice is
 applied, every change before its end is, which is what the sink's consistency point
 records. A range that fits in one slice is read directly, without spilling.
 """
@@ -27,7 +30,7 @@ from __future__ import annotations
 import logging
 import shutil
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from itertools import pairwise
@@ -107,7 +110,7 @@ def change_slices(
     *,
     peer: LakeSource | None = None,
     spill_dir: Path | None = None,
-) -> Iterator[ChangeSlice]:
+) -> Generator[ChangeSlice, None, None]:
     """The changes of ``[since, until)`` in consecutive slices of at most ``slice_rows``
     rows (source and peer together; one instant holding more is one larger slice)."""
     if until <= since:
@@ -268,26 +271,28 @@ def _slice(
 
 
 def _ordered(table: pa.Table | None) -> pa.Table:
-    """The log's columns, ordered as each stream logged them."""
+    """The log's columns in time order, each CDC batch's rows together in log order."""
     import pyarrow as pa
 
     if table is None:
         return pa.table({STREAM_ID: pa.array([], pa.binary())})
     table = table.drop_columns([c for c in LAKE_ONLY if c in table.column_names])
-    order = [(STREAM_ID, "ascending"), ("write_time", "ascending"), (TIME, "ascending")]
+    order = [("write_time", "ascending"), (STREAM_ID, "ascending"), (TIME, "ascending")]
     return table.sort_by([*order, (BATCH_SEQ_NO, "ascending")])
 
 
-def stream_chunks(table: pa.Table, rows: int) -> Iterator[pa.Table]:
-    """Slices of ``table`` of about ``rows`` rows that never split a stream."""
+def batch_chunks(table: pa.Table, rows: int) -> Iterator[pa.Table]:
+    """Consecutive pieces of ``table`` of about ``rows`` rows that never cut a CDC batch
+    (the rows of one stream and ``cdc$time``, adjacent in a slice's order)."""
     import numpy as np
 
     if table.num_rows == 0:
         return
-    ids = table.column(STREAM_ID).to_numpy(zero_copy_only=False)
-    starts = [0, *(int(i) for i in np.flatnonzero(ids[1:] != ids[:-1]) + 1)]
+    streams = table.column(STREAM_ID).to_numpy(zero_copy_only=False)
+    times = table.column(TIME).to_numpy(zero_copy_only=False)
+    cut = np.flatnonzero((streams[1:] != streams[:-1]) | (times[1:] != times[:-1])) + 1
     begin = 0
-    for start in [*starts[1:], table.num_rows]:
+    for start in [*(int(i) for i in cut), table.num_rows]:
         if start - begin >= rows or start == table.num_rows:
             yield table.slice(begin, start - begin)
             begin = start

@@ -5,7 +5,10 @@ direction of an active-active pair), the writes one direction applied to it appe
 its own log, and the other direction would send them back. ScyllaDB writes carry no
 origin mark, so they are filtered when reading: a CDC batch is skipped when every one
 of its log rows is already among the sink's own changes (same write time, operation,
-key and values; the stream, ``cdc$time`` and batch numbering are each cluster's own).
+key and values; the stream, ``cdc$time`` and batch numbering are each cluster's own, and
+the TTL is what was left of it when replayed). A change replayed after its TTL ran out
+arrives as tombstones, which the other side's log records as a change of its own: it is
+sent back once, and stops there, the same tombstones already being on both sides.
 What the sink received from this side came from this side's lake, so by then its
 original is in the sink's lake; and a batch the sink already holds identically needs
 no applying, whatever its origin. The sink's changes are read in the same time slices as
@@ -17,13 +20,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from cdcgen.core.cdc_log import BATCH_SEQ_NO, END_OF_BATCH, STREAM_ID, TIME
+from cdcgen.core.cdc_log import BATCH_SEQ_NO, END_OF_BATCH, STREAM_ID, TIME, TTL
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
-#: Log columns that differ between two clusters' logs of the same write.
-_PER_CLUSTER = (STREAM_ID, TIME, BATCH_SEQ_NO, END_OF_BATCH)
+#: Log columns that differ between two clusters' logs of the same write: the stream,
+#: time UUID and numbering are each cluster's own, and a replayed write carries what was
+#: left of its TTL.
+_PER_CLUSTER = (STREAM_ID, TIME, BATCH_SEQ_NO, END_OF_BATCH, TTL)
 
 
 def fingerprint(row: dict[str, Any]) -> tuple[Any, ...]:

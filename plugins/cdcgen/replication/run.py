@@ -32,9 +32,11 @@ from cdcgen.core.replication_plan import (
     LakeCoverage,
     ReplicationError,
     SinkProgress,
+    SnapshotClockUnreadable,
     plan_apply,
     snapshot_time,
 )
+from cdcgen.core.time import iso_millis
 from cdcgen.replication.apply import SinkApplier
 from cdcgen.replication.bootstrap import (
     BootstrapPlan,
@@ -211,6 +213,7 @@ def replicate(
             would_apply_until=plan.until.isoformat(),
             ended_at=datetime.now(UTC).isoformat(),
             rejected=[],
+            rejected_count=0,
             status="dry-run",
         )
         return record
@@ -236,8 +239,9 @@ def replicate(
         applied_operations=dict(sorted(outcome.operations.items())),
     )
     return _finish(
-        config, record, state.progress(), outcome.log_rows, outcome.batches, outcome.rejected
-    )
+        config, record, state.progress(), outcome.log_rows, outcome.batches, outcome.rejected,
+        outcome.rejected_count,
+    )  # fmt: skip
 
 
 def needs_bootstrap(
@@ -298,6 +302,7 @@ def bootstrap_sink(
             sink_cluster=cluster_identity(sink_client)[0],
             ended_at=datetime.now(UTC).isoformat(),
             rejected=[],
+            rejected_count=0,
             status="dry-run",
         )
         return record
@@ -346,6 +351,12 @@ def _bootstrap_plan(
                 raise
     clocks = clock_reader_for(source_client, config).read_clocks()
     at = snapshot_time(clocks, config.confidence_window, config.generation_leeway)
+    if unfinished is not None and at <= unfinished.snapshot_at:
+        # Its state goes with a tombstone at its own time, which would hide a new copy's.
+        raise SnapshotClockUnreadable(
+            f"{job.sink}: a snapshot now ({iso_millis(at)}) is not after the abandoned "
+            f"copy's ({iso_millis(unfinished.snapshot_at)}); the nodes' clocks must pass it"
+        )
     plan = plan_bootstrap(
         job.source,
         job.sink,
@@ -391,8 +402,12 @@ def _finish(
     log_rows: int,
     batches: int,
     rejected: list[dict[str, Any]],
+    rejected_count: int = 0,
 ) -> dict[str, Any]:
+    """The record completed and kept; ``rejected``: the first changes not applied,
+    ``rejected_count`` how many in all (at least as many)."""
     ended = datetime.now(UTC)
+    count = max(rejected_count, len(rejected))
     lag = progress.lag(ended)
     record.update(
         ended_at=ended.isoformat(),
@@ -402,7 +417,8 @@ def _finish(
         applied_log_rows=log_rows,
         applied_batches=batches,
         rejected=rejected,
-        status="rejected" if rejected else "ok",
+        rejected_count=count,
+        status="rejected" if count else "ok",
     )
     record_replication(config.report_dir, record)
     return record

@@ -2,8 +2,9 @@
 
 A replay into a table of another shape would write other data than the source holds, so
 a run compares both definitions up front and refuses, naming the columns, before it
-applies any change: the same primary key, every source column with the same CQL type
-(and the same user types, field by field), the same static columns.
+applies any change: the same primary key and clustering order, every source column with
+the same CQL type (and the same user types, field by field), the same static columns,
+the same default TTL.
 
 Some column shapes cannot be replayed exactly and are refused by name here, never half
 way through a run: non-frozen lists (the log keys their cells by time UUIDs, which CQL
@@ -60,6 +61,10 @@ class TableDefinition:
     #: Each column's type as the driver's type class (``cassandra.cqltypes``), which is
     #: what the lake's values are converted back for.
     cqltypes: Mapping[str, Any] = field(default_factory=dict)
+    #: Clustering columns sorted ``DESC``.
+    descending: frozenset[str] = frozenset()
+    #: ``default_time_to_live``: a cell written without a TTL gets it.
+    default_ttl: int = 0
 
     @classmethod
     def from_driver(
@@ -78,6 +83,8 @@ class TableDefinition:
                 for name, udt in keyspace.user_types.items()
             },
             cqltypes,
+            frozenset(c.name for c in table.clustering_key if c.is_reversed),
+            int(table.options.get("default_time_to_live") or 0),
         )
 
     @property
@@ -224,6 +231,17 @@ def _checked(
     if differ or static:
         what = differ + [f"{c} static on one side only" for c in static]
         raise SinkSchemaError(f"{where}: column(s) differ: {'; '.join(what)}")
+    if sink.descending != source.descending:
+        raise SinkSchemaError(
+            f"{where}: clustering order differs (descending on the sink: "
+            f"{', '.join(sorted(sink.descending)) or 'none'}; on the source: "
+            f"{', '.join(sorted(source.descending)) or 'none'})"
+        )
+    if sink.default_ttl != source.default_ttl:
+        raise SinkSchemaError(
+            f"{where}: default_time_to_live {sink.default_ttl} differs from the source's "
+            f"{source.default_ttl}: cells replayed without a TTL would expire otherwise"
+        )
     udts = source.parsed_user_types()
     for name in _udts_used(source, udts):
         if source.user_types.get(name) != sink.user_types.get(name):
@@ -278,6 +296,7 @@ def _shape(
         kinds,
         static=frozenset(source.static),
         fields=fields,
+        descending=source.descending,
     )
     return SinkShape(table, converters)
 

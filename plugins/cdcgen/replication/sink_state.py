@@ -144,7 +144,7 @@ class CqlSinkState:
         self._client.execute_retried(statement, (stamp, *values, *self._key))
 
     def reject(self, change: Mapping[str, Any], reason: str, run_id: str) -> None:
-        """Record a change that could not be applied (before its stream's checkpoint)."""
+        """Record a change that could not be applied (before the consistency point passes it)."""
         statement = self._client.prepared(
             f"INSERT INTO {self._name(REJECTS)} (source_keyspace, source_table, sink_table, "
             "write_time, cdc_time, batch_seq_no, stream_id, reason, run_id) "

@@ -37,7 +37,7 @@ from cdcgen.adapters.read_sessions import SessionKey, shared_client
 from cdcgen.adapters.stream_routing import ANY_REPLICA, host_name, replicas_for_token
 from cdcgen.core.cdc_log import LogPartitioner, TableRef
 from cdcgen.core.replication import SinkTable
-from cdcgen.core.replication_plan import ReplicationError
+from cdcgen.core.replication_plan import CopyIncomplete, ReplicationError
 from cdcgen.core.snapshot_copy import CopyLayout
 from cdcgen.core.time import to_micros
 from cdcgen.core.token_ranges import TokenRange, ring_ranges
@@ -63,11 +63,6 @@ TASKS_PER_SLOT = 4
 
 #: One line per finished range, what the job returns to the driver.
 RESULT_SCHEMA = "range_low long, range_high long, rows long"
-
-
-class CopyIncomplete(Exception):
-    """Transient: the copy's Spark job failed part-way (a node, an executor, a timeout).
-    The ranges it recorded stay done; the next bootstrap resumes with the others."""
 
 
 @dataclass(frozen=True)

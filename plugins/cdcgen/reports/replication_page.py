@@ -65,7 +65,7 @@ def sinks_table(per_sink: dict[str, list[ReplicationRun]], href: str = "") -> st
     rows = []
     for sink, history in per_sink.items():
         last = history[-1]
-        rejected = sum(len(r.rejected) for r in history)
+        rejected = sum(r.rejected_count for r in history)
         rows.append(
             (
                 f'<a href="{esc(href)}#{esc(anchor(sink))}"><code>{esc(sink)}</code></a>',
@@ -114,7 +114,7 @@ def _runs_table(history: Sequence[ReplicationRun]) -> str:
             fmt_int(r.copied_rows if r.is_bootstrap and r.copied_rows else r.applied_log_rows),
             fmt_int(r.applied_batches),
             esc("—" if r.lake_version is None else r.lake_version),
-            fmt_int(len(r.rejected)),
+            fmt_int(r.rejected_count),
             badge(r.status),
         )
         for r in newest
@@ -192,7 +192,7 @@ def render_replication_page(
                 ("sink tables", fmt_int(len(per_sink))),
                 ("runs", fmt_int(len(runs))),
                 ("log rows applied", fmt_int(sum(r.applied_log_rows for r in runs))),
-                ("changes not applied", fmt_int(sum(len(r.rejected) for r in runs))),
+                ("changes not applied", fmt_int(sum(r.rejected_count for r in runs))),
                 ("worst lag", fmt_seconds(worst)),
             ]
         ),

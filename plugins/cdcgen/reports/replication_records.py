@@ -79,7 +79,9 @@ class ReplicationRun:
     lake_version: int | None = None
     copied_rows: int | None = None
     truncated: bool = False
+    #: The first rejected changes (a run keeps a bounded number), and how many in all.
     rejected: tuple[RejectedChange, ...] = ()
+    rejected_count: int = 0
 
     @property
     def is_bootstrap(self) -> bool:
@@ -126,6 +128,7 @@ def read_run(record: Mapping[str, Any]) -> ReplicationRun:
                 )
                 for r in record.get("rejected") or ()
             ),
+            rejected_count=int(record.get("rejected_count") or len(record.get("rejected") or ())),
         )
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         sink, run = record.get("sink_table", "?"), record.get("run_id", "?")
