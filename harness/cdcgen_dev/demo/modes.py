@@ -14,11 +14,11 @@ changes DAG has rows to replicate:
 * ``tablets``: one node, a CDC table on four tablets (its first stream set), then
   every tablet splits (a second set of eight streams); the workload runs across it.
 
-After the sink is bootstrapped, each mode writes more (:class:`ModePlan.more`), across
-one more switch where its readers can follow one (a join in raft and gossip, the tablets
-merging back in tablets mode; a V1 cluster, already rewritten to V2 descriptions, gets
-the writes without a switch), so that the replication's apply replays changes of every
-operation kind, some in a generation the snapshot never saw.
+In raft mode (``make demo``'s), the source then writes more after the sink's bootstrap
+(:class:`ModePlan.more`), across one more generation switch, so that the replication's
+apply replays changes of every operation kind, some in a generation the snapshot never
+saw. The other modes replicate once, after their workload (each more run of the three
+DAGs costs minutes, and the apply is the same in every mode).
 """
 
 from __future__ import annotations
@@ -82,8 +82,9 @@ class ModePlan:
     nodes: int
     #: ``emulate(cluster, keyspace, nodes, say)``
     emulate: Emulator
-    #: After the sink's bootstrap: a switch (where readers follow one) and more writes.
-    more: Continuation
+    #: After the sink's bootstrap: a switch and more writes (None: the demo replicates
+    #: once, after the workload).
+    more: Continuation | None = None
 
 
 def _iso(moment: datetime) -> str:
@@ -199,40 +200,6 @@ def continue_across_switch(mode: SourceMode) -> Continuation:
     return more
 
 
-def continue_gossip(cluster: SandboxCluster, keyspace: str, nodes: int, say: Say) -> MoreWrites:
-    """Gossip: one more node joins; the writes come once its generation operates."""
-    joined = cluster.join_node(SourceMode.GOSSIP, seed=nodes)
-    assert joined.generation is not None
-    switch = f"{joined.node.name} joined: generation {_iso(joined.generation.timestamp)}"
-    say(f"      {switch}")
-    wait = (joined.generation.timestamp - datetime.now(UTC)).total_seconds()
-    if wait > 0:
-        time.sleep(wait + 0.2)
-    writes = _workload(cluster, keyspace, datetime.now(UTC) + AFTER_SWITCH, 2)
-    say(f"      workload: {writes} writes to {keyspace}.{SHOP_TABLE}, in the new generation")
-    return MoreWrites(writes, switch)
-
-
-def continue_v1(cluster: SandboxCluster, keyspace: str, nodes: int, say: Say) -> MoreWrites:
-    """V1: more writes, no switch (a join would write V1 descriptions the rewritten
-    cluster's readers no longer read)."""
-    writes = _workload(cluster, keyspace, datetime.now(UTC) + AFTER_SWITCH, 2)
-    say(f"      workload: {writes} writes to {keyspace}.{SHOP_TABLE}")
-    return MoreWrites(writes, "")
-
-
-def continue_tablets(cluster: SandboxCluster, keyspace: str, nodes: int, say: Say) -> MoreWrites:
-    """Tablets: the tablets merge back (a third stream set); the writes run across it."""
-    from cdcgen_dev.emulator import merge_tablets
-
-    merged = merge_tablets(cluster, keyspace, SHOP_TABLE, seed=9)
-    switch = f"the tablets merge: stream set {_iso(merged.timestamp)} ({len(merged.streams)})"
-    say(f"      {switch}")
-    writes = _workload(cluster, keyspace, merged.timestamp + AFTER_SWITCH, 2)
-    say(f"      workload: {writes} writes to {keyspace}.{SHOP_TABLE}, across the merge")
-    return MoreWrites(writes, switch)
-
-
 PLANS: dict[SourceMode, ModePlan] = {
     plan.mode: plan
     for plan in (
@@ -248,21 +215,18 @@ PLANS: dict[SourceMode, ModePlan] = {
             "gossip topology: 3 nodes join; readers find only the current generation",
             3,
             emulate_gossip,
-            continue_gossip,
         ),
         ModePlan(
             SourceMode.V1,
             "ScyllaDB 4.3: 2 V1 generations published, rewritten to V2, published again",
             2,
             emulate_across_switches(SourceMode.V1),
-            continue_v1,
         ),
         ModePlan(
             SourceMode.TABLETS,
             f"tablets: a CDC table on {TABLETS} tablets, then a split (2 stream sets published)",
             1,
             emulate_tablets,
-            continue_tablets,
         ),
     )
 }
