@@ -28,6 +28,8 @@ it was.
     .venv/bin/python benchmarks/run_all.py [--quick]
 
 ``--quick`` runs small sizes only (a smoke test of the tooling, not a measurement).
+``--only replication`` runs that part alone and keeps the other parts' figures from the
+results file (each part says when it was measured).
 """
 
 from __future__ import annotations
@@ -238,6 +240,12 @@ def table(results: dict[str, Any]) -> str:
         rate = results["lookup"].get("tokens_per_second", 0)
         lines.append(f"| token-to-stream lookup, one core | {rate:,.0f} tokens/s | | >= 1M/s |")
     machine = results["machine"]
+    part = results.get("replication", {})
+    if "recorded_at" in part:
+        lines.append(
+            f"\nReplication rows: `make bench` part `--only replication` "
+            f"({part['recorded_at']}, load {part['load_before']} before it)."
+        )
     lines.append(
         f"\nMachine: {machine['cores']} cores, load {machine['load_before']} before the run, "
         f"Python {machine['python']}; command: `make bench` ({results['recorded_at']})."
@@ -245,11 +253,40 @@ def table(results: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def only(part: str, output: Path, quick: bool) -> None:
+    """Run ``part`` alone; the results file keeps every other part's figures."""
+    from cdcgen_dev.cassandra import Sandbox
+
+    cdcgen = str(Path(PYTHON).with_name("cdcgen"))
+    results: dict[str, Any] = json.loads(output.read_text(encoding="utf-8"))
+    started_here = not Sandbox(1).is_running()
+    load_before = round(os.getloadavg()[0], 2)
+    subprocess.run([cdcgen, "sandbox", "up"], check=True)
+    try:
+        with tempfile.TemporaryDirectory(prefix="cdcgen-bench-") as tmp:
+            backlogs = (20_000, 80_000) if quick else APPLY_BACKLOGS
+            copy_rows = 20_000 if quick else COPY_ROWS
+            results[part] = replication(backlogs, copy_rows, Path(tmp))
+    finally:
+        if started_here:
+            subprocess.run([cdcgen, "sandbox", "down"], check=False)
+    when = datetime.now(UTC).isoformat(timespec="seconds")
+    results[part]["recorded_at"] = when
+    results[part]["load_before"] = load_before
+    output.write_text(json.dumps(results, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    print(table(results))
+    print(f"\n{part} measured {when} (load {load_before} before); written: {output}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes: a tooling smoke test")
     parser.add_argument("--output", type=Path, default=RESULTS)
+    parser.add_argument("--only", choices=["replication"], help="run this part alone")
     args = parser.parse_args()
+    if args.only:
+        only(args.only, args.output, args.quick)
+        return
 
     from cdcgen_dev.cassandra import Sandbox
     from cdcgen_dev.spark_connect import connect_server
