@@ -8,6 +8,10 @@ replication run applies it: in time slices of ``CDCGEN_REPLICATION_SLICE_ROWS``,
 single-partition batch per CDC batch. Each backlog size is applied in a process of its
 own, so its peak RSS is its own.
 
+The first backlog is applied once more on ``--spark-tasks`` local Spark tasks
+(``CDCGEN_REPLICATION_APPLY_TASKS``: each slice spread over them by partition key);
+its peak RSS is the driver's alone.
+
 Beside it, the raw write floor: the same number of rows written as plain prepared
 INSERTs with ``execute_concurrent`` at the best of a few concurrencies, from one process
 (what one cassandra-driver process can write into this sandbox).
@@ -123,10 +127,12 @@ def tables(client: CqlClient) -> None:
         client.session.execute(f"CREATE TABLE {table} ({COLUMNS})", timeout=120)
 
 
-def apply_once(root: Path, rows: int) -> dict[str, Any]:
-    """In this process: the backlog applied to the empty sink table."""
+def apply_once(root: Path, rows: int, tasks: int = 0) -> dict[str, Any]:
+    """In this process, or on ``tasks`` local Spark tasks: the backlog applied to the
+    empty sink table."""
+    from cdcgen.config import PipelineConfig
     from cdcgen.replication.apply import SinkApplier
-    from cdcgen.replication.run import Replication, shape_of
+    from cdcgen.replication.run import Replication, shape_of, spark_apply
     from cdcgen.replication.settings import ReplicationSettings
     from cdcgen.replication.sink_state import CqlSinkState
 
@@ -136,8 +142,12 @@ def apply_once(root: Path, rows: int) -> dict[str, Any]:
         state = CqlSinkState(client, SOURCE, SINK)
         state.ensure_schema()
         shape = shape_of(client, client, job, root.parent.parent)
-        settings = ReplicationSettings.from_env()
-        applier = SinkApplier(client, shape, state, "bench", settings)
+        settings = ReplicationSettings.from_env().with_overrides(apply_tasks=tasks)
+        elsewhere = None
+        if tasks:
+            sink_config = PipelineConfig.from_env({"CDCGEN_CONTACT_POINTS": "127.0.0.1"})
+            elsewhere = spark_apply(job, shape, "bench", settings, sink_config, None)
+        applier = SinkApplier(client, shape, state, "bench", settings, elsewhere=elsewhere)
         plan = ApplyPlan(START, START + SPAN, None)
         began = time.perf_counter()
         cpu = time.process_time()
@@ -145,6 +155,7 @@ def apply_once(root: Path, rows: int) -> dict[str, Any]:
         seconds = time.perf_counter() - began
         return {
             "rows": rows,
+            "spark_tasks": tasks,
             "applied_log_rows": outcome.log_rows,
             "rejected": len(outcome.rejected),
             "seconds": round(seconds, 2),
@@ -185,11 +196,15 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, nargs="+", default=[1_000_000, 4_000_000])
     parser.add_argument("--raw-rows", type=int, default=200_000)
+    parser.add_argument(
+        "--spark-tasks", type=int, default=2,
+        help="also apply the first backlog on this many local Spark tasks (0: do not)",
+    )  # fmt: skip
     parser.add_argument("--output", type=Path, default=None)
     parser.add_argument("--child", type=Path, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child is not None:  # one backlog, in a process of its own
-        print(json.dumps(apply_once(args.child, args.rows[0])))
+        print(json.dumps(apply_once(args.child, args.rows[0], args.spark_tasks)))
         return 0
     client = connect(("127.0.0.1",))
     results: dict[str, Any] = {"when": datetime.now(UTC).isoformat(timespec="seconds")}
@@ -198,17 +213,21 @@ def main() -> int:
             tables(client)
             results["raw_write_floor"] = raw_writes(args.raw_rows)
             runs = []
-            for rows in args.rows:
+            spread = [(args.rows[0], args.spark_tasks)] if args.spark_tasks else []
+            for rows, tasks in [(rows, 0) for rows in args.rows] + spread:
                 root = Path(tmp) / f"lake-{rows}" / "changes" / SOURCE.qualified
-                write_backlog(root, rows)
+                if not root.exists():
+                    write_backlog(root, rows)
                 client.session.execute(f"TRUNCATE {SINK}", timeout=300)
+                command = [sys.executable, __file__, "--rows", str(rows), "--child", str(root)]
                 done = subprocess.run(
-                    [sys.executable, __file__, "--rows", str(rows), "--child", str(root)],
+                    [*command, "--spark-tasks", str(tasks)],
                     capture_output=True, text=True, check=True,
                 )  # fmt: skip
                 runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
                 print(json.dumps(runs[-1]), flush=True)
-            results["apply"] = runs
+            results["apply"] = [run for run in runs if not run["spark_tasks"]]
+            results["apply_on_spark"] = [run for run in runs if run["spark_tasks"]]
         finally:
             client.close()
     text = json.dumps(results, indent=1)

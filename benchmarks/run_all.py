@@ -231,6 +231,12 @@ def table(results: dict[str, Any]) -> str:
                 f"{run['rows_per_s'] / floor:.2f}x the raw write floor ({floor:,.0f} rows/s) | "
                 ">= 1x the extraction; the same peak at every backlog |"
             )
+        for run in apply.get("apply_on_spark", []):
+            lines.append(
+                f"| replication apply on {run['spark_tasks']} local Spark tasks, "
+                f"{run['rows']:,}-change backlog | {run['rows_per_s']:,.0f} rows/s | "
+                f"{run['rows_per_s'] / extraction:.2f}x the extraction | >= 1x the extraction |"
+            )
     small = results["cli_validate_small"]
     lines.append(
         f"| `cdcgen generation validate`, {small['ranges']} ranges | {small['seconds']:.1f} s "

@@ -42,6 +42,7 @@ from cdcgen.core.generation import SourceMode
 from cdcgen.core.replication import quote
 from cdcgen.core.replication_plan import ReplicationError
 from cdcgen.replication.run import Replication, bootstrap_sink, replicate, table_definition
+from cdcgen.replication.settings import ReplicationSettings
 from cdcgen.replication.sink_schema import SinkSchemaError
 from cdcgen.replication.sink_state import CqlSinkState
 from cdcgen.spark.session import JobKind, job_session
@@ -56,6 +57,8 @@ KEYSPACE = f"{PREFIX}ks"
 TABLE = TableRef(KEYSPACE, "every_shape")
 LISTED = TableRef(KEYSPACE, "with_list")
 SINK = TableRef(f"{PREFIX}sink", "every_shape")
+#: The same, applied on Spark executors (two tasks by partition key, small slices).
+SPARK_SINK = TableRef(f"{PREFIX}sink", "every_shape_on_spark")
 LISTED_SINK = TableRef(f"{PREFIX}sink", "with_list")
 
 
@@ -70,9 +73,9 @@ class World:
     config: PipelineConfig
 
 
-def create_sink(client: CqlClient, spec: BaseTableSpec) -> None:
+def create_sink(client: CqlClient, spec: BaseTableSpec, name: str | None = None) -> None:
     """An empty table of ``spec``'s definition (and its user types) in the sink keyspace."""
-    sink = dataclasses.replace(spec, keyspace=SINK.keyspace)
+    sink = dataclasses.replace(spec, keyspace=SINK.keyspace, table=name or spec.table)
     client.session.execute(
         f"CREATE KEYSPACE IF NOT EXISTS {SINK.keyspace} WITH replication = "
         "{'class': 'SimpleStrategy', 'replication_factor': 1}",
@@ -95,6 +98,7 @@ def world(contact_points: tuple[str, ...], tmp_path_factory: pytest.TempPathFact
     for spec in (shapes, listed):
         create_cdc_table(cluster, spec)
         create_sink(client, spec)
+    create_sink(client, shapes, SPARK_SINK.table)
     try:
         yield World(client, cluster, config)
     finally:
@@ -140,9 +144,10 @@ def test_every_shape_replicates_exactly_across_a_switch(world: World) -> None:
     workload(world.cluster, TABLE, seed=72)
     middle = settle()
     assert extract(spark, world.config, TABLE, start, middle) > 0
-    job = Replication(TABLE, SINK)
-    booted = bootstrap_sink(world.config, world.client, world.client, job, "bootstrap")
-    assert booted["copied_rows"] > 0
+    job, on_spark = Replication(TABLE, SINK), Replication(TABLE, SPARK_SINK)
+    for each in (job, on_spark):
+        booted = bootstrap_sink(world.config, world.client, world.client, each, "bootstrap")
+        assert booted["copied_rows"] > 0
     world.cluster.join_node(SourceMode.RAFT, shards=2, vnodes=4, seed=73)  # a switch soon
     writer = threading.Thread(target=workload, args=(world.cluster, TABLE, 74, 4.0))
     writer.start()
@@ -155,6 +160,16 @@ def test_every_shape_replicates_exactly_across_a_switch(world: World) -> None:
     assert {"insert", "update", "row_delete", "partition_delete"} <= operations, operations
     source, sink = contents(world.client, TABLE), contents(world.client, SINK)
     assert_sink_matches(source, sink, keys=2)
+    # On Spark executors, partitioned by partition key, in slices: the same sink.
+    settings = ReplicationSettings().with_overrides(apply_tasks=2, slice_rows=300)
+    spread = replicate(
+        world.config, world.client, world.client, on_spark, "apply", settings,
+        sink_config=world.config, spark=spark,
+    )  # fmt: skip
+    assert spread["status"] == "ok" and not spread["rejected"], spread
+    assert spread["applied_log_rows"] > 0, spread
+    assert spread["slices"] > 1, spread
+    assert contents(world.client, SPARK_SINK) == sink
 
 
 def test_a_non_frozen_list_is_refused_by_name_before_anything_is_copied(world: World) -> None:

@@ -179,3 +179,53 @@ def test_a_failed_copy_job_stays_terminal_when_refused_and_is_resumable_otherwis
     lost = task_failure(Exception("Job aborted: executor lost\nConnection reset"), target)
     assert isinstance(lost, CopyIncomplete)
     assert "Connection reset" in str(lost) and "resumes" in str(lost)
+
+
+def test_a_slice_is_cut_by_partition_key_each_part_in_time_order() -> None:
+    from cdcgen.replication.spark_apply import key_buckets
+
+    pks = [3, 1, 3, 2, 1, 3, 4, 2]
+    changes = pa.table({"pk": pks, "ck": [0, 0, 1, 0, 1, 2, 0, 1], "order": range(len(pks))})
+    buckets = key_buckets(changes, ("pk",), 3)
+    assert len(buckets) == 3
+    assert sorted(o for b in buckets for o in b.column("order").to_pylist()) == list(range(8))
+    homes = {}
+    for number, bucket in enumerate(buckets):
+        order = bucket.column("order").to_pylist()
+        assert order == sorted(order)  # the slice's order kept
+        for pk in bucket.column("pk").to_pylist():
+            assert homes.setdefault(pk, number) == number  # a key's rows in one part
+
+
+def test_the_outcomes_of_spark_tasks_add_up_keeping_the_first_rejects() -> None:
+    from collections import Counter
+
+    from cdcgen.replication.apply import REJECTS_KEPT, ApplyOutcome
+
+    total = ApplyOutcome(slices=2, largest_slice=7)
+    for task in range(3):
+        rejects = [{"reason": f"{task}-{n}"} for n in range(60)]
+        total.add(ApplyOutcome(
+            log_rows=10, peer_rows=1, batches=4, requests=2,
+            operations=Counter(insert=6, update=4), rejected=rejects, rejected_count=70,
+        ))  # fmt: skip
+    assert (total.log_rows, total.peer_rows, total.batches, total.requests) == (30, 3, 12, 6)
+    assert total.operations == Counter(insert=18, update=12)
+    assert (total.slices, total.largest_slice) == (2, 7)
+    assert total.rejected_count == 210 and len(total.rejected) == REJECTS_KEPT
+    assert total.rejected[0]["reason"] == "0-0" and total.rejected[-1]["reason"] == "1-39"
+
+
+def test_a_failed_apply_job_stays_terminal_when_refused_and_is_retried_otherwise() -> None:
+    from cdcgen.core.replication_plan import ApplyIncomplete, ReplicationError
+    from cdcgen.replication.spark_apply import task_failure
+
+    refused = Exception(
+        "Job aborted ... PythonException:\n  Traceback (most recent call last):\n"
+        "cdcgen.core.replication_plan.ReplicationError: dr.orders: not writable\n\tat org..."
+    )
+    failure = task_failure(refused, "apply shop.orders")
+    assert isinstance(failure, ReplicationError) and str(failure) == "dr.orders: not writable"
+    lost = task_failure(Exception("Job aborted: executor lost\nConnection reset"), "apply x")
+    assert isinstance(lost, ApplyIncomplete)
+    assert "Connection reset" in str(lost) and "applies it again" in str(lost)

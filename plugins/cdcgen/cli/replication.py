@@ -28,7 +28,8 @@ from typing import TypeAlias
 from cdcgen.cli import CliError, decimal
 from cdcgen.cli.generation_ops import print_json_line
 
-#: The copy stopped part-way (a node, an executor): run the command again to resume it.
+#: The copy or a Spark apply stopped part-way (a node, an executor): run the command
+#: again to resume it.
 EXIT_COPY_INCOMPLETE = 4
 
 SubParsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
@@ -75,7 +76,7 @@ def run_command(args: argparse.Namespace) -> int:
     from cdcgen.adapters.cql import client_for
     from cdcgen.config import ConfigError, PipelineConfig
     from cdcgen.core.cdc_log import LogTableError
-    from cdcgen.core.replication_plan import CopyIncomplete, ReplicationError
+    from cdcgen.core.replication_plan import ApplyIncomplete, CopyIncomplete, ReplicationError
     from cdcgen.replication.run import Replication, bootstrap_sink, replicate, sink_environment
     from cdcgen.replication.settings import ReplicationSettings
     from cdcgen.replication.sink_schema import SinkSchemaError
@@ -104,7 +105,7 @@ def run_command(args: argparse.Namespace) -> int:
                 )  # fmt: skip
     except (ReplicationError, SinkSchemaError) as exc:
         raise CliError(str(exc)) from None
-    except CopyIncomplete as exc:
+    except (CopyIncomplete, ApplyIncomplete) as exc:
         print(f"cdcgen: {exc}", file=sys.stderr)
         return EXIT_COPY_INCOMPLETE
     print_json_line(record)

@@ -47,6 +47,12 @@ class CopyIncomplete(Exception):
     The ranges it recorded stay done; the next bootstrap resumes with the others."""
 
 
+class ApplyIncomplete(Exception):
+    """Transient: a run's apply on Spark stopped part-way (an executor, a node, a
+    timeout). The consistency point stays before the slice; the next run applies it
+    again, which writes the same cells at the same times."""
+
+
 class SnapshotClockUnreadable(Exception):
     """Transient: a source node's clock could not be read, so no snapshot time is safe
     (that node may be behind and still accept writes stamped before it)."""

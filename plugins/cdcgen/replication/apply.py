@@ -39,7 +39,7 @@ from contextlib import closing
 from dataclasses import dataclass, field
 from datetime import datetime
 from itertools import groupby
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from cdcgen.adapters.clocks import CqlClockReader
 from cdcgen.adapters.cql import RETRIES, RETRY_BACKOFF_SECONDS
@@ -49,13 +49,15 @@ from cdcgen.core.replication import ReplayError, batch_statements
 from cdcgen.core.replication_plan import ApplyPlan
 from cdcgen.core.time import to_micros
 from cdcgen.progress import Progress
-from cdcgen.replication.lake_changes import LakeSource, batch_chunks, change_slices
+from cdcgen.replication.lake_changes import ChangeSlice, LakeSource, batch_chunks, change_slices
 from cdcgen.replication.peers import fingerprint, peer_fingerprints
 from cdcgen.replication.settings import ReplicationSettings
 from cdcgen.replication.sink_schema import SinkShape
 from cdcgen.replication.sink_state import CqlSinkState
 
 if TYPE_CHECKING:
+    import pyarrow as pa
+
     from cdcgen.adapters.cql import CqlClient
     from cdcgen.adapters.lake_store import LakeRoot
 
@@ -157,6 +159,24 @@ class ApplyOutcome:
     rejected: list[dict[str, Any]] = field(default_factory=list)
     rejected_count: int = 0
 
+    def add(self, other: ApplyOutcome) -> None:
+        """Counts in ``other`` (one Spark task's) added to these; slices and the largest
+        slice are the driver's to count."""
+        self.log_rows += other.log_rows
+        self.peer_rows += other.peer_rows
+        self.batches += other.batches
+        self.requests += other.requests
+        self.operations.update(other.operations)
+        self.rejected.extend(other.rejected[: max(0, REJECTS_KEPT - len(self.rejected))])
+        self.rejected_count += other.rejected_count
+
+
+class SliceApply(Protocol):
+    """Applies one slice elsewhere than this process (:mod:`.spark_apply`): every change
+    of it acknowledged by the sink, or an exception, when it returns."""
+
+    def apply(self, part: ChangeSlice) -> ApplyOutcome: ...
+
 
 class SinkApplier:
     """Applies one table's changes to one sink table, slice by slice."""
@@ -170,10 +190,14 @@ class SinkApplier:
         settings: ReplicationSettings,
         peer: LakeRoot | None = None,
         on_applied: Callable[[Sequence[dict[str, Any]]], None] | None = None,
+        elsewhere: SliceApply | None = None,
     ) -> None:
         """``peer``: the sink table's own changes in a lake (active-active);
         ``on_applied``: sees each chunk's applied log rows once they are acknowledged
-        (the sandbox's CDC emulation logs them on the sink, as ScyllaDB would)."""
+        (the sandbox's CDC emulation logs them on the sink, as ScyllaDB would);
+        ``elsewhere``: applies each slice instead of this process (Spark executors)."""
+        if elsewhere is not None and on_applied is not None:
+            raise ValueError("on_applied sees changes applied in this process only")
         self.client = client
         self.shape = shape
         self.state = state
@@ -181,6 +205,7 @@ class SinkApplier:
         self.settings = settings
         self.peer = peer
         self.on_applied = on_applied
+        self.elsewhere = elsewhere
         self.consistency = client.metadata_consistency
         self.rejected: list[dict[str, Any]] = []
         self.rejected_count = 0
@@ -201,19 +226,31 @@ class SinkApplier:
         )
         with closing(slices):  # its spill folder goes even when an apply fails
             for part in slices:
-                peer = peer_fingerprints(part.peer)
                 size = part.changes.num_rows + (0 if part.peer is None else part.peer.num_rows)
                 outcome.largest_slice = max(outcome.largest_slice, size)
-                for chunk in batch_chunks(part.changes, self.settings.chunk_rows):
-                    self._apply_chunk(chunk.to_pylist(), peer, outcome, clock)
-                    progress.advance(chunk.num_rows)
+                if self.elsewhere is not None:
+                    outcome.add(self.elsewhere.apply(part))
+                else:
+                    self.apply_slice(part.changes, part.peer, outcome, clock)
+                progress.advance(part.changes.num_rows)
                 self.state.save_progress(part.until, self.run_id, plan.lake_version)
                 outcome.slices += 1
         progress.finish()
-        outcome.rejected, outcome.rejected_count = list(self.rejected), self.rejected_count
+        if self.elsewhere is None:
+            outcome.rejected, outcome.rejected_count = list(self.rejected), self.rejected_count
         return outcome
 
-    def _apply_chunk(
+    def apply_slice(
+        self, changes: pa.Table, peer: pa.Table | None, outcome: ApplyOutcome, clock: SinkClock
+    ) -> None:
+        """Every change of a slice, or of a part of it holding all the changes of its
+        partition keys (in time order), chunk by chunk, never cutting a CDC batch; the
+        batches ``peer`` holds are skipped; rejects are added to this applier's."""
+        fingerprints = peer_fingerprints(peer)
+        for chunk in batch_chunks(changes, self.settings.chunk_rows):
+            self.apply_rows(chunk.to_pylist(), fingerprints, outcome, clock)
+
+    def apply_rows(
         self,
         rows: list[dict[str, Any]],
         peer: frozenset[tuple[Any, ...]],

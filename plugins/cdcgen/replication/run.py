@@ -49,7 +49,8 @@ from cdcgen.replication.bootstrap import (
 from cdcgen.replication.settings import ReplicationSettings
 from cdcgen.replication.sink_schema import SinkShape, TableDefinition, sink_shape
 from cdcgen.replication.sink_state import CqlSinkState
-from cdcgen.replication.spark_copy import SparkTableCopy, copy_target
+from cdcgen.replication.spark_apply import ApplyJob, SparkApply
+from cdcgen.replication.spark_copy import SparkTableCopy, copy_target, session_key
 from cdcgen.reports.site import record_replication
 
 if TYPE_CHECKING:
@@ -224,9 +225,12 @@ def replicate(
         return _finish(config, record, before, 0, 0, [])
     shape = shape_of(source_client, sink_client, job, config.lake_path)
     peer = table_root(peer_lake or config.lake_path, job.sink)
+    elsewhere = None
+    if settings.apply_tasks:
+        elsewhere = spark_apply(job, shape, run_id, settings, sink_config, spark)
     applier = SinkApplier(
         sink_client, shape, state, run_id, settings,
-        peer=peer if is_delta(peer) else None, on_applied=on_applied,
+        peer=peer if is_delta(peer) else None, on_applied=on_applied, elsewhere=elsewhere,
     )  # fmt: skip
     outcome = applier.apply(table_root(config.lake_path, job.source), plan)
     state.save_progress(plan.until, run_id, plan.lake_version)
@@ -242,6 +246,31 @@ def replicate(
         config, record, state.progress(), outcome.log_rows, outcome.batches, outcome.rejected,
         outcome.rejected_count,
     )  # fmt: skip
+
+
+def spark_apply(
+    job: Replication,
+    shape: SinkShape,
+    run_id: str,
+    settings: ReplicationSettings,
+    sink_config: PipelineConfig | None,
+    spark: SparkSession | None,
+) -> SparkApply:
+    """The run's slices applied on Spark (``CDCGEN_REPLICATION_APPLY_TASKS`` tasks each),
+    on ``spark``, default the process's session for it (:func:`cdcgen.spark.session.
+    job_session`); its tasks reach the sink as ``sink_config`` says."""
+    from cdcgen.spark.session import JobKind, job_session
+
+    if sink_config is None:
+        raise ReplicationError(
+            "CDCGEN_REPLICATION_APPLY_TASKS needs the sink's configuration (CDCGEN_SINK_*), "
+            "which the Spark tasks reach the sink with"
+        )
+    target = ApplyJob(
+        session_key(sink_config, settings), shape, job.source, job.sink, run_id, settings
+    )
+    session = spark or job_session(JobKind.REPLICATION_APPLY)
+    return SparkApply(session, target, settings.apply_tasks)
 
 
 def needs_bootstrap(

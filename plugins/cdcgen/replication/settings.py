@@ -27,6 +27,10 @@ class ReplicationSettings(EnvSettings):
     #: ScyllaDB over 1 MiB; a refused request is retried batch by batch).
     request_batches: int = env("CDCGEN_REPLICATION_REQUEST_BATCHES", 32, ge=1)
     request_bytes: int = env("CDCGEN_REPLICATION_REQUEST_BYTES", 32_768, ge=1)
+    #: Spark tasks each slice is spread over by partition key (0: the run applies in its
+    #: own process). The tasks run on the run's Spark (``CDCGEN_SPARK_MASTER``: local
+    #: cores, or a cluster's executors), each with its own sink session and requests.
+    apply_tasks: int = env("CDCGEN_REPLICATION_APPLY_TASKS", 0, ge=0)
     #: Where a run spills a backlog of several slices (default: the system's temp dir).
     spill_dir: Path | None = env("CDCGEN_REPLICATION_SPILL_DIR", None)
     #: Token ranges a bootstrap's copy cuts the ring into, at least: each is recorded on

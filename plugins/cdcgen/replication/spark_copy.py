@@ -44,7 +44,14 @@ from cdcgen.core.token_ranges import TokenRange, ring_ranges
 from cdcgen.replication.apply import execute_all
 from cdcgen.replication.settings import ReplicationSettings
 from cdcgen.replication.sink_state import CqlSinkState
-from cdcgen.spark.fanout import fan_out, min_tasks, plan_tasks, task_items
+from cdcgen.spark.fanout import (
+    fan_out,
+    last_line,
+    min_tasks,
+    plan_tasks,
+    raised_in_task,
+    task_items,
+)
 from cdcgen.spark.worker_heap import freeze_once
 
 if TYPE_CHECKING:
@@ -289,14 +296,11 @@ class SparkTableCopy:
 def task_failure(exc: BaseException, target: CopyTarget) -> Exception:
     """The error a failed copy job means: a refusal stays terminal, by its own words;
     anything else is :class:`CopyIncomplete` (a later bootstrap resumes)."""
-    text = str(exc)
-    marker = f"{ReplicationError.__name__}: "
-    if marker in text:
-        reason = text.split(marker, 1)[1].splitlines()[0]
+    reason = raised_in_task(exc, ReplicationError)
+    if reason is not None:
         return ReplicationError(reason)
-    last = next((line for line in reversed(text.splitlines()) if line.strip()), text)
     return CopyIncomplete(
-        f"the copy of {target.source} into {target.sink} stopped part-way ({last.strip()[:500]}); "
+        f"the copy of {target.source} into {target.sink} stopped part-way ({last_line(exc)}); "
         "the ranges it finished are recorded on the sink, and the next bootstrap resumes "
         "with the others at the same snapshot time"
     )

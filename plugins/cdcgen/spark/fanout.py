@@ -120,3 +120,18 @@ def counter_accumulator(spark: SparkSession) -> Accumulator[Counter[str]]:
             return a
 
     return spark.sparkContext.accumulator(Counter(), CounterParam())
+
+
+def raised_in_task(exc: BaseException, kind: type[Exception]) -> str | None:
+    """The message of a ``kind`` a task raised, from the failed job's error (the driver
+    sees a task's exception only as text), or None."""
+    text = str(exc)
+    marker = f"{kind.__name__}: "
+    return text.split(marker, 1)[1].splitlines()[0] if marker in text else None
+
+
+def last_line(exc: BaseException, limit: int = 500) -> str:
+    """The last line of a failed job's error: what stopped the task, in short."""
+    text = str(exc)
+    last = next((line for line in reversed(text.splitlines()) if line.strip()), text)
+    return last.strip()[:limit]

@@ -52,6 +52,7 @@ class JobKind(StrEnum):
     CHANGES_EXTRACT = "changes-extract"
     VALIDATION = "validation"
     REPLICATION_COPY = "replication-copy"
+    REPLICATION_APPLY = "replication-apply"
 
 
 SMALL_MACHINE: Mapping[str, str] = {
@@ -82,6 +83,8 @@ _KIND_CONF: Mapping[JobKind, Mapping[str, str]] = {
     JobKind.VALIDATION: SHORT_JOB_JIT,
     # Each Python worker keeps its source and sink sessions across the copy's tasks.
     JobKind.REPLICATION_COPY: {"spark.python.worker.reuse": "true"},
+    # Likewise each Python worker keeps its sink session across the apply's tasks.
+    JobKind.REPLICATION_APPLY: {"spark.python.worker.reuse": "true"},
 }
 
 #: The kinds a Spark Connect server can run (SQL, reads and Arrow results only).
@@ -98,6 +101,7 @@ _APP_NAMES: Mapping[JobKind, str] = {
     JobKind.CHANGES_EXTRACT: "cdcgen-changes",
     JobKind.VALIDATION: "cdcgen-validate",
     JobKind.REPLICATION_COPY: "cdcgen-replication-copy",
+    JobKind.REPLICATION_APPLY: "cdcgen-replication-apply",
 }
 
 
