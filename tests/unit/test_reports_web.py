@@ -64,6 +64,23 @@ def test_files_outside_the_report_dir_are_not_served(client: TestClient, tmp_pat
     assert client.get("/missing.html").status_code == 404
 
 
+def test_a_link_named_index_html_never_leads_out_of_the_folder(
+    client: TestClient, tmp_path: Path
+) -> None:
+    secret = tmp_path.parent / f"{tmp_path.name}-secret.cfg"
+    secret.write_text("fernet_key = SECRET")
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "index.html").symlink_to(secret)  # planted by a task
+    for path in ("/docs", "/docs/", "/docs/index.html"):
+        response = client.get(path)
+        assert response.status_code == 404 and "SECRET" not in response.text, path
+    (tmp_path / "index.html").symlink_to(secret)  # and as the site's own index
+    response = client.get("/")
+    assert response.status_code == 200 and "SECRET" not in response.text
+    assert "No run has been recorded yet." in response.text  # the site, written anew
+    assert secret.read_text() == "fernet_key = SECRET"  # the link replaced, not followed
+
+
 @pytest.mark.parametrize(
     "path",
     [

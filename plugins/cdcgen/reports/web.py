@@ -67,22 +67,32 @@ def page_for_run(report_dir: Path, dag_id: str, run_id: str) -> str | None:
 def resolve_file(report_dir: Path, path: str) -> Path | None:
     """The file ``path`` names inside ``report_dir``; None if outside it, missing, hidden
     (a part starting with ``.``: markers, partial writes, anyone's dotfiles) or not a name
-    a file can have (a NUL byte, a control character, too long for the file system)."""
+    a file can have (a NUL byte, a control character, too long for the file system).
+
+    Every step is resolved and checked: the path, and the ``index.html`` a folder is
+    served by, so no link (which any task writing reports could plant) leads out of
+    the folder or into a hidden part of it."""
     parts = PurePosixPath(path).parts
     if any(part.startswith(".") for part in parts) or not path.isprintable():
         return None
     root = report_dir.resolve()
     try:
-        candidate = (root / path).resolve()
-        if not candidate.is_relative_to(root):
-            return None
-        if any(part.startswith(".") for part in candidate.relative_to(root).parts):
-            return None  # a link inside the folder that leads to a hidden one
-        if candidate.is_dir():
-            candidate = candidate / INDEX
-        return candidate if candidate.is_file() else None
+        candidate = _inside(root, root / path)
+        if candidate is not None and candidate.is_dir():
+            candidate = _inside(root, candidate / INDEX)
+        return candidate if candidate is not None and candidate.is_file() else None
     except (OSError, ValueError):
         return None
+
+
+def _inside(root: Path, path: Path) -> Path | None:
+    """``path`` resolved, if it stays in ``root`` (resolved) and out of its hidden parts."""
+    resolved = path.resolve()
+    if not resolved.is_relative_to(root):
+        return None
+    if any(part.startswith(".") for part in resolved.relative_to(root).parts):
+        return None  # a link inside the folder that leads to a hidden one
+    return resolved
 
 
 def create_app(
@@ -111,9 +121,12 @@ def create_app(
     @app.get("/", include_in_schema=False)
     def index() -> Any:
         root = report_dir()
-        if index_is_stale(root):
-            build_site(root)
-        return FileResponse(root / INDEX, media_type="text/html")
+        if index_is_stale(root) or resolve_file(root, INDEX) is None:
+            build_site(root)  # written anew: a link planted in its place is replaced
+        found = resolve_file(root, INDEX)
+        if found is None:
+            raise HTTPException(status_code=404, detail="no report index")
+        return FileResponse(found, media_type="text/html")
 
     @app.get("/runs/{dag_id}/{run_id}", include_in_schema=False)
     def run_page(dag_id: str, run_id: str) -> Any:
