@@ -27,6 +27,8 @@ def test_a_lake_is_an_absolute_folder_or_an_s3_prefix(
     assert LakeLocation.of("s3://bucket").uri == "s3://bucket"
     with pytest.raises(LakeUriError, match="no bucket"):
         LakeLocation.of("s3:///lake")
+    with pytest.raises(LakeUriError, match="are not parts of an S3 key"):
+        LakeLocation.of("s3://bucket/lake/../other-team")
     with pytest.raises(LakeUriError, match="local folder or s3://"):
         LakeLocation.of("gs://bucket/lake")
     with pytest.raises(TypeError, match="not a local path"):

@@ -29,6 +29,8 @@ def lake_uri(value: str | os.PathLike[str] | Any) -> str:
         bucket, _, key = text[len(S3_SCHEME) :].partition("/")
         if not bucket:
             raise LakeUriError(f"{text}: no bucket (expected s3://bucket/prefix)")
+        if has_dot_segment(key):  # S3A and delta-rs resolve them, each its own way
+            raise LakeUriError(f"{text}: '.' and '..' are not parts of an S3 key here")
         key = str(PurePosixPath(key)).strip("/") if key.strip("/") else ""
         return f"{S3_SCHEME}{bucket}" + (f"/{key}" if key else "")
     if text.startswith("file://"):
@@ -39,6 +41,11 @@ def lake_uri(value: str | os.PathLike[str] | Any) -> str:
             "(s3:// also serves S3-compatible stores through AWS_ENDPOINT_URL)"
         )
     return os.path.abspath(os.path.expanduser(text))
+
+
+def has_dot_segment(path: str) -> bool:
+    """Whether ``path`` has a ``.`` or ``..`` part (``/`` separated)."""
+    return any(part in (".", "..") for part in path.split("/"))
 
 
 def is_local(uri: str) -> bool:
@@ -58,11 +65,15 @@ def run_lake(requested: str, roots: tuple[str, ...]) -> str:
     """A lake a run asks for (the ``lake_path`` Param), accepted only as an absolute folder
     or ``s3://`` location inside one of ``roots`` (the configured lake and
     ``CDCGEN_LAKE_ROOTS``): whoever may trigger a run must not point its writes, and the
-    maintenance DAG's vacuum, at any folder the workers can reach."""
+    maintenance DAG's vacuum, at any folder the workers can reach. A ``.`` or ``..`` part
+    is refused for every scheme, not resolved: each storage client resolves them its own
+    way, so the check and the writes could disagree on where the lake is."""
     text = requested.strip()
     if not (text.startswith(S3_SCHEME) or os.path.isabs(text)):
         raise LakeUriError(f"lake_path {text!r}: give an absolute folder or s3://bucket/prefix")
-    uri = lake_uri(os.path.normpath(text) if is_local(text) else text)
+    if has_dot_segment(text.removeprefix(S3_SCHEME)):
+        raise LakeUriError(f"lake_path {text!r}: name the folder itself, without '.' or '..'")
+    uri = lake_uri(text)
     if not any(is_within(uri, lake_uri(root)) for root in roots):
         raise LakeUriError(
             f"lake_path {uri} is outside the lakes this deployment allows "
