@@ -172,6 +172,7 @@ def apply_once(root: Path, rows: int, tasks: int = 0) -> dict[str, Any]:
 
 def raw_writes(rows: int) -> dict[str, Any]:
     """The floor: ``rows`` plain INSERTs from one process, best of a few concurrencies."""
+    from cassandra import OperationTimedOut
     from cassandra.concurrent import execute_concurrent_with_args
 
     client = connect(("127.0.0.1",))
@@ -180,14 +181,21 @@ def raw_writes(rows: int) -> dict[str, Any]:
             f"INSERT INTO {RAW} (pk, ck, v, tags) VALUES (?, ?, ?, ?) USING TIMESTAMP ?"
         )
         best: dict[str, Any] = {}
+        timed_out: list[int] = []  # more in flight than the node answers in time
         for concurrency in (32, 64, 128, 256):
             params = [(i % KEYS, i % 100, f"value-{i}", {"a"}, 1 + i) for i in range(rows)]
             began = time.perf_counter()
-            execute_concurrent_with_args(client.session, insert, params, concurrency=concurrency)
+            try:
+                execute_concurrent_with_args(
+                    client.session, insert, params, concurrency=concurrency
+                )
+            except OperationTimedOut:
+                timed_out.append(concurrency)
+                continue
             rate = rows / (time.perf_counter() - began)
             if rate > best.get("rows_per_s", 0):
                 best = {"rows": rows, "concurrency": concurrency, "rows_per_s": round(rate)}
-        return best
+        return {**best, "timed_out_at_concurrency": timed_out}
     finally:
         client.close()
 
