@@ -38,7 +38,7 @@ from cdcgen.replication.lake_changes import ChangeSlice
 from cdcgen.replication.settings import ReplicationSettings
 from cdcgen.replication.sink_schema import SinkShape
 from cdcgen.replication.sink_state import CqlSinkState
-from cdcgen.spark.fanout import fan_out, last_line, raised_in_task, task_items
+from cdcgen.spark.fanout import fan_out, job_failure, task_items
 from cdcgen.spark.worker_heap import freeze_once
 
 if TYPE_CHECKING:
@@ -178,10 +178,11 @@ class SparkApply:
 def task_failure(exc: BaseException, what: str) -> Exception:
     """The error a failed apply job means: a refusal stays terminal, by its own words;
     anything else is :class:`ApplyIncomplete`."""
-    reason = raised_in_task(exc, ReplicationError)
-    if reason is not None:
-        return ReplicationError(reason)
-    return ApplyIncomplete(
-        f"{what}: the Spark job stopped part-way ({last_line(exc)}); the consistency "
-        "point stays before it, and the next run applies it again"
+    return job_failure(
+        exc,
+        ReplicationError,
+        lambda last: ApplyIncomplete(
+            f"{what}: the Spark job stopped part-way ({last}); the consistency "
+            "point stays before it, and the next run applies it again"
+        ),
     )

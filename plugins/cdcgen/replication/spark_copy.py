@@ -46,10 +46,9 @@ from cdcgen.replication.settings import ReplicationSettings
 from cdcgen.replication.sink_state import CqlSinkState
 from cdcgen.spark.fanout import (
     fan_out,
-    last_line,
+    job_failure,
     min_tasks,
     plan_tasks,
-    raised_in_task,
     task_items,
 )
 from cdcgen.spark.worker_heap import freeze_once
@@ -296,11 +295,12 @@ class SparkTableCopy:
 def task_failure(exc: BaseException, target: CopyTarget) -> Exception:
     """The error a failed copy job means: a refusal stays terminal, by its own words;
     anything else is :class:`CopyIncomplete` (a later bootstrap resumes)."""
-    reason = raised_in_task(exc, ReplicationError)
-    if reason is not None:
-        return ReplicationError(reason)
-    return CopyIncomplete(
-        f"the copy of {target.source} into {target.sink} stopped part-way ({last_line(exc)}); "
-        "the ranges it finished are recorded on the sink, and the next bootstrap resumes "
-        "with the others at the same snapshot time"
+    return job_failure(
+        exc,
+        ReplicationError,
+        lambda last: CopyIncomplete(
+            f"the copy of {target.source} into {target.sink} stopped part-way ({last}); "
+            "the ranges it finished are recorded on the sink, and the next bootstrap resumes "
+            "with the others at the same snapshot time"
+        ),
     )

@@ -135,3 +135,12 @@ def last_line(exc: BaseException, limit: int = 500) -> str:
     text = str(exc)
     last = next((line for line in reversed(text.splitlines()) if line.strip()), text)
     return last.strip()[:limit]
+
+
+def job_failure(
+    exc: BaseException, terminal: type[Exception], transient: Callable[[str], Exception]
+) -> Exception:
+    """The error a failed job means: a ``terminal`` one a task raised, in its own words;
+    anything else ``transient`` of the job's last line."""
+    reason = raised_in_task(exc, terminal)
+    return terminal(reason) if reason is not None else transient(last_line(exc))
