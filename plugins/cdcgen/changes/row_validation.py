@@ -25,6 +25,7 @@ from cdcgen.changes.row_frames import (
 from cdcgen.changes.stream_reads import StreamFanout
 from cdcgen.changes.verdicts import job_report_dir
 from cdcgen.core.expected_streams import GenerationMapper
+from cdcgen.reports.checks_page import CHECKS_DIR
 from cdcgen.reports.records import slug
 from cdcgen.validation.change_rows import validate_change_frames
 from cdcgen.validation.results import ValidationResult
@@ -57,7 +58,7 @@ class SparkRowChecks:
 
     def report_dir(self, result: ExtractionResult) -> Path:
         """Where the run's Data Docs and checks page go."""
-        return self._report_dir / "changes" / result.table.qualified / slug(result.run_id)
+        return self._report_dir / CHECKS_DIR / result.table.qualified / slug(result.run_id)
 
     def check(self, result: ExtractionResult, job: JobRows | None = None) -> ValidationResult:
         """``job``'s windows at its version (Data Docs in the run's folder, or in

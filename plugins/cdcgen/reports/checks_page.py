@@ -23,6 +23,8 @@ from cdcgen.reports.html import esc, expectations_table, page, table
 from cdcgen.reports.records import ExpectationOutcome
 
 CHECKS_PAGE = "checks.html"
+#: Under the report directory, each changes run's checks: ``changes/<table>/<run>/``.
+CHECKS_DIR = "changes"
 #: Offending rows listed per failed check (Data Docs keep what GX returned).
 ROWS_SHOWN = 50
 

@@ -9,9 +9,11 @@ Routes (under the plugin's url prefix, ``/cdcgen-reports``):
 Files are served by a route rather than a ``StaticFiles`` mount so the route's
 dependencies apply: inside Airflow every request must carry a valid Airflow
 token (the UI's cookie when the page is shown in its iframe) of a user allowed to read
-DAG runs. Hidden files and names no file can have are a 404.  FastAPI is imported
-when the app is first called, so loading the plugin costs the scheduler, the
-DAG processor and the workers nothing.
+the runs of the DAG the page is about (:mod:`.owners`: the index, every DAG it lists;
+a run's redirect, the DAG its path names), so one team's grant opens that team's
+pages only. Files no DAG owns, hidden files and names no file can have are a 404.
+FastAPI is imported when the app is first called, so loading the plugin costs the
+scheduler, the DAG processor and the workers nothing.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from urllib.parse import quote
 
 from cdcgen.reports import replication_records
 from cdcgen.reports.html import esc
+from cdcgen.reports.owners import owners
 from cdcgen.reports.records import GenerationReport, generation_page_name
 from cdcgen.reports.site import CHANGES, GENERATIONS_DIR, INDEX, RUNS_DIR, build_site, load_records
 
@@ -85,6 +88,18 @@ def resolve_file(report_dir: Path, path: str) -> Path | None:
         return None
 
 
+def file_owners(report_dir: Path, path: str) -> frozenset[str] | None:
+    """The DAGs whose runs a reader of ``path`` must be allowed to read: the owners of the
+    name asked for and, when it leads to a file (through a link a task planted, say),
+    of that file too; None if either has no owner."""
+    asked = owners(path)
+    found = resolve_file(report_dir, path) if asked is not None else None
+    if asked is None or found is None:
+        return asked  # a file that is not there is the route's 404
+    served = owners(found.relative_to(report_dir.resolve()).as_posix())
+    return None if served is None else asked | served
+
+
 def _inside(root: Path, path: Path) -> Path | None:
     """``path`` resolved, if it stays in ``root`` (resolved) and out of its hidden parts."""
     resolved = path.resolve()
@@ -99,26 +114,26 @@ def create_app(
     report_dir: Callable[[], Path] = default_report_dir, *, require_login: bool = True
 ) -> Any:
     """The FastAPI app; ``require_login`` adds Airflow's permission check: the user may
-    read DAG runs (of the DAG a ``/runs/{dag_id}/...`` request names), as the reports
-    are about them; being logged in is not enough."""
-    from fastapi import Depends, FastAPI, HTTPException
+    read the runs of each DAG the requested page is about, as decided from its path
+    (:func:`file_owners`; a ``/runs/{dag_id}/...`` redirect, that DAG); being logged in
+    is not enough, and nothing else in the request (a ``?dag_id=``) counts."""
+    from fastapi import Depends, FastAPI, HTTPException, Request
     from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse
 
-    dependencies = []
-    if require_login:
-        from airflow.api_fastapi.auth.managers.models.resource_details import DagAccessEntity
-        from airflow.api_fastapi.core_api.security import requires_access_dag
+    def access(owners_of: Callable[[Request], frozenset[str] | None]) -> list[Any]:
+        if not require_login:
+            return []
+        from cdcgen.reports.web_access import dag_read_access
 
-        dependencies.append(Depends(requires_access_dag("GET", DagAccessEntity.RUN)))
-    app = FastAPI(
-        title="cdcgen reports",
-        dependencies=dependencies,
-        docs_url=None,
-        redoc_url=None,
-        openapi_url=None,
+        return [Depends(dag_read_access(owners_of))]
+
+    app = FastAPI(title="cdcgen reports", docs_url=None, redoc_url=None, openapi_url=None)
+
+    @app.get(
+        "/",
+        include_in_schema=False,
+        dependencies=access(lambda _: file_owners(report_dir(), INDEX)),
     )
-
-    @app.get("/", include_in_schema=False)
     def index() -> Any:
         root = report_dir()
         if index_is_stale(root) or resolve_file(root, INDEX) is None:
@@ -128,7 +143,11 @@ def create_app(
             raise HTTPException(status_code=404, detail="no report index")
         return FileResponse(found, media_type="text/html")
 
-    @app.get("/runs/{dag_id}/{run_id}", include_in_schema=False)
+    @app.get(
+        "/runs/{dag_id}/{run_id}",
+        include_in_schema=False,
+        dependencies=access(lambda request: frozenset({request.path_params["dag_id"]})),
+    )
     def run_page(dag_id: str, run_id: str) -> Any:
         root = report_dir()
         target = page_for_run(root, dag_id, run_id)
@@ -143,7 +162,11 @@ def create_app(
             build_site(root)
         return RedirectResponse(f"{URL_PREFIX}/{target}", status_code=307)
 
-    @app.get("/{path:path}", include_in_schema=False)
+    @app.get(
+        "/{path:path}",
+        include_in_schema=False,
+        dependencies=access(lambda request: file_owners(report_dir(), request.path_params["path"])),
+    )
     def file(path: str) -> Any:
         found = resolve_file(report_dir(), path)
         if found is None:
