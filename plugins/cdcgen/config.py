@@ -43,6 +43,9 @@ from cdcgen.extensions import clock_sources
 from cdcgen.schema import SourceSchema
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
+#: Run records the report site keeps (``CDCGEN_REPORT_KEEP_RUNS``): about a month of a
+#: changes run every hour; the oldest beyond are removed as a task records its run.
+DEFAULT_REPORT_KEEP_RUNS = 1000
 
 
 class PipelineConfig(EnvSettings):
@@ -67,6 +70,7 @@ class PipelineConfig(EnvSettings):
     #: s3:// prefixes), besides the configured lake and what lies under it.
     lake_roots: tuple[str, ...] = env("CDCGEN_LAKE_ROOTS", ())
     report_dir: Path = env("CDCGEN_REPORT_DIR", REPO_ROOT / "reports")
+    report_keep_runs: int = env("CDCGEN_REPORT_KEEP_RUNS", DEFAULT_REPORT_KEEP_RUNS, ge=1)
     ring_delay: timedelta = env("CDCGEN_RING_DELAY_SECONDS", timedelta(seconds=30))
     generation_leeway: timedelta = env("CDCGEN_LEEWAY_SECONDS", timedelta(seconds=5))
     confidence_window: timedelta = env("CDCGEN_CONFIDENCE_WINDOW_SECONDS", timedelta(seconds=30))

@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from cdcgen.config import DEFAULT_REPORT_KEEP_RUNS
 from cdcgen.core.time import parse_time_label
 from cdcgen.reports.records import (
     ChangesReport,
@@ -112,7 +113,8 @@ def record_changes_run(
     *,
     dag_id: str = "",
     error: str | None = None,
+    keep_runs: int = DEFAULT_REPORT_KEEP_RUNS,
 ) -> Path:
     """Save the run's record and rebuild the site; returns the changes page."""
     record = changes_report(result, checks, report_dir=report_dir, dag_id=dag_id, error=error)
-    return record_run(report_dir, record)
+    return record_run(report_dir, record, keep_runs=keep_runs)

@@ -251,7 +251,13 @@ def run_changes(
     checks = combined(result.checks, label) if result.checks else None
     if checks is not None:
         output["checks"] = checks_json(checks)
-    page = record_changes_run(config.report_dir, result, checks, dag_id=request.dag_id)
+    page = record_changes_run(
+        config.report_dir,
+        result,
+        checks,
+        dag_id=request.dag_id,
+        keep_runs=config.report_keep_runs,
+    )
     output["report"] = str(page)
     output["status"] = "done" if checks is None or checks.passed else "row checks failed"
     if checks is not None and not checks.passed:

@@ -63,7 +63,7 @@ def record_generation(
         if validation.ring
         else validation.skipped,
     )
-    return str(record_run(Path(config.report_dir), record))
+    return str(record_run(Path(config.report_dir), record, keep_runs=config.report_keep_runs))
 
 
 def _validated_record(

@@ -86,8 +86,8 @@ def read_record(report_dir: Path, path: Path, *, ring: bool = True) -> RunRecord
     or altered ring file included."""
     global _last_ring
     try:
-        data = decode(path.read_text(encoding="utf-8"))
-    except OSError as exc:
+        data = read_record_json(path)
+    except FileNotFoundError as exc:
         raise RecordError(f"{path.name}: {exc.strerror or exc}") from exc
     digest = data.pop(RING_FILE, None)
     if digest is not None and ring:
@@ -96,6 +96,20 @@ def read_record(report_dir: Path, path: Path, *, ring: bool = True) -> RunRecord
     if digest is not None and isinstance(record, GenerationReport) and record.ring:
         _last_ring = (record.ring, digest)
     return record
+
+
+def read_record_json(path: Path) -> dict[str, Any]:
+    """The decoded JSON of a record file, its ring file named but not read.
+
+    FileNotFoundError passes through, for a caller listing the folder while retention
+    removes a record (a reader that lists, then reads); any other failure is a
+    :class:`RecordError` naming the file."""
+    try:
+        return decode(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        raise RecordError(f"{path.name}: {exc.strerror or exc}") from exc
 
 
 def load_record(report_dir: Path, key: str) -> RunRecord | None:
@@ -119,6 +133,8 @@ def load_records(report_dir: Path, *, rings: bool = True) -> tuple[list[RunRecor
         except NotARecord:
             continue  # another tool's JSON (the DAG's run summaries live here too)
         except RecordError as exc:
+            if not path.exists():
+                continue  # removed by retention since the listing: not a problem
             problems.append(f"{path.name}: {exc}")
         else:
             records.append(record)

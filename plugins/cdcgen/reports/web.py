@@ -2,7 +2,7 @@
 
 Routes (under the plugin's url prefix, ``/cdcgen-reports``):
 
-    GET /                          the index (rebuilt first when a record is newer)
+    GET /                          the index (updated first when a record is newer)
     GET /runs/{dag_id}/{run_id}    redirect to the page of that DAG run's latest record
     GET /{path}                    any file of the report dir (pages, GX Data Docs)
 
@@ -23,11 +23,11 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import quote
 
-from cdcgen.reports import replication_records
+from cdcgen.reports import catalog, replication_records
 from cdcgen.reports.html import esc
 from cdcgen.reports.owners import owners
 from cdcgen.reports.records import GenerationReport, generation_page_name
-from cdcgen.reports.site import CHANGES, GENERATIONS_DIR, INDEX, RUNS_DIR, build_site, load_records
+from cdcgen.reports.site import CHANGES, GENERATIONS_DIR, INDEX, RUNS_DIR, update_site
 
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
@@ -51,13 +51,23 @@ def index_is_stale(report_dir: Path) -> bool:
         *(report_dir / RUNS_DIR).glob("*.json"),
         *(report_dir / replication_records.RECORDS_DIR).glob("*/*.json"),
     ]
-    newest = max((p.stat().st_mtime for p in records), default=0.0)
+    newest = max((_mtime(p) for p in records if not p.name.startswith(".")), default=0.0)
     return newest > index.stat().st_mtime
 
 
+def _mtime(path: Path) -> float:
+    """0 for a record removed (by retention) since the listing."""
+    try:
+        return path.stat().st_mtime
+    except FileNotFoundError:
+        return 0.0
+
+
 def page_for_run(report_dir: Path, dag_id: str, run_id: str) -> str | None:
-    """Relative path of the page showing that DAG run's latest record, if it has one."""
-    records, _ = load_records(report_dir, rings=False)
+    """Relative path of the page showing that DAG run's latest record, if it has one.
+
+    From the catalog: a lookup reads only the records saved since the last one."""
+    records = catalog.refresh(report_dir).records().values()
     mine = [r for r in records if r.dag_id == dag_id and r.run_id == run_id]
     if not mine:
         return None
@@ -137,7 +147,7 @@ def create_app(
     def index() -> Any:
         root = report_dir()
         if index_is_stale(root) or resolve_file(root, INDEX) is None:
-            build_site(root)  # written anew: a link planted in its place is replaced
+            update_site(root)  # written anew: a link planted in its place is replaced
         found = resolve_file(root, INDEX)
         if found is None:
             raise HTTPException(status_code=404, detail="no report index")
@@ -159,7 +169,7 @@ def create_app(
                 f'<p><a href="{URL_PREFIX}/">All runs</a></p></body></html>'
             )
         if index_is_stale(root):
-            build_site(root)
+            update_site(root)
         return RedirectResponse(f"{URL_PREFIX}/{target}", status_code=307)
 
     @app.get(
