@@ -75,16 +75,25 @@ def test_recording_a_run_renders_its_page_and_the_index_not_the_others(tmp_path:
     first = replace(sample_generation(T0, vnodes=4), run_id="r1")
     second = replace(sample_generation(T0 + timedelta(hours=1), seed=8, vnodes=4), run_id="r2")
     first_page = record_run(tmp_path, first)
-    first_page.unlink()
+    drawn = first_page.stat()
     second_page = record_run(tmp_path, second)
     assert second_page.name == generation_page_name(second)
     assert 'class="range"' in second_page.read_text()  # its ring, read back from its file
-    assert not first_page.exists()  # untouched: its records did not change
+    assert first_page.stat().st_ino == drawn.st_ino  # untouched: its records did not change
     index = (tmp_path / "index.html").read_text()
     assert generation_page_name(first) in index and generation_page_name(second) in index
     pages = build_site(tmp_path).generation_pages
     assert {p.name for p in pages} == {first_page.name, second_page.name}
     assert (tmp_path / GENERATIONS_DIR / first_page.name).is_file()
+
+
+def test_a_page_missing_is_drawn_again_by_the_next_recording(tmp_path: Path) -> None:
+    """A task that died between saving its record and drawing its page leaves a link
+    to nothing; the next task to record a run draws it (the report view never writes)."""
+    first = replace(sample_generation(T0, vnodes=4), run_id="r1")
+    save_record(tmp_path, first)
+    record_run(tmp_path, replace(sample_generation(T0 + timedelta(hours=1), seed=8), run_id="r2"))
+    assert 'class="range"' in (tmp_path / GENERATIONS_DIR / generation_page_name(first)).read_text()
 
 
 def test_a_ring_read_back_is_saved_again_under_its_file_without_being_encoded(

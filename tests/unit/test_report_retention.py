@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
+import multiprocessing
+import os
 import re
+import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from cdcgen.reports import catalog, site
+from cdcgen.config import DEFAULT_REPORT_KEEP_RUNS, ConfigError, PipelineConfig
+from cdcgen.reports import catalog, record_store, site
+from cdcgen.reports.files import write_atomic
 from cdcgen.reports.index_page import RUNS_PER_PAGE, render_index_pages
 from cdcgen.reports.records import (
     ChangesReport,
@@ -16,8 +24,19 @@ from cdcgen.reports.records import (
     RunRecord,
     RunStatus,
     generation_page_name,
+    record_key,
 )
-from cdcgen.reports.site import GENERATIONS_DIR, build_site, record_run, save_record, update_site
+from cdcgen.reports.sample import sample_generation
+from cdcgen.reports.site import (
+    GENERATIONS_DIR,
+    build_site,
+    record_replication,
+    record_run,
+    save_record,
+    update_site,
+)
+
+from .test_replication_page import record as replication_record
 
 T0 = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
 
@@ -105,3 +124,261 @@ def test_the_report_view_updates_only_the_pages_of_new_records(tmp_path: Path) -
     assert [p.name for p in updated.generation_pages] == [generation_page_name(small_record(50))]
     assert "r50" in updated.index.read_text()
     assert update_site(tmp_path).generation_pages == ()  # nothing new: no page drawn
+
+
+def links(report_dir: Path) -> list[tuple[str, str]]:
+    """(page, href) of every relative link on the index pages."""
+    return [
+        (page.name, href)
+        for page in report_dir.glob("index*.html")
+        for href in re.findall(r'href="([^"#:]+)"', page.read_text())
+    ]
+
+
+def listed_runs(report_dir: Path) -> list[str]:
+    """The run ids the index pages list, one per row."""
+    return [
+        run
+        for page in report_dir.glob("index*.html")
+        for run in re.findall(r"<td>(r\d+)</td>", page.read_text())
+    ]
+
+
+def test_retention_leaves_no_link_broken(tmp_path: Path) -> None:
+    for n in range(0, 3 * RUNS_PER_PAGE):
+        save_record(tmp_path, small_record(n))
+    record_run(tmp_path, small_record(3 * RUNS_PER_PAGE), keep_runs=RUNS_PER_PAGE + 1)
+    assert {p.name for p in tmp_path.glob("index*.html")} == {"index.html", "index-2.html"}
+    assert not [(page, href) for page, href in links(tmp_path) if not (tmp_path / href).exists()]
+    assert sorted(listed_runs(tmp_path)) == sorted(
+        f"r{n}" for n in range(2 * RUNS_PER_PAGE, 3 * RUNS_PER_PAGE + 1)
+    )
+
+
+def test_a_catalog_that_is_not_json_or_not_ours_is_rebuilt(tmp_path: Path) -> None:
+    for n in range(1, 6):
+        record_run(tmp_path, small_record(n), keep_runs=10)
+    path = catalog.catalog_path(tmp_path)
+    for body in ("{not json", "[]", '{"version": 2, "entries": []}', '{"version": 1}'):
+        path.write_text(body)
+        found = catalog.refresh(tmp_path)
+        assert sorted(r.run_id for r in found.records().values()) == [f"r{n}" for n in range(1, 6)]
+        assert len(found.read) == 5  # nothing of it trusted
+        assert catalog.refresh(tmp_path).read == ()  # and written anew, whole
+
+
+def test_a_catalog_entry_that_does_not_parse_is_read_again_not_trusted(tmp_path: Path) -> None:
+    for n in range(1, 4):
+        record_run(tmp_path, small_record(n), keep_runs=10)
+    path = catalog.catalog_path(tmp_path)
+    body = json.loads(path.read_text())
+    name = next(iter(body["entries"]))
+    body["entries"][name]["data"]["status"] = "no such status"  # stat still matches
+    other = sorted(body["entries"])[1]
+    body["entries"][other]["data"] = ["not", "a", "record"]
+    path.write_text(json.dumps(body))
+    found = catalog.refresh(tmp_path)
+    assert sorted(found.read) == sorted([name, other])
+    assert sorted(r.run_id for r in found.records().values()) == ["r1", "r2", "r3"]
+    record_run(tmp_path, small_record(4), keep_runs=10)  # no crash on the entry
+    assert sorted(listed_runs(tmp_path)) == ["r1", "r2", "r3", "r4"]
+
+
+def test_a_record_rewritten_at_the_same_size_and_time_is_read_again(tmp_path: Path) -> None:
+    record_run(tmp_path, small_record(1), keep_runs=10)
+    (path,) = record_files(tmp_path)
+    stat = path.stat()
+    text = path.read_text()
+    assert text.count('"r1"') == 1
+    write_atomic(path, text.replace('"r1"', '"r7"'))  # a new file, renamed over the old
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))  # a coarse clock: same tick
+    assert path.stat().st_size == stat.st_size
+    assert [r.run_id for r in catalog.refresh(tmp_path).records().values()] == ["r7"]
+
+
+def test_a_record_removed_behind_the_catalog_is_dropped_from_it(tmp_path: Path) -> None:
+    for n in range(1, 4):
+        record_run(tmp_path, small_record(n), keep_runs=10)
+    (tmp_path / "runs" / f"{record_key(small_record(2))}.json").unlink()
+    record_run(tmp_path, small_record(4), keep_runs=10)
+    assert sorted(listed_runs(tmp_path)) == ["r1", "r3", "r4"]
+    assert "r2" not in catalog.catalog_path(tmp_path).read_text()
+
+
+def test_a_task_that_saves_while_another_renders_is_not_lost_from_the_index(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The other task saves, prunes and renders between this one's listing and its
+    writes: this one's pages, written last, must still list what the other saved."""
+    for n in range(1, 5):
+        record_run(tmp_path, small_record(n), keep_runs=5)
+    refresh = catalog.refresh
+    interleaved: list[str] = []
+
+    def refresh_then_the_other_task(report_dir: Path, *, write: bool = True) -> catalog.Catalog:
+        found = refresh(report_dir, write=write)
+        if not interleaved:
+            interleaved.append("r6")
+            record_run(report_dir, small_record(6), keep_runs=5)
+        return found
+
+    monkeypatch.setattr(catalog, "refresh", refresh_then_the_other_task)
+    record_run(tmp_path, small_record(5), keep_runs=5)
+    assert interleaved == ["r6"]
+    assert sorted(listed_runs(tmp_path)) == ["r2", "r3", "r4", "r5", "r6"]
+    assert sorted(r.run_id for r in refresh(tmp_path).records().values()) == [
+        "r2",
+        "r3",
+        "r4",
+        "r5",
+        "r6",
+    ]
+
+
+def _record_many(report_dir: Path, first: int, count: int) -> None:
+    for n in range(first, first + count):
+        record_run(report_dir, small_record(n), keep_runs=40)
+
+
+def test_two_processes_recording_at_once_keep_the_catalog_and_index_whole(
+    tmp_path: Path,
+) -> None:
+    for n in range(1, 31):
+        save_record(tmp_path, small_record(n))
+    context = multiprocessing.get_context("fork")
+    workers = [
+        context.Process(target=_record_many, args=(tmp_path, first, 25)) for first in (101, 201)
+    ]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(timeout=120)
+        assert worker.exitcode == 0
+    on_disk = sorted(r.run_id for r in catalog.refresh(tmp_path).records().values())
+    catalog.catalog_path(tmp_path).unlink()
+    assert sorted(r.run_id for r in catalog.refresh(tmp_path).records().values()) == on_disk
+    assert {"r125", "r225"} <= set(on_disk)  # each process's last run kept
+    assert 40 <= len(on_disk) <= 42  # at most one race apart from the bound
+    assert sorted(listed_runs(tmp_path)) == on_disk  # the index lists exactly those
+    assert not [p for p in tmp_path.rglob("*.tmp")]
+
+
+def test_retention_removes_the_rings_only_removed_records_named(tmp_path: Path) -> None:
+    first, second, third = (
+        sample_generation(T0 + timedelta(hours=h), seed=h, vnodes=2) for h in (1, 2, 3)
+    )
+    record_run(tmp_path, first, keep_runs=2)
+    record_run(tmp_path, dataclasses.replace(first, run_id="again"), keep_runs=2)  # same ring
+    rings = tmp_path / "runs" / "rings"
+    (first_ring,) = rings.iterdir()
+    old = time.time() - site.RING_GRACE.total_seconds() - 60
+    os.utime(first_ring, (old, old))
+    record_run(tmp_path, second, keep_runs=2)  # removes one record of the first: ring named
+    assert first_ring.exists()
+    record_run(tmp_path, third, keep_runs=2)  # removes the other: the ring is no one's
+    assert not first_ring.exists()
+    assert len(list(rings.iterdir())) == 2
+    assert not (tmp_path / GENERATIONS_DIR / generation_page_name(first)).exists()
+    for kept in (second, third):
+        assert (
+            "<h2>Ring</h2>" in (tmp_path / GENERATIONS_DIR / generation_page_name(kept)).read_text()
+        )
+
+
+def test_a_ring_touched_lately_is_kept_for_the_task_saving_a_record_of_it(tmp_path: Path) -> None:
+    first, second = (sample_generation(T0 + timedelta(hours=h), seed=h, vnodes=2) for h in (1, 2))
+    record_run(tmp_path, first, keep_runs=1)
+    record_run(tmp_path, second, keep_runs=1)  # the first's ring is no one's, but fresh
+    assert len(list((tmp_path / "runs" / "rings").iterdir())) == 2
+
+
+def test_retention_removes_nothing_its_records_do_not_own(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    (runs / "rings").mkdir(parents=True)  # so that runs/rings/../../ leads somewhere
+    victim = tmp_path / "victim.json"
+    victim.write_text("{}")
+    hostile = GenerationReport(
+        "gen-x", T0 - timedelta(days=9), RunStatus.SUCCESS, created_at=T0 - timedelta(days=9)
+    )
+    path = save_record(tmp_path, hostile)
+    data = json.loads(path.read_text())
+    data["ring_file"] = "../../victim"  # ring_path() of it is the victim
+    path.write_text(json.dumps(data))
+    (runs / "summary.json").write_text('{"not": "a record"}')  # another tool's JSON
+    (runs / "broken.json").write_text('{"kind": "generation"}')  # unreadable: a problem
+    docs = tmp_path / "gen-x-docs"
+    docs.mkdir()
+    (docs / "index.html").write_text("docs")
+    old = time.time() - 10 * 86400
+    for p in (victim, path, runs / "summary.json", runs / "broken.json"):
+        os.utime(p, (old, old))
+    for n in range(1, 4):
+        record_run(tmp_path, small_record(n), keep_runs=2)
+    assert not path.exists()  # the oldest record went
+    assert victim.read_text() == "{}"
+    assert (runs / "summary.json").exists() and (runs / "broken.json").exists()
+    assert (docs / "index.html").exists()
+    assert sorted(r.name for r in record_files(tmp_path)) == sorted(
+        ["summary.json", "broken.json", *(f"{record_key(small_record(n))}.json" for n in (2, 3))]
+    )
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "abc", "1.5", "1e3"])
+def test_a_bad_keep_runs_setting_is_refused_by_name(value: str) -> None:
+    with pytest.raises(ConfigError, match="CDCGEN_REPORT_KEEP_RUNS"):
+        PipelineConfig.from_env({"CDCGEN_REPORT_KEEP_RUNS": value})
+
+
+def test_the_keep_runs_setting_and_its_default() -> None:
+    assert PipelineConfig.from_env({}).report_keep_runs == DEFAULT_REPORT_KEEP_RUNS
+    assert PipelineConfig.from_env({"CDCGEN_REPORT_KEEP_RUNS": "25"}).report_keep_runs == 25
+
+
+def test_recording_with_nothing_to_keep_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="keep_runs"):
+        record_run(tmp_path, small_record(1), keep_runs=0)
+    assert not tmp_path.joinpath("runs").exists()  # refused before anything was written
+
+
+def test_a_sink_keeps_its_newest_replication_records_and_no_other_sinks_are_touched(
+    tmp_path: Path,
+) -> None:
+    orders = ("replica.orders", "shop.orders")
+    customers = ("replica.customers", "shop.customers")
+    record_replication(tmp_path, replication_record(*customers, T0, T0), keep_runs=2)
+    for minutes in range(5):
+        at = T0 + timedelta(minutes=minutes)
+        saved = record_replication(tmp_path, replication_record(*orders, at, at), keep_runs=2)
+        if minutes == 0:
+            (folder,) = (tmp_path / "replication").glob("replica.orders-*")
+            (folder / "notes.txt").write_text("kept")
+    kept = sorted(p.name for p in folder.glob("*.json"))
+    assert [name[:17] for name in kept] == ["2026-11-01T120300", "2026-11-01T120400"]
+    assert saved.name == "replication.html"
+    assert (folder / "notes.txt").read_text() == "kept"
+    (other,) = (tmp_path / "replication").glob("replica.customers-*")
+    assert len(list(other.glob("*.json"))) == 1
+    with pytest.raises(ValueError, match="keep_runs"):
+        record_replication(tmp_path, replication_record(*orders, T0, T0), keep_runs=0)
+
+
+def test_a_ring_removed_while_a_record_of_it_is_saved_is_written_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = sample_generation(T0, vnodes=2)
+    record_run(tmp_path, first, keep_runs=5)
+    (ring,) = (tmp_path / "runs" / "rings").iterdir()
+    write = record_store._write_record
+
+    def another_task_prunes_meanwhile(report_dir: Path, record: RunRecord, data: Any) -> Path:
+        ring.unlink()  # after this save touched the ring, before its record is written
+        return write(report_dir, record, data)
+
+    monkeypatch.setattr(record_store, "_write_record", another_task_prunes_meanwhile)
+    same_objects = dataclasses.replace(first, run_id="again")
+    equal_ring = dataclasses.replace(first, run_id="third", ring=tuple(list(first.ring)))
+    for record in (same_objects, equal_ring):
+        save_record(tmp_path, record)
+        assert ring.is_file()
+        loaded = record_store.load_record(tmp_path, record_key(record))
+        assert isinstance(loaded, GenerationReport) and loaded.ring == first.ring

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import sys
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -13,7 +13,7 @@ from fastapi.testclient import TestClient
 
 from cdcgen.reports.records import generation_page_name
 from cdcgen.reports.sample import sample_generation
-from cdcgen.reports.site import save_record
+from cdcgen.reports.site import record_run, save_record
 from cdcgen.reports.web import URL_PREFIX, LazyApp, create_app, resolve_file
 
 T0 = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
@@ -25,20 +25,39 @@ def client(tmp_path: Path) -> TestClient:
     return TestClient(create_app(lambda: tmp_path, require_login=False))
 
 
-def test_index_is_built_on_demand_and_rebuilt_when_a_record_is_newer(
+def files(report_dir: Path) -> dict[str, tuple[int, int, int]]:
+    """Every entry under ``report_dir`` with its inode, modification time and size."""
+    return {
+        str(p.relative_to(report_dir)): (s.st_ino, s.st_mtime_ns, s.st_size)
+        for p in report_dir.rglob("*")
+        for s in [p.lstat()]
+    }
+
+
+def test_the_index_shows_records_newer_than_it_without_writing_a_file(
     client: TestClient, tmp_path: Path
 ) -> None:
     first = client.get("/")
     assert first.status_code == 200
     assert "No run has been recorded yet." in first.text
-    save_record(tmp_path, sample_generation(T0, vnodes=2))
-    second = client.get("/")
-    assert "generation 2026-11-01 12:00:00.000Z" in second.text
+    assert files(tmp_path) == {}
+    record_run(tmp_path, sample_generation(T0, vnodes=2, seed=1), keep_runs=10)
+    assert "generation 2026-11-01 12:00:00.000Z" in client.get("/").text  # the task's page
+    later = sample_generation(T0 + timedelta(hours=1), vnodes=2, seed=2)
+    save_record(tmp_path, later)  # saved; its task has not rendered the pages yet
+    before = files(tmp_path)
+    assert "generation 2026-11-01 13:00:00.000Z" in client.get("/").text
+    assert (
+        client.get(f"/runs/{later.dag_id}/{later.run_id}", follow_redirects=False).status_code
+        == 307
+    )
+    assert client.get("/index.html").status_code == 200
+    assert files(tmp_path) == before  # a request wrote, renamed and removed nothing
 
 
 def test_a_dag_run_redirects_to_its_generation_page(client: TestClient, tmp_path: Path) -> None:
     record = sample_generation(T0, vnodes=2)
-    save_record(tmp_path, record)
+    record_run(tmp_path, record)
     response = client.get(f"/runs/{record.dag_id}/{record.run_id}", follow_redirects=False)
     assert response.status_code == 307
     location = response.headers["location"]
@@ -77,8 +96,13 @@ def test_a_link_named_index_html_never_leads_out_of_the_folder(
     (tmp_path / "index.html").symlink_to(secret)  # and as the site's own index
     response = client.get("/")
     assert response.status_code == 200 and "SECRET" not in response.text
-    assert "No run has been recorded yet." in response.text  # the site, written anew
-    assert secret.read_text() == "fernet_key = SECRET"  # the link replaced, not followed
+    assert "No run has been recorded yet." in response.text  # rendered in the response
+    assert secret.read_text() == "fernet_key = SECRET"  # the link neither followed
+    assert (tmp_path / "index.html").is_symlink()  # nor written through by a request
+    record_run(tmp_path, sample_generation(T0, vnodes=2), keep_runs=10)
+    assert not (tmp_path / "index.html").is_symlink()  # a task's save replaces the link
+    assert secret.read_text() == "fernet_key = SECRET"
+    assert "generation 2026-11-01" in client.get("/").text
 
 
 @pytest.mark.parametrize(

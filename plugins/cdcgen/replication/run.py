@@ -449,7 +449,7 @@ def _finish(
         rejected_count=count,
         status="rejected" if count else "ok",
     )
-    record_replication(config.report_dir, record)
+    record_replication(config.report_dir, record, keep_runs=config.report_keep_runs)
     return record
 
 

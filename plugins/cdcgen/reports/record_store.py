@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -45,7 +46,12 @@ def ring_path(report_dir: Path, digest: str) -> Path:
 
 def save_record(report_dir: Path, record: RunRecord) -> Path:
     """Write ``record`` as ``runs/<key>.json`` (its ring, if any, to its own file first,
-    so a record never names a ring that is not there); returns the record's path."""
+    so a record never names a ring that is not there); returns the record's path.
+
+    A ring file already there is touched rather than rewritten: retention removes a ring
+    no kept record names only once it has not been touched for a while, so a ring this
+    save relies on is not removed under it; should it be gone by the time the record is
+    written all the same, it is written again."""
     global _last_ring
     ring_objects = record.ring if isinstance(record, GenerationReport) else ()
     known = _last_ring
@@ -54,23 +60,39 @@ def save_record(report_dir: Path, record: RunRecord) -> Path:
         and ring_objects
         and known is not None
         and known[0] is ring_objects
-        and ring_path(report_dir, known[1]).is_file()
+        and _touch(ring_path(report_dir, known[1]))
     ):
         data = to_json(dataclasses.replace(record, ring=()))
         data.pop("ring", None)
         data[RING_FILE] = known[1]
-        return _write_record(report_dir, record, data)
+        saved = _write_record(report_dir, record, data)
+        if not ring_path(report_dir, known[1]).is_file():
+            write_atomic(ring_path(report_dir, known[1]), encode(to_json(record)["ring"]))
+        return saved
     data = to_json(record)
     ring = data.pop("ring", None)
+    text = ""
     if ring:
         text = encode(ring)
         digest = hashlib.sha256(text.encode()).hexdigest()
         path = ring_path(report_dir, digest)
-        if not path.is_file():
+        if not _touch(path):
             write_atomic(path, text)
         data[RING_FILE] = digest
         _last_ring = (ring_objects, digest)
-    return _write_record(report_dir, record, data)
+    saved = _write_record(report_dir, record, data)
+    if ring and not ring_path(report_dir, data[RING_FILE]).is_file():
+        write_atomic(ring_path(report_dir, data[RING_FILE]), text)
+    return saved
+
+
+def _touch(path: Path) -> bool:
+    """Mark ``path`` as just used; False if there is no such file."""
+    try:
+        os.utime(path)
+    except FileNotFoundError:
+        return False
+    return path.is_file()
 
 
 def _write_record(report_dir: Path, record: RunRecord, data: dict[str, Any]) -> Path:
@@ -141,8 +163,14 @@ def load_records(report_dir: Path, *, rings: bool = True) -> tuple[list[RunRecor
     return records, problems
 
 
+def ring_digest(value: Any) -> str | None:
+    """``value`` if it is a SHA-256 digest (a ring file's name), else None: a record's
+    ``ring_file`` field never leads to a path of its choosing."""
+    return value if isinstance(value, str) and _DIGEST.fullmatch(value) else None
+
+
 def _read_ring(report_dir: Path, digest: Any) -> Any:
-    if not isinstance(digest, str) or not _DIGEST.fullmatch(digest):
+    if ring_digest(digest) is None:
         raise RecordError(f"{RING_FILE}: not a SHA-256 digest: {digest!r}")
     path = ring_path(report_dir, digest)
     try:

@@ -38,6 +38,21 @@ def save_record(report_dir: Path, record: dict[str, Any]) -> Path:
     return path
 
 
+def keep_newest(saved: Path, keep: int) -> list[Path]:
+    """Remove the oldest records beyond ``keep`` of the sink table of ``saved`` (the
+    record just saved, never removed); returns those removed.
+
+    Every save, of any kind, reads every replication record to draw the index: without a
+    bound, that work grew with each run of every sink. File names start with the run's
+    end time (ISO, UTC), so they sort by it."""
+    oldest_first = sorted(p for p in saved.parent.glob("*.json") if not p.name.startswith("."))
+    excess = max(0, len(oldest_first) - keep)
+    removed = [p for p in oldest_first if p != saved][:excess]
+    for path in removed:
+        path.unlink(missing_ok=True)
+    return removed
+
+
 def load_records(report_dir: Path) -> list[dict[str, Any]]:
     """Every run record, by sink table then time."""
     root = Path(report_dir) / RECORDS_DIR

@@ -13,16 +13,20 @@ Layout under the report directory::
     <anything else>                left alone (GX Data Docs live beside the pages)
 
 Writes go through a temporary file and a rename, so a reader (the API server,
-a browser) never sees half a page even while two tasks record at once; the
-pages are a pure function of ``runs/`` and ``replication/``, so the last build
-wins with the same result.
+a browser) never sees half a page even while two tasks record at once. The pages are a
+pure function of ``runs/`` and ``replication/``, and a task lists ``runs/`` again once it
+has written them (rendering anew while another task changed it), so the last to write
+has seen every record. Retention (``keep_runs``) removes the oldest records with the
+generation pages and ring files only they used; nothing else under the directory.
 """
 
 from __future__ import annotations
 
+import time
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
+from datetime import timedelta
 from glob import escape as glob_escape
 from pathlib import Path
 from typing import Any, TypeVar
@@ -33,7 +37,15 @@ from cdcgen.reports.changes_page import render_changes_page
 from cdcgen.reports.files import write_atomic
 from cdcgen.reports.generation_page import render_generation_page
 from cdcgen.reports.index_page import index_page_name, render_index_pages
-from cdcgen.reports.record_store import RUNS_DIR, load_record, load_records, save_record
+from cdcgen.reports.record_store import (
+    RING_FILE,
+    RUNS_DIR,
+    load_record,
+    load_records,
+    ring_digest,
+    ring_path,
+    save_record,
+)
 from cdcgen.reports.records import (
     ChangesReport,
     GenerationReport,
@@ -56,6 +68,7 @@ __all__ = [
     "prune",
     "record_replication",
     "record_run",
+    "render_first_index",
     "save_record",
     "update_site",
 ]
@@ -64,6 +77,12 @@ R = TypeVar("R", bound=RunRecord)
 GENERATIONS_DIR = "generations"
 INDEX = "index.html"
 CHANGES = "changes.html"
+#: How long a ring file no kept record names stays: a task saving a record of it at
+#: that moment touched it first, and is long done by then.
+RING_GRACE = timedelta(hours=1)
+#: Renderings of the lists at most per save, while other tasks keep changing ``runs/``
+#: (the next save renders what the last attempt missed).
+_ATTEMPTS = 3
 
 
 @dataclass(frozen=True)
@@ -96,32 +115,69 @@ def build_site(report_dir: Path) -> SitePaths:
 def update_site(report_dir: Path) -> SitePaths:
     """Render what records saved since the last build change: the pages of their
     generations (a page older than a record of it), the changes, replication and index
-    pages; not every generation's page (each draws its ring), so the report view can
-    call it on a request."""
+    pages; not every generation's page (each draws its ring)."""
     return _build(Path(report_dir), everything=False)
 
 
 def _build(report_dir: Path, *, everything: bool) -> SitePaths:
-    found = catalog.refresh(report_dir)
-    records = _relative(found.records(), report_dir)
-    newest: dict[str, int] = {}  # page -> its newest record's mtime
-    for f, r in records.items():
-        if isinstance(r, GenerationReport):
-            name = generation_page_name(r)
-            newest[name] = max(newest.get(name, 0), found.entries[f].mtime_ns)
-    pages = {
-        _write_generation_page(report_dir, runs)
-        for name, runs in _generations(records.values()).items()
-        if everything or _older_than(report_dir / GENERATIONS_DIR / name, newest[name])
-    }
-    unread = _write_lists(report_dir, records, found.problems)
+    pages: set[Path] = set()
+    problems: tuple[str, ...] = ()
+    for _ in range(_ATTEMPTS):
+        found = catalog.refresh(report_dir)
+        drawn, unread = _render(report_dir, found, everything=everything)
+        pages |= drawn
+        problems = (*found.problems, *unread)
+        if not catalog.changed_since(report_dir, found):
+            break
     return SitePaths(
         report_dir / INDEX,
         report_dir / CHANGES,
         report_dir / REPLICATION,
         tuple(sorted(pages)),
-        (*found.problems, *unread),
+        problems,
     )
+
+
+def _render(
+    report_dir: Path,
+    found: catalog.Catalog,
+    *,
+    everything: bool = False,
+    saved: GenerationReport | None = None,
+) -> tuple[set[Path], list[str]]:
+    """Write the pages of ``found``: every generation page if ``everything``, else the
+    page of ``saved`` and any page missing or older than a record of it (a task that
+    died between its save and its pages leaves no page behind for long); then the
+    lists. Returns the generation pages drawn and the unreadable replication records."""
+    records = _relative(found.records(), report_dir)
+    newest: dict[str, int] = {}  # page -> its newest record's mtime
+    for f, r in records.items():
+        if isinstance(r, GenerationReport):
+            name = generation_page_name(r)
+            newest[name] = max(newest.get(name, 0), found.entries[f].stat[1])
+    by_generation = _generations(records.values())
+    own = generation_page_name(saved) if saved is not None else None
+    if saved is not None and own is not None and own not in by_generation:
+        by_generation[own] = [_site_relative(saved, report_dir)]  # removed meanwhile
+    pages = {
+        _write_generation_page(report_dir, runs, saved)
+        for name, runs in by_generation.items()
+        if everything
+        or name == own
+        or _older_than(report_dir / GENERATIONS_DIR / name, newest.get(name, 0))
+    }
+    return pages, _write_lists(report_dir, records, found.problems)
+
+
+def render_first_index(report_dir: Path) -> str:
+    """The first index page as the records stand now, written nowhere: what the report
+    view answers when ``index.html`` is missing, older than a record, or not a file of
+    the site (a link a task planted), as a request never writes to the site."""
+    report_dir = Path(report_dir)
+    found = catalog.refresh(report_dir, write=False)
+    records = _relative(found.records(), report_dir)
+    replicated, unread = replication_records.read_runs(replication_records.load_records(report_dir))
+    return render_index_pages(list(records.values()), (*found.problems, *unread), replicated)[0]
 
 
 def record_run(
@@ -136,52 +192,94 @@ def record_run(
     (:mod:`.catalog`), only the record's own generation page is drawn, and the lists are
     bounded by ``keep_runs``, so a task's cost does not grow with the site's history
     (:func:`build_site` renders all).
+
+    Another task may save or remove a record between this one's listing and its last
+    write, and its pages would then miss that record until the next save (the record is
+    older than the index, so the report view would not notice either). So once the
+    pages are written the folder is listed again (stats only), and the pages rendered
+    anew while it changed: whichever task writes last has seen every record.
     """
+    _check_keep(keep_runs)
     report_dir = Path(report_dir)
     saved = save_record(report_dir, record).name
-    found = catalog.refresh(report_dir)
-    kept = prune(report_dir, found, keep_runs, spare=saved)
-    records = _relative(kept, report_dir)
+    for _ in range(_ATTEMPTS):
+        found = prune(report_dir, catalog.refresh(report_dir), keep_runs, spare=saved)
+        _render(report_dir, found, saved=record if isinstance(record, GenerationReport) else None)
+        if not catalog.changed_since(report_dir, found):
+            break
     if isinstance(record, GenerationReport):
-        name = generation_page_name(record)
-        runs = _generations(records.values()).get(name) or [_site_relative(record, report_dir)]
-        target = _write_generation_page(report_dir, runs, record)
-    else:
-        target = report_dir / CHANGES
-    _write_lists(report_dir, records, found.problems)
-    return target
+        return report_dir / GENERATIONS_DIR / generation_page_name(record)
+    return report_dir / CHANGES
+
+
+def _check_keep(keep_runs: int) -> None:
+    """Refuse a bound that would remove the run just recorded (the setting is checked
+    where it is read; this guards a direct call)."""
+    if keep_runs < 1:
+        raise ValueError(f"keep_runs must be at least 1, not {keep_runs}")
 
 
 def prune(
     report_dir: Path, found: catalog.Catalog, keep_runs: int, *, spare: str = ""
-) -> dict[str, RunRecord]:
+) -> catalog.Catalog:
     """Remove the oldest records (by creation time) beyond ``keep_runs``, never ``spare``
-    (the record just saved), and the page of a generation left without records; returns
-    the records kept.
+    (the record just saved), with what only they used: the page of a generation left
+    without records, and ring files no kept record names; returns the view without them.
 
     Each removal is one unlink: a reader listing ``runs/`` at that moment either reads
     the whole record or skips it as gone (:func:`load_records`), never half of one.
+    Nothing but files the removed records name is removed: other JSON in ``runs/`` (not
+    a record) is never counted nor touched.
     """
+    report_dir = Path(report_dir)
     records = found.records()
     oldest_first = sorted(records, key=lambda f: (records[f].created_at, f))
     excess = max(0, len(records) - keep_runs)
     removed = [f for f in oldest_first if f != spare][:excess]
     if not removed:
-        return records
-    runs = Path(report_dir) / RUNS_DIR
+        return found
+    runs = report_dir / RUNS_DIR
     for name in removed:
         (runs / name).unlink(missing_ok=True)
-    gone = {f: records.pop(f) for f in removed}
-    left = {generation_page_name(r) for r in records.values() if isinstance(r, GenerationReport)}
-    for record in gone.values():
+    kept = found.without(set(removed))
+    left = {
+        generation_page_name(r) for r in kept.records().values() if isinstance(r, GenerationReport)
+    }
+    for name in removed:
+        record = records[name]
         if isinstance(record, GenerationReport) and generation_page_name(record) not in left:
             prefix = record_key(record).removesuffix(slug(record.run_id or "manual"))
             if not any(runs.glob(f"{glob_escape(prefix)}*.json")):  # one saved meanwhile
-                (Path(report_dir) / GENERATIONS_DIR / generation_page_name(record)).unlink(
+                (report_dir / GENERATIONS_DIR / generation_page_name(record)).unlink(
                     missing_ok=True
                 )
-    catalog.write(report_dir, {f: e for f, e in found.entries.items() if f in records})
-    return records
+    _remove_unnamed_rings(
+        report_dir, {_ring_of(found.entries[f]) for f in removed}, kept, time.time()
+    )
+    catalog.save(report_dir, kept.entries)
+    return kept
+
+
+def _ring_of(entry: catalog.Entry) -> str | None:
+    return ring_digest(entry.data.get(RING_FILE)) if entry.data is not None else None
+
+
+def _remove_unnamed_rings(
+    report_dir: Path, candidates: set[str | None], kept: catalog.Catalog, now: float
+) -> None:
+    """Remove the ring files of ``candidates`` that no kept record names and no save
+    has touched for :data:`RING_GRACE` (a task saving a record of that ring right now,
+    not yet in ``kept``, touched it first: :func:`.record_store.save_record`)."""
+    named = {_ring_of(entry) for entry in kept.entries.values()}
+    for digest in candidates - named:
+        if digest is None:
+            continue
+        path = ring_path(report_dir, digest)
+        try:
+            if not path.is_symlink() and path.stat().st_mtime < now - RING_GRACE.total_seconds():
+                path.unlink()
+        except FileNotFoundError:
+            continue
 
 
 def _write_lists(
@@ -243,12 +341,17 @@ def _write_generation_page(
     return path
 
 
-def record_replication(report_dir: Path, record: dict[str, Any]) -> Path:
-    """Save a replication run's record and update the site; returns ``replication.html``.
+def record_replication(
+    report_dir: Path, record: dict[str, Any], *, keep_runs: int = DEFAULT_REPORT_KEEP_RUNS
+) -> Path:
+    """Save a replication run's record, keep the sink table's newest ``keep_runs``, and
+    update the site; returns ``replication.html``.
 
     The one call a replication run or bootstrap makes at its end, so the page shows the
     sink's new consistency point as soon as the run has moved it.
     """
-    replication_records.save_record(report_dir, record)
+    _check_keep(keep_runs)
+    saved = replication_records.save_record(report_dir, record)
+    replication_records.keep_newest(saved, keep_runs)
     update_site(report_dir)
     return Path(report_dir) / REPLICATION

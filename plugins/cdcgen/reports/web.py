@@ -2,7 +2,7 @@
 
 Routes (under the plugin's url prefix, ``/cdcgen-reports``):
 
-    GET /                          the index (updated first when a record is newer)
+    GET /                          the index (rendered in the response when a record is newer)
     GET /runs/{dag_id}/{run_id}    redirect to the page of that DAG run's latest record
     GET /{path}                    any file of the report dir (pages, GX Data Docs)
 
@@ -12,8 +12,11 @@ token (the UI's cookie when the page is shown in its iframe) of a user allowed t
 the runs of the DAG the page is about (:mod:`.owners`: the index, every DAG it lists;
 a run's redirect, the DAG its path names), so one team's grant opens that team's
 pages only. Files no DAG owns, hidden files and names no file can have are a 404.
-FastAPI is imported when the app is first called, so loading the plugin costs the
-scheduler, the DAG processor and the workers nothing.
+A request never writes to the report folder: the tasks that record runs render the
+pages, and an index older than a record (or missing, or a link a task planted in its
+place) is answered with the first index page rendered from the records then and
+there, written nowhere. FastAPI is imported when the app is first called, so loading
+the plugin costs the scheduler, the DAG processor and the workers nothing.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from cdcgen.reports import catalog, replication_records
 from cdcgen.reports.html import esc
 from cdcgen.reports.owners import owners
 from cdcgen.reports.records import GenerationReport, generation_page_name
-from cdcgen.reports.site import CHANGES, GENERATIONS_DIR, INDEX, RUNS_DIR, update_site
+from cdcgen.reports.site import CHANGES, GENERATIONS_DIR, INDEX, RUNS_DIR, render_first_index
 
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
@@ -66,8 +69,9 @@ def _mtime(path: Path) -> float:
 def page_for_run(report_dir: Path, dag_id: str, run_id: str) -> str | None:
     """Relative path of the page showing that DAG run's latest record, if it has one.
 
-    From the catalog: a lookup reads only the records saved since the last one."""
-    records = catalog.refresh(report_dir).records().values()
+    From the catalog (read, never written): a lookup parses only the records saved
+    since a task last wrote it."""
+    records = catalog.refresh(report_dir, write=False).records().values()
     mine = [r for r in records if r.dag_id == dag_id and r.run_id == run_id]
     if not mine:
         return None
@@ -146,11 +150,9 @@ def create_app(
     )
     def index() -> Any:
         root = report_dir()
-        if index_is_stale(root) or resolve_file(root, INDEX) is None:
-            update_site(root)  # written anew: a link planted in its place is replaced
         found = resolve_file(root, INDEX)
-        if found is None:
-            raise HTTPException(status_code=404, detail="no report index")
+        if found is None or index_is_stale(root):  # a planted link is never followed
+            return HTMLResponse(render_first_index(root))
         return FileResponse(found, media_type="text/html")
 
     @app.get(
@@ -168,8 +170,6 @@ def create_app(
                 f"<code>{esc(dag_id)}</code> yet.</p>"
                 f'<p><a href="{URL_PREFIX}/">All runs</a></p></body></html>'
             )
-        if index_is_stale(root):
-            update_site(root)
         return RedirectResponse(f"{URL_PREFIX}/{target}", status_code=307)
 
     @app.get(
