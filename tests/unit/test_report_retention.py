@@ -271,7 +271,7 @@ def test_retention_removes_the_rings_only_removed_records_named(tmp_path: Path) 
     record_run(tmp_path, dataclasses.replace(first, run_id="again"), keep_runs=2)  # same ring
     rings = tmp_path / "runs" / "rings"
     (first_ring,) = rings.iterdir()
-    old = time.time() - site.RING_GRACE.total_seconds() - 60
+    old = time.time() - site.REMOVAL_GRACE.total_seconds() - 60
     os.utime(first_ring, (old, old))
     record_run(tmp_path, second, keep_runs=2)  # removes one record of the first: ring named
     assert first_ring.exists()
@@ -382,3 +382,69 @@ def test_a_ring_removed_while_a_record_of_it_is_saved_is_written_again(
         assert ring.is_file()
         loaded = record_store.load_record(tmp_path, record_key(record))
         assert isinstance(loaded, GenerationReport) and loaded.ring == first.ring
+
+
+def _docs_folder(folder: Path, *, marker: bool = True, jobs: int = 0) -> Path:
+    """A folder as a validation leaves it (the marker, a page), written long ago."""
+    for sub in [folder / f"job-{n}" for n in range(1, jobs + 1)] or [folder]:
+        sub.mkdir(parents=True)
+        (sub / "index.html").write_text("docs")
+        if marker:
+            (sub / ".cdcgen-data-docs").write_text("marker")
+    (folder / "checks.html").write_text("checks")
+    old = time.time() - site.REMOVAL_GRACE.total_seconds() - 60
+    os.utime(folder, (old, old))
+    return folder
+
+
+def test_retention_removes_the_folders_only_removed_runs_linked(tmp_path: Path) -> None:
+    checks = tmp_path / "changes" / "ks.t"
+    outside = _docs_folder(tmp_path.parent / f"{tmp_path.name}-outside")
+    checks.mkdir(parents=True)
+    (checks / "r5").symlink_to(outside)
+    folders = {
+        "r1": _docs_folder(checks / "r1"),  # the run's Data Docs: removed
+        "r2": _docs_folder(checks / "r2", jobs=2),  # a run of two jobs: removed
+        "r3": _docs_folder(checks / "r3", marker=False),  # no validation's: kept
+        "r4": _docs_folder(checks / "r4"),  # written to lately: kept
+        "r7": _docs_folder(checks / "r7"),  # linked by a kept record too: kept
+        "gen": _docs_folder(tmp_path / "gen-1"),  # a generation's Data Docs: removed
+    }
+    os.utime(folders["r4"])
+    links = {
+        "r1": "changes/ks.t/r1/checks.html",
+        "r2": "changes/ks.t/r2/checks.html",
+        "r3": "changes/ks.t/r3/checks.html",
+        "r4": "changes/ks.t/r4/index.html",
+        "r5": "changes/ks.t/r5/checks.html",  # a link out of the folder: kept
+        "r6": "changes/ks.t/../../../victim/index.html",
+        "r7": str(folders["r7"] / "checks.html"),  # absolute, inside the report dir
+    }
+    for n, (run, link) in enumerate(links.items(), start=1):
+        at = T0 + timedelta(minutes=n)
+        save_record(
+            tmp_path,
+            ChangesReport(RunStatus.SUCCESS, created_at=at, run_id=run, data_docs_path=link),
+        )
+    generation = GenerationReport(
+        "gen-1",
+        T0,
+        RunStatus.SUCCESS,
+        created_at=T0 + timedelta(minutes=8),
+        run_id="g1",
+        data_docs_path="gen-1/index.html",
+    )
+    record_run(tmp_path, generation, keep_runs=10)
+    os.utime(folders["gen"], (0, 0))
+    retried = ChangesReport(
+        RunStatus.SUCCESS,
+        created_at=T0 + timedelta(minutes=9),
+        run_id="r7",
+        data_docs_path="changes/ks.t/r7/checks.html",
+    )
+    record_run(tmp_path, retried, keep_runs=2)  # removes the seven changes runs
+    assert [p.name for p in folders.values() if p.exists()] == ["r3", "r4", "r7", "gen-1"]
+    assert (outside / "index.html").exists() and (checks / "r5").is_symlink()
+    record_run(tmp_path, small_record(10_001), keep_runs=2)  # removes the generation
+    assert not folders["gen"].exists()
+    assert folders["r7"].exists()

@@ -17,7 +17,8 @@ a browser) never sees half a page even while two tasks record at once. The pages
 pure function of ``runs/`` and ``replication/``, and a task lists ``runs/`` again once it
 has written them (rendering anew while another task changed it), so the last to write
 has seen every record. Retention (``keep_runs``) removes the oldest records with the
-generation pages and ring files only they used; nothing else under the directory.
+generation pages, ring files and Data Docs or checks folders only they used; nothing
+else under the directory.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from cdcgen.config import DEFAULT_REPORT_KEEP_RUNS
-from cdcgen.reports import catalog, replication_records
+from cdcgen.reports import catalog, replication_records, run_files
 from cdcgen.reports.changes_page import render_changes_page
 from cdcgen.reports.files import write_atomic
 from cdcgen.reports.generation_page import render_generation_page
@@ -77,9 +78,10 @@ R = TypeVar("R", bound=RunRecord)
 GENERATIONS_DIR = "generations"
 INDEX = "index.html"
 CHANGES = "changes.html"
-#: How long a ring file no kept record names stays: a task saving a record of it at
-#: that moment touched it first, and is long done by then.
-RING_GRACE = timedelta(hours=1)
+#: How long a ring file or a run's folder no kept record names stays: a task saving a
+#: record of that ring at that moment touched it first, a retried run writes its
+#: checks into its folder before saving its record, and both are long done by then.
+REMOVAL_GRACE = timedelta(hours=1)
 #: Renderings of the lists at most per save, while other tasks keep changing ``runs/``
 #: (the next save renders what the last attempt missed).
 _ATTEMPTS = 3
@@ -224,7 +226,8 @@ def prune(
 ) -> catalog.Catalog:
     """Remove the oldest records (by creation time) beyond ``keep_runs``, never ``spare``
     (the record just saved), with what only they used: the page of a generation left
-    without records, and ring files no kept record names; returns the view without them.
+    without records, ring files no kept record names, and the Data Docs and checks
+    folders no kept record links (:mod:`.run_files`); returns the view without them.
 
     Each removal is one unlink: a reader listing ``runs/`` at that moment either reads
     the whole record or skips it as gone (:func:`load_records`), never half of one.
@@ -253,8 +256,14 @@ def prune(
                 (report_dir / GENERATIONS_DIR / generation_page_name(record)).unlink(
                     missing_ok=True
                 )
-    _remove_unnamed_rings(
-        report_dir, {_ring_of(found.entries[f]) for f in removed}, kept, time.time()
+    now = time.time()
+    _remove_unnamed_rings(report_dir, {_ring_of(found.entries[f]) for f in removed}, kept, now)
+    relative = _relative(records, report_dir)
+    run_files.remove_unlinked(
+        report_dir,
+        (relative[f].data_docs_path for f in removed),
+        (r.data_docs_path for f, r in relative.items() if f not in removed),
+        untouched_since=now - REMOVAL_GRACE.total_seconds(),
     )
     catalog.save(report_dir, kept.entries)
     return kept
@@ -268,7 +277,7 @@ def _remove_unnamed_rings(
     report_dir: Path, candidates: set[str | None], kept: catalog.Catalog, now: float
 ) -> None:
     """Remove the ring files of ``candidates`` that no kept record names and no save
-    has touched for :data:`RING_GRACE` (a task saving a record of that ring right now,
+    has touched for :data:`REMOVAL_GRACE` (a task saving a record of that ring right now,
     not yet in ``kept``, touched it first: :func:`.record_store.save_record`)."""
     named = {_ring_of(entry) for entry in kept.entries.values()}
     for digest in candidates - named:
@@ -276,7 +285,7 @@ def _remove_unnamed_rings(
             continue
         path = ring_path(report_dir, digest)
         try:
-            if not path.is_symlink() and path.stat().st_mtime < now - RING_GRACE.total_seconds():
+            if not path.is_symlink() and path.stat().st_mtime < now - REMOVAL_GRACE.total_seconds():
                 path.unlink()
         except FileNotFoundError:
             continue

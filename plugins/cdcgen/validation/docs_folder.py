@@ -12,7 +12,9 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-MARKER = ".cdcgen-data-docs"
+from cdcgen.reports.run_files import MARKER
+
+__all__ = ["MARKER", "ReportFolderError", "check_docs_folder", "replace_docs_folder"]
 #: What a GX filesystem Data Docs site holds (``SiteBuilder`` with its index builder).
 _DATA_DOCS_ENTRIES = frozenset({"index.html", "static", "validations", "expectations"})
 
