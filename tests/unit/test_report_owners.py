@@ -27,6 +27,8 @@ GEN, CHG, REP = frozenset({GENERATIONS_DAG}), frozenset({CHANGES_DAG}), frozense
         (".", EVERY_DAG),
         ("index.html", EVERY_DAG),
         ("./index.html", EVERY_DAG),
+        ("index-2.html", EVERY_DAG),  # the index's later pages
+        ("index-12.html", EVERY_DAG),
         ("changes.html", CHG),
         ("changes/shop.orders/scheduled__1/checks.html", CHG),
         ("changes/shop.orders/scheduled__1/", CHG),
@@ -58,6 +60,11 @@ def test_a_page_belongs_to_the_dag_whose_runs_it_shows(path: str, expected: froz
         "Generations/x.html",
         "generation_ts=",
         "table=/x",
+        "index-1.html",  # page 1 is index.html
+        "index-02.html",
+        "index-x.html",
+        "index-.html",
+        "index-2.html/x",
         "..",
         "../reports/changes.html",
         "generations/../../etc/passwd",

@@ -18,6 +18,7 @@ from cdcgen.config import DEFAULT_REPORT_KEEP_RUNS, ConfigError, PipelineConfig
 from cdcgen.reports import catalog, record_store, site
 from cdcgen.reports.files import write_atomic
 from cdcgen.reports.index_page import RUNS_PER_PAGE, render_index_pages
+from cdcgen.reports.owners import owners
 from cdcgen.reports.records import (
     ChangesReport,
     GenerationReport,
@@ -150,6 +151,7 @@ def test_retention_leaves_no_link_broken(tmp_path: Path) -> None:
     record_run(tmp_path, small_record(3 * RUNS_PER_PAGE), keep_runs=RUNS_PER_PAGE + 1)
     assert {p.name for p in tmp_path.glob("index*.html")} == {"index.html", "index-2.html"}
     assert not [(page, href) for page, href in links(tmp_path) if not (tmp_path / href).exists()]
+    assert not [(page, href) for page, href in links(tmp_path) if owners(href) is None]  # a 404
     assert sorted(listed_runs(tmp_path)) == sorted(
         f"r{n}" for n in range(2 * RUNS_PER_PAGE, 3 * RUNS_PER_PAGE + 1)
     )
@@ -408,7 +410,8 @@ def test_retention_removes_the_folders_only_removed_runs_linked(tmp_path: Path) 
         "r3": _docs_folder(checks / "r3", marker=False),  # no validation's: kept
         "r4": _docs_folder(checks / "r4"),  # written to lately: kept
         "r7": _docs_folder(checks / "r7"),  # linked by a kept record too: kept
-        "gen": _docs_folder(tmp_path / "gen-1"),  # a generation's Data Docs: removed
+        "gen": _docs_folder(tmp_path / "generation_ts=1"),  # a generation's Data Docs
+        "tablets": _docs_folder(tmp_path / "table=shop.orders" / "generation_ts=1"),
     }
     os.utime(folders["r4"])
     links = {
@@ -432,19 +435,33 @@ def test_retention_removes_the_folders_only_removed_runs_linked(tmp_path: Path) 
         RunStatus.SUCCESS,
         created_at=T0 + timedelta(minutes=8),
         run_id="g1",
-        data_docs_path="gen-1/index.html",
+        data_docs_path="generation_ts=1/index.html",
     )
     record_run(tmp_path, generation, keep_runs=10)
+    tablets = dataclasses.replace(
+        generation,
+        generation_id="gen-2",
+        created_at=T0 + timedelta(minutes=8, seconds=1),
+        data_docs_path="table=shop.orders/generation_ts=1/index.html",
+    )
+    record_run(tmp_path, tablets, keep_runs=10)
     os.utime(folders["gen"], (0, 0))
+    os.utime(folders["tablets"], (0, 0))
     retried = ChangesReport(
         RunStatus.SUCCESS,
         created_at=T0 + timedelta(minutes=9),
         run_id="r7",
         data_docs_path="changes/ks.t/r7/checks.html",
     )
-    record_run(tmp_path, retried, keep_runs=2)  # removes the seven changes runs
-    assert [p.name for p in folders.values() if p.exists()] == ["r3", "r4", "r7", "gen-1"]
+    record_run(tmp_path, retried, keep_runs=3)  # removes the seven changes runs
+    assert [p.name for p in folders.values() if p.exists()] == [
+        "r3",
+        "r4",
+        "r7",
+        "generation_ts=1",
+        "generation_ts=1",
+    ]
     assert (outside / "index.html").exists() and (checks / "r5").is_symlink()
-    record_run(tmp_path, small_record(10_001), keep_runs=2)  # removes the generation
-    assert not folders["gen"].exists()
+    record_run(tmp_path, small_record(10_001), keep_runs=2)  # removes the generations
+    assert not folders["gen"].exists() and not folders["tablets"].exists()
     assert folders["r7"].exists()

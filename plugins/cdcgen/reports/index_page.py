@@ -37,6 +37,17 @@ def index_page_name(number: int) -> str:
     return "index.html" if number == 1 else f"index-{number}.html"
 
 
+def index_page_number(name: str) -> int | None:
+    """The number of the index page named ``name`` (the inverse of
+    :func:`index_page_name`), or None if no index page has that name."""
+    if name == "index.html":
+        return 1
+    number = name.removeprefix("index-").removesuffix(".html")
+    if name != f"index-{number}.html" or not number.isdigit() or number.startswith("0"):
+        return None
+    return int(number) if int(number) > 1 else None
+
+
 def render_index(
     records: Sequence[RunRecord],
     problems: Sequence[str] = (),

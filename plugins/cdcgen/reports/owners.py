@@ -5,7 +5,7 @@ owns it, so a grant on one DAG (one team's) does not open another DAG's pages. T
 owners are decided here from the file's path alone, never from anything else a
 request says (a query string names any DAG its sender likes).
 
-    index.html                        every DAG: it lists their runs side by side
+    index.html, index-<n>.html        every DAG: they list their runs side by side
     generations/, generation_ts=*/,   cdc_generations: a generation's page, its GX
     table=*/                          Data Docs (per table under tablets)
     changes.html, changes/            cdc_changes: the changes page, row checks, Data Docs
@@ -22,6 +22,7 @@ from __future__ import annotations
 import posixpath
 
 from cdcgen.reports.checks_page import CHECKS_DIR
+from cdcgen.reports.index_page import index_page_number
 from cdcgen.reports.replication_page import REPLICATION
 from cdcgen.reports.site import CHANGES, GENERATIONS_DIR, INDEX
 
@@ -65,6 +66,8 @@ def owners(path: str) -> frozenset[str] | None:
         return EVERY_DAG
     if not rest and first in _TOP_FILES:
         return _TOP_FILES[first]
+    if not rest and index_page_number(first) is not None:
+        return EVERY_DAG  # the index's later pages
     if first in _FOLDERS:
         return _FOLDERS[first]
     for prefix, owner in _FOLDER_PREFIXES.items():

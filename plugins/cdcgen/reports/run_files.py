@@ -1,14 +1,15 @@
 """The folder a run record owns besides itself: its Data Docs and checks pages.
 
-A generation's validation writes GX Data Docs to ``<label>/`` (replaced by the next
-validation of that generation); a changes run writes its row checks to
-``changes/<table>/<run>/`` (one job's Data Docs there, or one per job in ``job-N/``).
-The record links the folder through ``data_docs_path``. Retention removes such a folder
-with the last record linking it; the folder comes from a record any task may write, so
-it is removed only when it is clearly one a validation wrote: a folder (not a link)
-inside the report directory, of that exact shape, carrying the marker validations leave
-(:data:`MARKER`), not written to lately (a retried run may be writing into it before its
-record exists), and linked by no record kept.
+A generation's validation writes GX Data Docs to ``<label>/`` (``generation_ts=<ms>/``,
+or ``table=<table>/generation_ts=<ms>/`` under tablets; replaced by the next validation
+of that generation); a changes run writes its row checks to ``changes/<table>/<run>/``
+(one job's Data Docs there, or one per job in ``job-N/``). The record links the folder
+through ``data_docs_path``. Retention removes such a folder with the last record linking
+it; the folder comes from a record any task may write, so it is removed only when it is
+clearly one a validation wrote: a folder (not a link) inside the report directory, of
+that exact shape, carrying the marker validations leave (:data:`MARKER`), not written
+to lately (a retried run may be writing into it before its record exists), and linked
+by no record kept.
 """
 
 from __future__ import annotations
@@ -17,10 +18,10 @@ import shutil
 from collections.abc import Iterable
 from pathlib import Path, PurePosixPath
 
+from cdcgen.reports.checks_page import CHECKS_DIR
+
 #: The file every validation's Data Docs folder carries (:mod:`cdcgen.validation.docs_folder`).
 MARKER = ".cdcgen-data-docs"
-#: The first part of a changes run's row checks (``changes/<table>/<run>/``).
-CHANGES_DIR = "changes"
 #: Folders of the site itself, never a run's.
 _SITE_FOLDERS = frozenset({"runs", "generations", "replication", "summaries", "static"})
 
@@ -35,10 +36,10 @@ def owned_folder(data_docs_path: str) -> PurePosixPath | None:
     parts = path.parts
     if path.is_absolute() or any(p in ("", ".", "..") or p.startswith(".") for p in parts):
         return None
-    if parts[0] == CHANGES_DIR:
+    if parts[0] == CHECKS_DIR:
         return PurePosixPath(*parts[:3]) if len(parts) >= 4 else None
-    if len(parts) == 2 and parts[0] not in _SITE_FOLDERS:
-        return PurePosixPath(parts[0])  # a generation's Data Docs: <label>/index.html
+    if len(parts) in (2, 3) and parts[0] not in _SITE_FOLDERS:
+        return path.parent  # a generation's Data Docs: <label>/index.html
     return None
 
 

@@ -37,7 +37,7 @@ from cdcgen.reports import catalog, replication_records, run_files
 from cdcgen.reports.changes_page import render_changes_page
 from cdcgen.reports.files import write_atomic
 from cdcgen.reports.generation_page import render_generation_page
-from cdcgen.reports.index_page import index_page_name, render_index_pages
+from cdcgen.reports.index_page import index_page_name, index_page_number, render_index_pages
 from cdcgen.reports.record_store import (
     RING_FILE,
     RUNS_DIR,
@@ -305,8 +305,8 @@ def _write_lists(
     for number, html in enumerate(pages, start=1):
         write_atomic(report_dir / index_page_name(number), html)
     for old in report_dir.glob("index-*.html"):  # pages past the last, after removals
-        suffix = old.stem.removeprefix("index-")
-        if suffix.isdigit() and int(suffix) > len(pages):
+        past = index_page_number(old.name)
+        if past is not None and past > len(pages):
             old.unlink(missing_ok=True)
     return unread
 
