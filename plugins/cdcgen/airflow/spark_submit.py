@@ -15,6 +15,11 @@ process and what it starts see them. A job that also writes to a replication sin
 ``CDCGEN_SINK_USERNAME`` and ``CDCGEN_SINK_PASSWORD_FILE``. The driver maps this
 machine's class archive (:mod:`cdcgen.spark.class_archive`) when it has one.
 
+All of these variables reach the job through spark-submit's inherited environment, not
+the hook's ``env_vars``, which it turns into ``--conf`` entries on the command line for
+YARN and Kubernetes masters; the driver therefore runs in client mode, on every master
+(:mod:`cdcgen.airflow.spark_masters`, which refuses a connection asking for cluster mode).
+
 spark-submit inherits the Airflow process's environment, which may hold other secrets:
 connections and variables defined as ``AIRFLOW_CONN_*`` / ``AIRFLOW_VAR_*`` (the source
 connection's password among them), Airflow's settings (``AIRFLOW__*``: the Fernet key,
@@ -29,7 +34,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from collections.abc import Iterator, MutableMapping
+from collections.abc import Iterator, Mapping, MutableMapping
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
@@ -40,6 +45,7 @@ from cdcgen.adapters.cluster_access import access_for
 from cdcgen.airflow.connections import SOURCE_CONN_ID
 from cdcgen.airflow.hooks import CdcSourceHook
 from cdcgen.airflow.lake_connection import lake_connection_env
+from cdcgen.airflow.spark_masters import SparkMasterRefused, client_conf, client_mode_hook
 from cdcgen.config import PipelineConfig
 from cdcgen.pipeline.result_files import open_attempt
 from cdcgen.spark.class_archive import with_class_archive
@@ -66,6 +72,31 @@ class CdcSparkSubmitOperator(SparkSubmitOperator):
         self.result_arg = result_arg
 
     def execute(self, context: Any) -> Any:
+        planned, planned_conf = dict(self.env_vars or {}), self.conf
+        planned_args = list(self.application_args or [])
+        try:
+            return self._submit(context, planned, planned_conf or {}, planned_args)
+        finally:
+            self.env_vars, self.conf = planned, planned_conf
+            self.application_args = planned_args
+            self._hook = None
+
+    def _submit(
+        self, context: Any, planned: dict[str, Any], conf: dict[str, Any], args: list[str]
+    ) -> Any:
+        from airflow.sdk.exceptions import AirflowFailException
+
+        # The hook would put env_vars on the command line (YARN, Kubernetes): the job's
+        # variables go into spark-submit's environment instead (cdcgen.airflow.spark_masters).
+        self.env_vars = None
+        self.application_args = self._attempt_args(args, context["ti"].try_number)
+        try:
+            self.conf = client_conf(with_class_archive(conf))  # this machine's, not the parser's
+            # The hook resolves the Spark connection (maybe an AIRFLOW_CONN_ variable)
+            # when it is built: before the environment loses those.
+            self._hook = client_mode_hook(self._get_hook, self._conn_id)
+        except SparkMasterRefused as exc:
+            raise AirflowFailException(f"spark-submit refused (not retried): {exc}") from exc
         config = CdcSourceHook(self.cdc_conn_id).get_config()
         with ExitStack() as stack:
             credentials = stack.enter_context(credentials_env(config))
@@ -74,21 +105,9 @@ class CdcSparkSubmitOperator(SparkSubmitOperator):
 
                 sink = CdcSourceHook(self.sink_conn_id).get_config()
                 credentials |= stack.enter_context(credentials_env(sink, SINK_PREFIX))
-            planned, planned_conf = dict(self.env_vars or {}), self.conf
-            planned_args = list(self.application_args or [])
-            self.env_vars = {**planned, **credentials, **lake_connection_env()}
-            self.conf = with_class_archive(planned_conf or {})  # this machine's, not the parser's
-            self.application_args = self._attempt_args(planned_args, context["ti"].try_number)
-            # The hook resolves the Spark connection (maybe an AIRFLOW_CONN_ variable)
-            # when it is built: before the environment loses those.
-            self._hook = self._get_hook()
-            try:
-                with without_inherited_secrets():
-                    return super().execute(context)
-            finally:
-                self.env_vars, self.conf = planned, planned_conf
-                self.application_args = planned_args
-                self._hook = None
+            job = {**{name: str(value) for name, value in planned.items()}, **credentials}
+            with submit_environment({**job, **lake_connection_env()}):
+                return super().execute(context)
 
     def _attempt_args(self, args: list[str], attempt: int) -> list[str]:
         if self.result_arg is None or self.result_arg not in args[:-1]:
@@ -194,3 +213,25 @@ def without_inherited_secrets(
         yield
     finally:
         environ.update(removed)
+
+
+@contextmanager
+def submit_environment(
+    job: Mapping[str, str], environ: MutableMapping[str, str] = os.environ
+) -> Iterator[None]:
+    """``environ`` as spark-submit must inherit it inside: without the Airflow process's
+    secrets, with the job's variables; as it was after.
+
+    The job's variables reach a driver in client mode this way on every master, and
+    never a command line (:mod:`cdcgen.airflow.spark_masters`)."""
+    with without_inherited_secrets(environ):
+        replaced = {name: environ.get(name) for name in job}
+        environ.update(job)
+        try:
+            yield
+        finally:
+            for name, value in replaced.items():
+                if value is None:
+                    environ.pop(name, None)
+                else:
+                    environ[name] = value
