@@ -4,17 +4,18 @@ from __future__ import annotations
 
 import argparse
 import json
+import socket
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
-from cdcgen.cli import CliError
+from cdcgen.cli import CliError, main
 from cdcgen.cli import generations as generations_cli
 from cdcgen.cli.generation_ops import (
     connection_config,
     load_columns,
-    load_strict_description,
+    load_publication,
     parse_timestamp,
     register_subcommands,
 )
@@ -38,8 +39,9 @@ def test_subcommands_parse() -> None:
     )
     args = _parser().parse_args(
         ["publish", "--description", "g.json", "--timestamp", "2026-11-22T10:00:00Z",
-         "--keyspace", "ks", "--contact-points", "10.0.0.1,10.0.0.2", "10.0.0.3"]
+         "--keyspace", "ks", "--contact-points", "10.0.0.1,10.0.0.2", "10.0.0.3", "--force"]
     )  # fmt: skip
+    assert args.force
     config = connection_config(args)
     assert config.target_keyspace == "ks"
     assert config.contact_points == ("10.0.0.1", "10.0.0.2", "10.0.0.3")
@@ -84,4 +86,35 @@ def test_unreadable_or_broken_descriptions_are_user_errors(tmp_path: Path) -> No
     )
     assert load_columns(str(empty)).entry_count == 1
     with pytest.raises(CliError, match="cannot publish"):
-        load_strict_description(str(empty))
+        load_publication(str(empty))
+
+
+def test_publish_refuses_the_consumers_keyspace_unless_it_is_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Refused before any connection: the port is one nothing listens on, so a command
+    that went on would fail to connect instead (and never reach a real cluster)."""
+    description = tmp_path / "g.json"
+    stream = "00000000000000010000000000000011"
+    entry = {"token_range_end": 1, "sharding_ignore_msb": 0, "streams": [stream]}
+    description.write_text(json.dumps({"entries": [entry]}))
+    monkeypatch.delenv("CDCGEN_TARGET_KEYSPACE", raising=False)
+    monkeypatch.setenv("CDCGEN_CONTACT_POINTS", "127.0.0.1")
+    monkeypatch.setenv("CDCGEN_PORT", str(closed_port()))
+    argv = ["generation", "publish", "--description", str(description),
+            "--timestamp", "2026-11-22T10:00:00Z"]  # fmt: skip
+    assert main(argv) == 2
+    refused = capsys.readouterr().err
+    assert "no target keyspace named: pass --keyspace or set CDCGEN_TARGET_KEYSPACE" in refused
+    assert "system_distributed" in refused
+    assert main([*argv, "--keyspace", "system_distributed"]) == 2
+    assert "no CQL node answered" in capsys.readouterr().err  # past the check
+    monkeypatch.setenv("CDCGEN_TARGET_KEYSPACE", "system_distributed")
+    assert main(argv) == 2
+    assert "no CQL node answered" in capsys.readouterr().err
+
+
+def closed_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])

@@ -13,7 +13,13 @@ import pytest
 from cdcgen.core.generation import Generation
 from cdcgen.pipeline.detect import detect
 from cdcgen.pipeline.outcomes import GenerationRejected, ValidationOutcome
-from cdcgen.pipeline.publish import PublicationOutcome, publish_in_order
+from cdcgen.pipeline.publish import (
+    Publication,
+    PublicationOutcome,
+    PublicationRefused,
+    publish_in_order,
+    publish_named,
+)
 from cdcgen.pipeline.run_summary import generations_run_summary
 
 from .generation_fakes import Crash, FakeLake, FakePublisher, FakeSource, rows_for
@@ -127,3 +133,84 @@ def test_summary_names_never_validated_generations_and_a_failed_detect() -> None
     failed_detect = generations_run_summary("run", None, [], outcome)
     assert failed_detect["problems"] == ["detect failed: nothing was examined"]
     assert generations_run_summary("run", [], [], outcome)["validation"] == "none"
+
+
+# --- one generation named by hand (`cdcgen generation publish`) ---------------------------
+
+
+def publish_named_in(
+    source: FakeSource,
+    publisher: FakePublisher,
+    timestamp: datetime,
+    extracted: Generation | None = None,
+    force: bool = False,
+    ranges: int = 2,
+) -> Publication:
+    return publish_named(
+        timestamp,
+        rows_for(extracted or Generation(timestamp, "file"), ranges),
+        source=source,
+        publisher=publisher,
+        target_keyspace="tgt",
+        extracted=extracted,
+        force=force,
+    )
+
+
+def test_a_named_generation_goes_out_with_its_own_rows() -> None:
+    source, publisher, _ = world(GENS[:2])
+    publication = publish_named_in(source, publisher, GENS[0].timestamp, extracted=GENS[0])
+    assert (publication.generation, publication.streams) == (GENS[0], 2)
+    assert publisher.timestamps == [GENS[0]] and publisher.streams[GENS[0]] == rows_for(GENS[0])
+
+
+def test_a_lake_partition_under_another_generations_timestamp_is_refused() -> None:
+    source, publisher, _ = world(GENS[:2])
+    with pytest.raises(PublicationRefused) as refused:
+        publish_named_in(source, publisher, GENS[0].timestamp, extracted=GENS[1])
+    assert f"that of {GENS[1].label}, not of the generation at {GENS[0].iso}" in str(refused.value)
+    assert publisher.streams == {} and publisher.timestamps == []
+
+
+def test_a_partition_extracted_from_another_generation_at_that_timestamp_is_refused() -> None:
+    source, publisher, _ = world(GENS[:1])
+    elsewhere = Generation(GENS[0].timestamp, "other-cluster")
+    with pytest.raises(PublicationRefused, match=r"other-cluster.*gen-0"):
+        publish_named_in(source, publisher, GENS[0].timestamp, extracted=elsewhere)
+    assert publisher.streams == {}
+
+
+def test_a_timestamp_the_source_has_not_committed_is_refused() -> None:
+    source, publisher, _ = world(GENS[:2])
+    between = GENS[0].timestamp + timedelta(minutes=1)
+    with pytest.raises(PublicationRefused, match=r"no generation at 2026-11-01T12:01:00\.000"):
+        publish_named_in(source, publisher, between)
+    assert publisher.streams == {}
+    # A tablets stream set is looked for in its own table's lane only.
+    stream_set = Generation(GENS[0].timestamp, "tbl-id", "shop.orders")
+    with pytest.raises(PublicationRefused, match=r"no shop\.orders stream set at"):
+        publish_named_in(source, publisher, GENS[0].timestamp, extracted=stream_set)
+
+
+def test_publication_order_holds_for_a_named_generation_forced_or_not() -> None:
+    source, publisher, _ = world(GENS[:3])
+    for force in (False, True):
+        with pytest.raises(PublicationRefused, match=r"gen-1.*older generation .*12:00:00\.000"):
+            publish_named_in(source, publisher, GENS[1].timestamp, force=force)
+    assert publisher.streams == {}
+    publisher.timestamps = [GENS[0], GENS[2]]  # GENS[1] was skipped by someone
+    for force in (False, True):
+        with pytest.raises(PublicationRefused, match=r"newer generation .*12:20:00\.000"):
+            publish_named_in(source, publisher, GENS[1].timestamp, force=force)
+    assert publisher.streams == {}
+
+
+def test_a_published_generation_goes_out_again_only_with_force_and_only_unchanged() -> None:
+    source, publisher, _ = world(GENS[:2])
+    publish_named_in(source, publisher, GENS[0].timestamp, extracted=GENS[0])
+    with pytest.raises(PublicationRefused, match=r"gen-0.*already published; force"):
+        publish_named_in(source, publisher, GENS[0].timestamp, extracted=GENS[0])
+    again = publish_named_in(source, publisher, GENS[0].timestamp, extracted=GENS[0], force=True)
+    assert again.generation == GENS[0] and publisher.timestamps == [GENS[0]]
+    with pytest.raises(ValueError, match="other streams"):  # the publisher's own refusal
+        publish_named_in(source, publisher, GENS[0].timestamp, force=True, ranges=3)

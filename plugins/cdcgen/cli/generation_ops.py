@@ -3,7 +3,8 @@
 ``validate`` runs the very suites the pipeline runs (Great Expectations) on a
 description file: exit 0 when valid, 1 with each failed check named (and offending
 streams) when not. ``publish`` writes a description to the user-facing tables: streams
-first, timestamp last, refusing to overwrite different streams.
+first, timestamp last, refusing to overwrite different streams, and only what the
+``cdc_generations`` DAG would publish (:func:`cdcgen.pipeline.publish.publish_named`).
 
 Added to the ``generation`` group by :func:`register_subcommands`; Spark, GX and the
 driver are imported only when a command runs.
@@ -22,6 +23,7 @@ from cdcgen.cli import CliError, decimal, read_json_file
 
 if TYPE_CHECKING:
     from cdcgen.config import PipelineConfig
+    from cdcgen.core.generation import Generation
     from cdcgen.core.topology import Node, TopologyDescription
     from cdcgen.extract.description_columns import DescriptionColumns
     from cdcgen.extract.lake import GenerationArtifact
@@ -117,17 +119,29 @@ def add_publish(commands: SubParsers) -> None:
         "publish",
         help="publish a description to cdc_streams_descriptions_v2 + cdc_generation_timestamps",
         description="Write the description's rows to the streams table, then (only if all "
-        "succeeded) the timestamp row. Idempotent; refuses different streams for a published "
-        "timestamp.",
+        "succeeded) the timestamp row, under the cdc_generations DAG's rules: only a "
+        "generation the source has committed, with its own rows, once every older one is "
+        "public and no newer one is. Refuses different streams for a published timestamp.",
     )
     parser.add_argument(
         "--description",
         required=True,
         metavar="FILE",
-        help="description JSON, or an extracted lake partition directory (hash-checked)",
+        help="description JSON, or an extracted lake partition directory (hash-checked; "
+        "it must be the extraction of the generation at --timestamp)",
     )
     parser.add_argument("--timestamp", required=True, metavar="ISO", help="generation timestamp")
-    parser.add_argument("--keyspace", help="target keyspace (default: $CDCGEN_TARGET_KEYSPACE)")
+    parser.add_argument(
+        "--keyspace",
+        help="target keyspace (default: $CDCGEN_TARGET_KEYSPACE; one of them is required, "
+        "system_distributed being what ScyllaDB's consumers read)",
+    )
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="publish a generation already published again (the same rows only), as the "
+        "DAG's force Param does",
+    )
     parser.add_argument(
         "--contact-points",
         nargs="+",
@@ -139,31 +153,60 @@ def add_publish(commands: SubParsers) -> None:
 
 
 def publish_command(args: argparse.Namespace) -> int:
-    from cdcgen.adapters.cql import client_for
+    """The DAG's rules decide (:func:`~cdcgen.pipeline.publish.publish_named`): consumers
+    cannot tell a generation published by hand from one the DAG published."""
     from cdcgen.adapters.errors import ConnectionFailed
-    from cdcgen.adapters.publisher import CqlDescriptionPublisher, PublishError
+    from cdcgen.adapters.generation_sources import connected_generation_ports
+    from cdcgen.adapters.publisher import PublishError, rows_of
+    from cdcgen.core.generation import MetadataError
+    from cdcgen.pipeline.publish import PublicationRefused, publish_named
 
     timestamp = parse_timestamp(args.timestamp)
-    description = load_strict_description(args.description)
     config = connection_config(args)
+    require_named_target(args, config)
+    description, extracted = load_publication(args.description)
     try:
-        with client_for(config) as client:
-            rows = CqlDescriptionPublisher(client, config).publish(timestamp, description)
-    except PublishError as exc:
-        raise CliError(str(exc)) from exc
-    except ConnectionFailed as exc:
+        with connected_generation_ports(config) as ports:
+            publication = publish_named(
+                timestamp,
+                rows_of(description),
+                source=ports.source,
+                publisher=ports.publisher,
+                target_keyspace=config.target_keyspace,
+                extracted=extracted,
+                force=args.force,
+            )
+    except PublicationRefused as exc:
+        raise CliError(f"cannot publish {args.description}: {exc}") from None
+    except (PublishError, MetadataError, ConnectionFailed) as exc:
         raise CliError(str(exc)) from exc
     print(
         json.dumps(
             {
                 "published": timestamp.isoformat(timespec="milliseconds"),
-                "keyspace": config.target_keyspace,
-                "rows": rows,
-                "streams": description.stream_count(),
+                "generation_id": publication.generation.id,
+                "keyspace": publication.target_keyspace,
+                "rows": publication.stream_rows,
+                "streams": publication.streams,
             }
         )
     )
     return 0
+
+
+def require_named_target(args: argparse.Namespace, config: PipelineConfig) -> None:
+    """Refuse to publish where nobody said to: the default target, ``system_distributed``,
+    is the keyspace every consumer of the cluster reads, so a command typed by hand writes
+    there only when ``--keyspace`` or ``CDCGEN_TARGET_KEYSPACE`` names it."""
+    from cdcgen.config import PipelineConfig
+
+    if args.keyspace or "target_keyspace" in PipelineConfig.from_env().model_fields_set:
+        return
+    raise CliError(
+        f"no target keyspace named: pass --keyspace or set CDCGEN_TARGET_KEYSPACE (the "
+        f"default, {config.target_keyspace}, is what the cluster's CDC consumers read; "
+        "name it to publish there)"
+    )
 
 
 # --- shared helpers (also used by `cdcgen generations`) --------------------------------
@@ -211,15 +254,17 @@ def load_columns(path: str) -> DescriptionColumns:
         raise CliError(f"description file {path}: {exc}") from exc
 
 
-def load_strict_description(path: str) -> TopologyDescription:
-    """The description to publish; an extracted one is checked against its digest."""
+def load_publication(path: str) -> tuple[TopologyDescription, Generation | None]:
+    """The description to publish and, for a lake partition, the generation it was
+    extracted from (checked against its digest); a JSON file names no generation."""
     from cdcgen.core.topology import InvalidDescription
     from cdcgen.extract.lake import ArtifactError
 
     try:
         if Path(path).is_dir():
-            return load_artifact(Path(path)).read_description().to_description()
-        return load_columns(path).to_description()
+            artifact = load_artifact(Path(path))
+            return artifact.read_description().to_description(), artifact.generation
+        return load_columns(path).to_description(), None
     except (ArtifactError, InvalidDescription) as exc:
         raise CliError(f"cannot publish {path}: {exc}") from exc
 

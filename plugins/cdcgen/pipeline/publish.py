@@ -5,6 +5,10 @@ with the ports: the committed generations not yet public (source and publisher),
 validated rows (the generation lake), and the publisher, which writes every streams row
 before the timestamp row. What is published is exactly what was validated: the rows come
 from the extracted partition, checked against the hash recorded at extraction.
+
+:func:`publish_named` is the same publication for one generation a person names
+(``cdcgen generation publish``): the run's selection and order rules decide, so a
+command typed by hand cannot do what the DAG refuses.
 """
 
 from __future__ import annotations
@@ -12,11 +16,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 
 from cdcgen.core.generation import Generation
-from cdcgen.core.publication import publication_plan
+from cdcgen.core.publication import publication_plan, select_generations
+from cdcgen.core.time import generation_timestamp, iso_millis, to_millis
 from cdcgen.pipeline.outcomes import GenerationRejected, ValidationOutcome
-from cdcgen.ports import DescriptionPublisher, GenerationLake, GenerationSource
+from cdcgen.ports import DescriptionPublisher, GenerationLake, GenerationSource, StreamRows
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +76,12 @@ def publish_one(
         rows = lake.stream_rows(generation)
     else:
         rows = lake.stream_rows(generation, validation.lake_version, validation.description_sha256)
+    return publish_rows(generation, rows, publisher, target_keyspace)
+
+
+def publish_rows(
+    generation: Generation, rows: StreamRows, publisher: DescriptionPublisher, target_keyspace: str
+) -> Publication:
     written = publisher.publish(generation, rows)
     streams = sum(len(streams) for _, streams in rows)
     return Publication(generation, streams, written, target_keyspace)
@@ -105,3 +117,68 @@ def publish_in_order(
             log.error("not published: %s: %s", step.generation.label, step.held_back)
             held_back.append(HeldBack(step.generation, step.held_back))
     return PublicationOutcome(tuple(published), tuple(held_back))
+
+
+class PublicationRefused(Exception):
+    """Terminal: the named generation may not go public; the message names it and why.
+
+    Trying again meets the same answer until the source, the target or the input changes.
+    """
+
+
+def publish_named(
+    timestamp: datetime,
+    rows: StreamRows,
+    *,
+    source: GenerationSource,
+    publisher: DescriptionPublisher,
+    target_keyspace: str,
+    extracted: Generation | None = None,
+    force: bool = False,
+) -> Publication:
+    """Publish ``rows`` as the committed generation at ``timestamp``, under the run's rules.
+
+    Refused, by name, unless the source has committed a generation at ``timestamp`` (a
+    timestamp row for anything else sends consumers to streams no write goes to), the rows
+    are that generation's (``extracted``: the generation a lake partition was extracted
+    from, when they come from one), every older generation of its lane is public and no
+    newer one is (:func:`~cdcgen.core.publication.publication_plan`), and it is not public
+    yet. ``force`` publishes a public one again, which is all the DAG's ``force`` Param
+    does; the publisher still refuses streams other than those already published.
+
+    The rows' validation is the caller's (``cdcgen generation validate``): no run recorded
+    a verdict for them.
+    """
+    when = generation_timestamp(timestamp)
+    if extracted is not None and extracted.timestamp != when:
+        raise PublicationRefused(
+            f"the description is that of {extracted.label}, not of the generation at "
+            f"{iso_millis(when)}: publish a generation's own extraction under its own timestamp"
+        )
+    lane = extracted.table if extracted is not None else ""
+    unpublished, public = committed_by_visibility(source, publisher)
+    committed = [g for g in (*unpublished, *public) if g.table == lane]
+    wanted = str(to_millis(when))
+    try:
+        chosen = select_generations(committed, public, generation_id=wanted, force=force)
+    except LookupError:
+        scope = f"{lane} stream set" if lane else "generation"
+        raise PublicationRefused(
+            f"no {scope} at {iso_millis(when)} is committed on the source: consumers would "
+            "read streams no write goes to"
+        ) from None
+    if not chosen:  # committed, and public already
+        named = next(g for g in committed if g.matches(wanted))
+        raise PublicationRefused(
+            f"{named.label} is already published; force publishes the same rows again"
+        )
+    generation = chosen[0].generation
+    if extracted is not None and extracted.id != generation.id:
+        raise PublicationRefused(
+            f"the description was extracted from generation id {extracted.id}, but the "
+            f"source's is {generation.label}: extract it from this source again"
+        )
+    step = publication_plan([generation], {generation: True}, unpublished, public)[0]
+    if step.held_back is not None:
+        raise PublicationRefused(f"{generation.label} not published: {step.held_back}")
+    return publish_rows(generation, rows, publisher, target_keyspace)
