@@ -20,16 +20,12 @@ from typing import TYPE_CHECKING, Any
 from airflow.sdk import BaseSensorOperator
 from airflow.sdk.exceptions import AirflowException
 
+from cdcgen.adapters.clock_sessions import read_clocks_once
 from cdcgen.adapters.errors import is_transient
 from cdcgen.airflow.connections import SOURCE_CONN_ID
 from cdcgen.airflow.failures import fail_fast
 from cdcgen.airflow.hooks import CdcSourceHook
-from cdcgen.airflow.triggers import (
-    STARTED,
-    ClockPastTrigger,
-    clock_settings,
-    read_clocks_once,
-)
+from cdcgen.airflow.triggers import STARTED, ClockPastTrigger, clock_settings
 from cdcgen.airflow.xcom import from_xcom
 from cdcgen.core.clocks import ClockCheck, generation_started_at, window_closes_at
 from cdcgen.core.generation import Generation

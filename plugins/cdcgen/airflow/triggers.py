@@ -7,8 +7,11 @@ cannot be read, keeps the wait going. After the timeout the trigger reports whic
 were lagging or unreachable, and why.
 
 This module is imported by the triggerer from the installed package (the
-triggerer does not load DAG bundles).  The blocking cassandra-driver calls run in
-a thread so the triggerer's event loop stays free for other triggers.
+triggerer does not load DAG bundles). Every trigger of the process waiting on the same
+cluster shares one client and one reading per poll interval
+(:mod:`cdcgen.adapters.clock_sessions`), so a backlog of deferred sensors costs the
+triggerer what one does; the blocking cassandra-driver calls run in a thread so its event
+loop stays free for other triggers.
 """
 
 from __future__ import annotations
@@ -18,19 +21,17 @@ import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 from asgiref.sync import sync_to_async
 
+from cdcgen.adapters.clock_sessions import SHARED_CLOCKS
+from cdcgen.adapters.cluster_access import access_for
 from cdcgen.adapters.errors import is_transient
 from cdcgen.config import PipelineConfig
 from cdcgen.core.clocks import ClockCheck, NodeClock
 from cdcgen.core.time import from_millis
-
-if TYPE_CHECKING:
-    from cdcgen.adapters.cql import CqlClient
-    from cdcgen.ports import ClockReader
 
 #: While waiting, the lagging nodes are logged at most this often (polls are every second).
 LOG_EVERY_SECONDS = 30.0
@@ -226,58 +227,18 @@ class ClockPastTrigger(BaseTrigger):
                 await sync_to_async(connection_credentials)(conn_id) if conn_id else (None, None)
             )
             config = config_from_clock_settings(self.source, login=login, password=password)
+            # The TLS and password files, read once (in a thread: they are files).
+            access = await asyncio.to_thread(access_for, config)
         except (ValueError, KeyError) as exc:
             yield TriggerEvent({"status": ERROR, "message": f"bad trigger settings: {exc}"})
             return
-        session = _ClockSession(config)
-        try:
+        async with SHARED_CLOCKS.use(config, access) as read_clocks:
             payload = await wait_until_past(
-                session.read,
+                lambda: read_clocks(self.poll_interval),
                 target_ms=self.target_ms,
                 timeout=timedelta(seconds=self.timeout_seconds),
                 poll_interval=self.poll_interval,
                 subject=self.subject,
                 log=self.log.info,
             )
-        finally:
-            await asyncio.shield(asyncio.to_thread(session.close))
         yield TriggerEvent(payload)
-
-
-class _ClockSession:
-    """A lazily (re)connected clock reader; every call blocks, so callers use threads."""
-
-    def __init__(self, config: PipelineConfig) -> None:
-        self.config = config
-        self._client: CqlClient | None = None
-        self._reader: ClockReader | None = None
-
-    def read_blocking(self) -> list[NodeClock]:
-        if self._reader is None:
-            from cdcgen.adapters.clocks import clock_reader_for
-            from cdcgen.adapters.cql import open_client
-
-            self._client = open_client(self.config)
-            self._reader = clock_reader_for(self._client, self.config)
-        try:
-            return list(self._reader.read_clocks())
-        except Exception:
-            self.close()  # reconnect on the next poll
-            raise
-
-    async def read(self) -> list[NodeClock]:
-        return await asyncio.to_thread(self.read_blocking)
-
-    def close(self) -> None:
-        client, self._client, self._reader = self._client, None, None
-        if client is not None:
-            client.close()
-
-
-def read_clocks_once(config: PipelineConfig) -> list[NodeClock]:
-    """One synchronous reading (the sensor's first check and ``poke``)."""
-    session = _ClockSession(config)
-    try:
-        return session.read_blocking()
-    finally:
-        session.close()

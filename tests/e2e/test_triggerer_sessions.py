@@ -1,0 +1,181 @@
+"""A backlog of deferred clock waits costs the triggerer what one wait costs.
+
+Fifty ``ClockPastTrigger.run()`` coroutines run in one event loop, as the triggerer runs
+them, against the real Cassandra over the real protocol. Measured from outside the code
+under test: this process's TCP connections to the native port and its threads (psutil),
+and the requests the server counted on those connections (``system_views.clients``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+import psutil
+import pytest
+
+from cdcgen.core.time import naive_as_utc, to_millis
+
+if TYPE_CHECKING:
+    from cassandra.cluster import Session
+
+    from tests.conftest import CassandraHandle
+
+WAITERS = 50
+INTERVAL = 0.2
+NATIVE_PORT = 9042
+#: asyncio's default executor, which runs the blocking reads: min(32, cores + 4) threads.
+EXECUTOR_THREADS = min(32, (os.cpu_count() or 1) + 4)
+
+
+def connections(port: int = NATIVE_PORT) -> set[int]:
+    """Local ports of this process's established TCP connections to ``port``."""
+    return {
+        c.laddr.port
+        for c in psutil.Process().net_connections(kind="tcp")
+        if c.raddr and c.raddr.port == port and c.status == psutil.CONN_ESTABLISHED
+    }
+
+
+def threads() -> int:
+    return psutil.Process().num_threads()
+
+
+def requests_by_port(observer: Session) -> dict[int, int]:
+    """What the server counted, per client port (every client of the node)."""
+    rows = observer.execute("SELECT port, request_count FROM system_views.clients")
+    return {row.port: row.request_count for row in rows}
+
+
+@dataclass
+class Sample:
+    at: float
+    connections: set[int]
+    threads: int
+    requests: dict[int, int]
+
+
+async def sample(observer: Session) -> Sample:
+    requests = await asyncio.to_thread(requests_by_port, observer)
+    return Sample(time.monotonic(), connections(), threads(), requests)
+
+
+def source(contact_points: list[str], port: int = NATIVE_PORT) -> dict[str, Any]:
+    return {"contact_points": contact_points, "port": port, "clock_source": "cql"}
+
+
+async def one_client_costs(contact_points: list[str]) -> tuple[int, int]:
+    """Connections and threads one client of the project adds, read once and closed."""
+    from cdcgen.adapters.cql import connect
+
+    before_connections, before_threads = connections(), threads()
+    client = await asyncio.to_thread(connect, contact_points, NATIVE_PORT)
+    try:
+        await asyncio.to_thread(
+            lambda: list(client.session.execute("SELECT now() FROM system.local"))
+        )
+        return len(connections() - before_connections), threads() - before_threads
+    finally:
+        await asyncio.to_thread(client.close)
+
+
+def run_trigger(trigger: Any) -> asyncio.Task[list[Any]]:
+    async def collect() -> list[Any]:
+        return [event.payload async for event in trigger.run()]
+
+    return asyncio.ensure_future(collect())
+
+
+@pytest.mark.integration
+def test_fifty_waiting_triggers_hold_one_client_and_read_as_one_poller(
+    cassandra_single: CassandraHandle,
+) -> None:
+    from cdcgen.airflow.triggers import ClockPastTrigger
+
+    observer = cassandra_single.session()
+    points = list(cassandra_single.contact_points)
+
+    async def main() -> tuple[tuple[int, int], Sample, Sample, Sample, set[int], list[Any]]:
+        one_client = await one_client_costs(points)
+        baseline = await sample(observer)
+        now = await asyncio.to_thread(
+            lambda: observer.execute("SELECT totimestamp(now()) FROM system.local").one()[0]
+        )
+        # Past in about 4 s: the triggers wait through both samples below.
+        target = naive_as_utc(now) + timedelta(seconds=4.0)
+        tasks = [
+            run_trigger(
+                ClockPastTrigger(
+                    target_ms=to_millis(target),
+                    source=source(points),
+                    timeout_seconds=60,
+                    subject=f"wait {i}",
+                    poll_interval=INTERVAL,
+                )
+            )
+            for i in range(WAITERS)
+        ]
+        await asyncio.sleep(1.0)  # every trigger deferred and polling
+        first = await sample(observer)
+        await asyncio.sleep(2.0)
+        second = await sample(observer)
+        events = await asyncio.gather(*tasks)
+        await asyncio.sleep(0.2)  # the driver's sockets close as its threads stop
+        return one_client, baseline, first, second, connections(), events
+
+    (client_connections, client_threads), baseline, first, second, after, events = asyncio.run(
+        main()
+    )
+    assert [payload["status"] for (payload,) in events] == ["started"] * WAITERS
+
+    # Connections and threads: those of one client, whatever the number of waits.
+    for during in (first, second):
+        opened = during.connections - baseline.connections
+        assert len(opened) == client_connections, (len(opened), client_connections)
+        assert during.threads <= baseline.threads + client_threads + EXECUTOR_THREADS, (
+            during.threads,
+            baseline.threads,
+            client_threads,
+        )
+    # Readings: those of one poller every INTERVAL seconds (one request per node and
+    # reading on the same connections), counted by the server.
+    polling = (first.connections & second.connections) - baseline.connections
+    served = sum(second.requests.get(p, 0) - first.requests.get(p, 0) for p in polling)
+    window = second.at - first.at
+    nodes = len(points)
+    assert 0 < served <= nodes * (window / INTERVAL + 2), (served, window)
+    # The last waiter gone, the client is closed.
+    assert after <= baseline.connections, after - baseline.connections
+
+
+def test_a_refused_connection_reaches_every_waiting_trigger_as_transient() -> None:
+    """Nothing listens on port 1: every wait goes on polling until its own timeout and
+    names the cause; one shared connection attempt per interval, not one per waiter."""
+    from cdcgen.airflow.triggers import ClockPastTrigger
+
+    async def main() -> list[list[Any]]:
+        tasks = [
+            run_trigger(
+                ClockPastTrigger(
+                    target_ms=0,
+                    source=source(["127.0.0.1"], port=1),
+                    timeout_seconds=1.0 + i % 2,
+                    subject=f"wait {i}",
+                    poll_interval=INTERVAL,
+                )
+            )
+            for i in range(20)
+        ]
+        return await asyncio.gather(*tasks)
+
+    started = time.monotonic()
+    events = asyncio.run(main())
+    assert time.monotonic() - started < 10
+    for (payload,) in events:
+        assert payload["status"] == "timeout", payload
+        assert "no CQL node answered at 127.0.0.1:1" in payload["message"]
+        assert "ConnectionFailed" in payload["message"]
