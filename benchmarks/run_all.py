@@ -19,7 +19,9 @@ own:
   floor), the apply's rate set against the changes extraction's;
 * ``cli_validate_small``: ``cdcgen generation validate`` on a 256-range description,
   process start to exit;
-* ``lookup``: :mod:`bench_lookup`, tokens mapped to streams per second on one core.
+* ``lookup``: :mod:`bench_lookup`, tokens mapped to streams per second on one core;
+* ``triggerer``: :mod:`bench_triggerer`, 200 deferred clock waits in one event loop:
+  threads, connections and CPU per minute, shared readings against a client per wait.
 
 Writes ``benchmarks/results/latest.json`` and prints the README's table. Figures are
 ratios measured side by side on a shared machine: ``machine.load_before`` says how quiet
@@ -28,8 +30,8 @@ it was.
     .venv/bin/python benchmarks/run_all.py [--quick]
 
 ``--quick`` runs small sizes only (a smoke test of the tooling, not a measurement).
-``--only replication`` runs that part alone and keeps the other parts' figures from the
-results file (each part says when it was measured).
+``--only replication`` (or ``triggerer``) runs that part alone and keeps the other parts'
+figures from the results file (each part says when it was measured).
 """
 
 from __future__ import annotations
@@ -128,6 +130,13 @@ def replication(backlogs: tuple[int, ...], copy_rows: int, work: Path) -> dict[s
         timeout=7200,
     )
     return {"copy": copy, "apply": apply}
+
+
+def triggerer(quick: bool, work: Path) -> dict[str, Any]:
+    sizes = ("--waiters", "20", "--warmup", "10", "--seconds", "5") if quick else ()
+    return _run_json(
+        ["benchmarks/bench_triggerer.py", *sizes], work / "triggerer.json", timeout=1800
+    )
 
 
 def cli_validate_small(work: Path) -> dict[str, Any]:
@@ -245,13 +254,26 @@ def table(results: dict[str, Any]) -> str:
     if "lookup" in results:
         rate = results["lookup"].get("tokens_per_second", 0)
         lines.append(f"| token-to-stream lookup, one core | {rate:,.0f} tokens/s | | >= 1M/s |")
+    if "triggerer" in results:
+        runs = {run["mode"]: run for run in results["triggerer"]["runs"]}
+        for mode, what in (("shared", "shared readings"), ("per_trigger", "a client per wait")):
+            if mode in runs:
+                run = runs[mode]
+                lines.append(
+                    f"| {run['waiters']} deferred clock waits in one triggerer loop, {what} | "
+                    f"{run['threads_peak']} threads, {run['connections_peak']} connections, "
+                    f"{run['cpu_seconds_per_minute']:.1f} CPU s/min "
+                    f"(Cassandra {run['cassandra_cpu_seconds_per_minute']:.1f}) | | "
+                    "constant in the number of waits |"
+                )
     machine = results["machine"]
-    part = results.get("replication", {})
-    if "recorded_at" in part:
-        lines.append(
-            f"\nReplication rows: `make bench` part `--only replication` "
-            f"({part['recorded_at']}, load {part['load_before']} before it)."
-        )
+    for name, label in (("replication", "Replication"), ("triggerer", "Triggerer")):
+        part = results.get(name, {})
+        if "recorded_at" in part:
+            lines.append(
+                f"\n{label} rows: `make bench` part `--only {name}` "
+                f"({part['recorded_at']}, load {part['load_before']} before it)."
+            )
     lines.append(
         f"\nMachine: {machine['cores']} cores, load {machine['load_before']} before the run, "
         f"Python {machine['python']}; command: `make bench` ({results['recorded_at']})."
@@ -270,9 +292,12 @@ def only(part: str, output: Path, quick: bool) -> None:
     subprocess.run([cdcgen, "sandbox", "up"], check=True)
     try:
         with tempfile.TemporaryDirectory(prefix="cdcgen-bench-") as tmp:
-            backlogs = (20_000, 80_000) if quick else APPLY_BACKLOGS
-            copy_rows = 20_000 if quick else COPY_ROWS
-            results[part] = replication(backlogs, copy_rows, Path(tmp))
+            if part == "triggerer":
+                results[part] = triggerer(quick, Path(tmp))
+            else:
+                backlogs = (20_000, 80_000) if quick else APPLY_BACKLOGS
+                copy_rows = 20_000 if quick else COPY_ROWS
+                results[part] = replication(backlogs, copy_rows, Path(tmp))
     finally:
         if started_here:
             subprocess.run([cdcgen, "sandbox", "down"], check=False)
@@ -288,7 +313,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes: a tooling smoke test")
     parser.add_argument("--output", type=Path, default=RESULTS)
-    parser.add_argument("--only", choices=["replication"], help="run this part alone")
+    parser.add_argument("--only", choices=["replication", "triggerer"], help="run this part alone")
     args = parser.parse_args()
     if args.only:
         only(args.only, args.output, args.quick)
@@ -331,6 +356,8 @@ def main() -> None:
             print("cli validate:", flush=True)
             results["cli_validate_small"] = cli_validate_small(work)
             results["lookup"] = lookup()
+            print("triggerer:", flush=True)
+            results["triggerer"] = triggerer(args.quick, work)
     finally:
         if started_here:
             subprocess.run([cdcgen, "sandbox", "down"], check=False)
