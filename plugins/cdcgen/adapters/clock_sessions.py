@@ -56,7 +56,8 @@ class ClosableClockReader(Protocol):
     def close(self) -> None: ...
 
 
-#: Read clocks within this many seconds of the last reading: the waiter's poll interval.
+#: ``read(max_age)``: the clocks from the reading in flight, or one started less than
+#: ``max_age`` seconds ago (the waiter's poll interval), else from a new reading.
 ReadClocks = Callable[[float], Awaitable[list["NodeClock"]]]
 
 
