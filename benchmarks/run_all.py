@@ -48,8 +48,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cdcgen.spark.session import REMOTE_ENV
-
 if TYPE_CHECKING:
     from cdcgen_dev.spark_connect import ConnectServer
 
@@ -102,7 +100,7 @@ def generation(vnodes: int, work: Path, server: ConnectServer) -> dict[str, Any]
         ],
         work / f"generation_{vnodes}.json",
         timeout=1800,
-        env={**os.environ, REMOTE_ENV: server.url},
+        env={**os.environ, **server.client_env()},
     )
 
 

@@ -229,11 +229,31 @@ def lake_root(request: pytest.FixtureRequest, tmp_path: Any) -> Any:
 # ================================ Spark Connect server ================================
 
 
+#: What a scheduler's environment holds (the compose file's Airflow settings and
+#: connections, a source password), planted in the Spark Connect server's launcher: the
+#: server and every Python it starts must hold none of it (test_spark_connect).
+CONNECT_PLANTED_SECRETS = {
+    "AIRFLOW_CONN_CDC_SOURCE": '{"conn_type": "cassandra", "password": "planted-source-pw"}',
+    "AIRFLOW__CORE__FERNET_KEY": "planted-fernet-key",
+    "AIRFLOW__API_AUTH__JWT_SECRET": "planted-jwt-secret",
+    "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": "postgresql://airflow:planted-db-pw@db/airflow",
+    "CDCGEN_PASSWORD": "planted-cdcgen-pw",
+    "CDCGEN_SINK_PASSWORD": "planted-sink-pw",
+}
+
+
+@pytest.fixture(scope="session")
+def connect_planted_secrets() -> dict[str, str]:
+    return dict(CONNECT_PLANTED_SECRETS)
+
+
 @pytest.fixture(scope="session")
 def spark_connect(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """The product's Spark Connect server (:mod:`cdcgen.spark.connect_server`) on a free
-    loopback port, started once per session (about 6 s) and stopped at its end."""
+    loopback port with a token of its own, started once per session (about 6 s) from an
+    environment holding :data:`CONNECT_PLANTED_SECRETS`, and stopped at its end."""
     from cdcgen_dev.spark_connect import connect_server
 
-    with connect_server(tmp_path_factory.mktemp("spark-connect")) as server:
+    environ = {**os.environ, **CONNECT_PLANTED_SECRETS}
+    with connect_server(tmp_path_factory.mktemp("spark-connect"), environ=environ) as server:
         yield server

@@ -57,6 +57,9 @@ OPTIONAL_SETTINGS: frozenset[str] = frozenset(
         "CDCGEN_LAKE_ROOTS",  # none but the configured lake: the default is the safe one
         "CDCGEN_PRUNE_EXPIRED_AFTER_SECONDS",  # off: ScyllaDB keeps every description
         "CDCGEN_SPARK_REMOTE",  # the tasks' (Airflow's) setting; the Spark daemons run no job
+        "CDCGEN_SPARK_CONNECT_TOKEN",  # the Connect server's and its clients' only
+        "CDCGEN_SPARK_CONNECT_TOKEN_FILE",  # given as a variable here
+        "CDCGEN_SPARK_CONNECT_HOST",  # the Connect server's address (it alone reads it)
     }
 )
 
@@ -111,11 +114,13 @@ class RecordingEnv(Mapping[str, str]):
 
 
 def settings_read_by_the_pipeline() -> set[str]:
+    from cdcgen.spark.connect_settings import SparkConnectSettings
     from cdcgen.spark.session import JobKind, remote_for
 
     env = RecordingEnv({})
     PipelineConfig.from_env(env)
     remote_for(JobKind.GENERATION_EXTRACT, env)
+    SparkConnectSettings.from_env(env)
     return {name for name in env.asked if name.startswith("CDCGEN_")}
 
 
@@ -136,8 +141,8 @@ def conn_ids_used_by_dags() -> set[str]:
 
 # --- compose's own loader ---------------------------------------------------------------
 
-#: What the README's `echo "AIRFLOW_UID=..." > .env` provides.
-DOTENV = {"AIRFLOW_UID": "50000"}
+#: What the README's `echo "AIRFLOW_UID=..." > .env` and the token's line provide.
+DOTENV = {"AIRFLOW_UID": "50000", "CDCGEN_SPARK_CONNECT_TOKEN": "t" * 43}
 #: (what breaks, text in the file, its replacement, what compose-go says)
 BROKEN = [
     ("unknown depends_on condition", "condition: service_healthy", "condition: service_ready",
@@ -298,7 +303,7 @@ def test_ports_listen_on_loopback_only(services: dict[str, Any]) -> None:
 def test_cdcgen_settings_are_exactly_those_the_pipeline_reads(services: dict[str, Any]) -> None:
     read = settings_read_by_the_pipeline()
     assert "CDCGEN_CONTACT_POINTS" in read  # the recorder works
-    for name in (*airflow_services(services), "spark-master", "spark-worker"):
+    for name in (*airflow_services(services), "spark-master", "spark-worker", "spark-connect"):
         given = {k for k in env_of(services[name]) if k.startswith("CDCGEN_")}
         assert given <= read, f"{name} sets settings nothing reads: {sorted(given - read)}"
         missing = read - given - OPTIONAL_SETTINGS
@@ -324,6 +329,82 @@ def test_lake_and_reports_are_shared_mounts(services: dict[str, Any]) -> None:
         mounts = dict(bind_mounts(service))
         assert str(config.lake_path) == mounts["lake"], name
         assert str(config.report_dir) == mounts["reports"], name
+
+
+# --- the Spark Connect server: who reaches it, what it holds ------------------------------
+
+
+def test_compose_refuses_to_start_without_the_connect_token(compose_check: Path) -> None:
+    from cdcgen_dev.compose_check import check
+
+    done = check(COMPOSE, {"AIRFLOW_UID": "50000"}, binary=compose_check)
+    assert done.returncode != 0, "compose would start a Spark Connect server with no token"
+    assert "CDCGEN_SPARK_CONNECT_TOKEN" in done.stderr
+
+
+@pytest.fixture(scope="module")
+def loaded(compose_check: Path) -> dict[str, Any]:
+    """The project as compose would run it: anchors merged, ``.env`` interpolated."""
+    from cdcgen_dev.compose_check import check
+
+    done = check(COMPOSE, DOTENV, binary=compose_check)
+    assert done.returncode == 0, done.stderr
+    project: dict[str, Any] = json.loads(done.stdout)
+    return project
+
+
+def loaded_env(loaded: Mapping[str, Any], name: str) -> dict[str, str]:
+    env = loaded["services"][name].get("environment") or {}
+    return {str(k): "" if v is None else str(v) for k, v in env.items()}
+
+
+def test_the_connect_server_gets_no_airflow_setting_and_no_credential_but_its_token(
+    loaded: dict[str, Any],
+) -> None:
+    from cdcgen.spark.connect_server import withheld
+    from cdcgen.spark.connect_settings import TOKEN_ENV, SparkConnectSettings
+
+    env = loaded_env(loaded, "spark-connect")
+    assert not [name for name in env if name.startswith("AIRFLOW")]
+    assert [name for name in env if withheld(name)] == [TOKEN_ENV]
+    token = DOTENV[TOKEN_ENV]
+    assert SparkConnectSettings.from_env(env).required_secret().get_secret_value() == token
+    # Its token reaches only those that present it: the Airflow components, not the
+    # Spark master and worker (every job there could read it) nor the init job.
+    for name in AIRFLOW_COMMANDS:
+        assert loaded_env(loaded, name)[TOKEN_ENV] == token, name
+    for name in ("spark-master", "spark-worker", "airflow-init"):
+        assert TOKEN_ENV not in loaded_env(loaded, name), name
+
+
+def test_the_connect_server_binds_its_service_address_and_the_tasks_reach_it_there(
+    loaded: dict[str, Any],
+) -> None:
+    from urllib.parse import urlparse
+
+    from cdcgen.spark.connect_channel import AUTHORIZATION, channel_builder
+    from cdcgen.spark.connect_settings import SparkConnectSettings
+    from cdcgen.spark.session import JobKind, remote_for
+
+    server = loaded["services"]["spark-connect"]
+    host = SparkConnectSettings.from_env(loaded_env(loaded, "spark-connect")).host
+    assert host == server["hostname"] == "spark-connect"  # not 0.0.0.0, not the default
+    assert not server.get("ports"), "the Connect server must not be published on the host"
+    args = [str(a) for a in server["command"]]
+    assert args[:3] == ["python", "-m", "cdcgen.spark.connect_server"]
+    assert "--host" not in args  # the address is the setting above
+    port = args[args.index("--port") + 1]
+    assert " ".join(server["healthcheck"]["test"]).count(f"('{host}', {port})") == 1
+    scheduler = loaded_env(loaded, "airflow-scheduler")
+    url = remote_for(JobKind.GENERATION_EXTRACT, scheduler)
+    assert url is not None
+    parsed = urlparse("http" + url[2:])
+    assert (parsed.hostname, str(parsed.port)) == (host, port)
+    # The tasks' channel takes that URL and token: a header to that host, no TLS asked.
+    token = SparkConnectSettings.from_env(scheduler).required_secret()
+    builder = channel_builder(url, token)
+    assert (AUTHORIZATION, f"Bearer {token.get_secret_value()}") in builder.metadata()
+    assert not builder.secure
 
 
 # --- connections ------------------------------------------------------------------------

@@ -271,12 +271,10 @@ def test_extract_and_validation_on_the_spark_connect_server(
     scenario: Callable[..., Scenario], spark_connect: Any
 ) -> None:
     # The deployment with a long-lived Spark: no task starts a JVM of its own.
-    from cdcgen.spark.session import REMOTE_ENV
-
     scn = scenario("connect", SourceMode.RAFT)
     with scn.client() as client:
         joined = scn.cluster(client).join_node(SourceMode.RAFT, seed=21)
-    env = {REMOTE_ENV: spark_connect.url, "CDCGEN_VALIDATION_ENGINE": "spark"}
+    env = {**spark_connect.client_env(), "CDCGEN_VALIDATION_ENGINE": "spark"}
     run, summary = scn.run(env=env)
     assert_ok(run)
     assert "Spark-Submit cmd" not in run.output

@@ -38,4 +38,4 @@ def spark_remote(spark_connect: ConnectServer) -> SparkSession:
     """A validation session on :func:`spark_connect` (beside the local ``spark``)."""
     from cdcgen.spark.session import JobKind, job_conf, remote_session
 
-    return remote_session(spark_connect.url, job_conf(JobKind.VALIDATION))
+    return remote_session(spark_connect.url, job_conf(JobKind.VALIDATION), spark_connect.token)

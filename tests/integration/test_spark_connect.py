@@ -2,7 +2,11 @@
 
 The server is the product's (:mod:`cdcgen.spark.connect_server`), started once per
 session; the validation verdicts on it are compared with the other engines' in
-``test_generation_validation``.
+``test_generation_validation``. It runs its clients' Python, so who reaches it and what
+it holds are tried here too: a client without its token or with a wrong one is refused,
+it listens on its configured address only, and neither it nor the Python it runs for
+a client holds an Airflow setting or a credential of the environment it was started
+from (``CONNECT_PLANTED_SECRETS`` in ``tests/conftest.py``).
 """
 
 from __future__ import annotations
@@ -10,21 +14,26 @@ from __future__ import annotations
 import json
 import os
 import random
+import socket
 import subprocess
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import psutil
 import pytest
+from pydantic import SecretStr
 
 from cdcgen.core.topology import Node, make_generation
 from cdcgen.core.topology_json import description_to_json, nodes_to_json
 from cdcgen.extract.lake import artifact_at
 from cdcgen.extract.spark_extract import read_streams
+from cdcgen.spark.connect_server import SPARK_TOKEN_ENV
+from cdcgen.spark.connect_settings import TOKEN_ENV, TOKEN_FILE_ENV
 from cdcgen.spark.session import (
-    REMOTE_ENV,
     JobKind,
     SparkServerMismatch,
+    SparkServerRefused,
     job_conf,
     remote_session,
 )
@@ -59,7 +68,7 @@ def test_the_extract_job_runs_on_the_server_and_starts_no_spark_of_its_own(
     argv = ["--description", str(tmp_path / "d.json"), "--generation-ts-ms", "1795860000250"]
     argv += ["--generation-id", "on-connect", "--lake", str(tmp_path / "lake")]
     argv += ["--topology", str(tmp_path / "t.json")]
-    env = {**os.environ, REMOTE_ENV: spark_connect.url}
+    env = {**os.environ, **spark_connect.client_env()}
     done = subprocess.run(
         [sys.executable, "-c", JOB, *argv], env=env, capture_output=True, text=True, timeout=120
     )
@@ -79,18 +88,20 @@ def test_a_server_without_the_jobs_settings_is_refused_by_name(
 ) -> None:
     needed = {**job_conf(JobKind.VALIDATION), "spark.sql.extensions": "com.example.Other"}
     with pytest.raises(SparkServerMismatch, match=r"spark\.sql\.extensions: the server has"):
-        remote_session(spark_connect.url, needed)
+        remote_session(spark_connect.url, needed, spark_connect.token)
 
 
 def test_a_session_on_the_server_gets_the_jobs_sql_settings(spark_connect: ConnectServer) -> None:
     conf = {**job_conf(JobKind.GENERATION_EXTRACT), "spark.sql.shuffle.partitions": "3"}
-    session = remote_session(spark_connect.url, conf)
+    session = remote_session(spark_connect.url, conf, spark_connect.token)
     assert session.conf.get("spark.sql.shuffle.partitions") == "3"
     assert session.conf.get("spark.sql.session.timeZone") == "UTC"
     assert session.sql("SELECT 1 AS one").collect()[0].one == 1
     # Kinds share the process's session on a server, so every call sets its kind's
     # settings again: the next job is not left with this one's.
-    again = remote_session(spark_connect.url, job_conf(JobKind.GENERATION_EXTRACT))
+    again = remote_session(
+        spark_connect.url, job_conf(JobKind.GENERATION_EXTRACT), spark_connect.token
+    )
     assert again is session
     extract_setting = job_conf(JobKind.GENERATION_EXTRACT)["spark.sql.shuffle.partitions"]
     assert again.conf.get("spark.sql.shuffle.partitions") == extract_setting != "3"
@@ -107,8 +118,9 @@ def test_a_session_on_the_server_is_not_the_one_libraries_find(
     )
     from pyspark.sql.connect.session import SparkSession as ConnectSession
 
-    remote = remote_session(spark_connect.url, job_conf(JobKind.VALIDATION))
-    assert remote is remote_session(spark_connect.url, job_conf(JobKind.GENERATION_EXTRACT))
+    token = spark_connect.token
+    remote = remote_session(spark_connect.url, job_conf(JobKind.VALIDATION), token)
+    assert remote is remote_session(spark_connect.url, job_conf(JobKind.GENERATION_EXTRACT), token)
     assert ConnectSession.getActiveSession() is None
     found = SparkDFExecutionEngine.get_or_create_spark_session()
     assert not isinstance(found, ConnectSession)
@@ -129,8 +141,99 @@ def test_a_process_with_a_session_on_the_server_exits(spark_connect: ConnectServ
     for _ in range(5):
         done = subprocess.run(
             [sys.executable, "-c", USE_AND_EXIT, spark_connect.url],
+            env={**os.environ, **spark_connect.client_env()},
             capture_output=True,
             text=True,
             timeout=60,
         )
         assert done.returncode == 0, done.stderr
+
+
+# --- who reaches the server, and what it holds -------------------------------------------
+
+
+def test_the_server_refuses_a_client_without_its_token_or_with_a_wrong_one(
+    spark_connect: ConnectServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pyspark.errors.exceptions.connect import SparkConnectGrpcException
+    from pyspark.sql.connect.session import SparkSession as ConnectSession
+
+    monkeypatch.delenv(TOKEN_ENV, raising=False)
+    monkeypatch.delenv(TOKEN_FILE_ENV, raising=False)
+    conf = job_conf(JobKind.VALIDATION)
+    with pytest.raises(SparkServerRefused, match=f"presented no token .* {TOKEN_ENV}"):
+        remote_session(spark_connect.url, conf)
+    wrong = SecretStr("not-" + spark_connect.token.get_secret_value())
+    with pytest.raises(SparkServerRefused, match="a token it does not accept") as caught:
+        remote_session(spark_connect.url, conf, wrong)
+    assert wrong.get_secret_value() not in str(caught.value)
+    # The server itself, not this client, says no: PySpark's own client, no token.
+    bare = ConnectSession(connection=spark_connect.url)
+    try:
+        with pytest.raises(SparkConnectGrpcException) as refused:
+            bare.sql("SELECT 1").collect()
+        assert refused.value.getGrpcStatusCode().name == "UNAUTHENTICATED"
+    finally:
+        bare.release_session_on_close = False
+        bare.stop()
+    served = remote_session(spark_connect.url, conf, spark_connect.token)
+    assert served.sql("SELECT 2 AS two").collect()[0].two == 2
+
+
+def server_processes(spark_connect: ConnectServer) -> list[psutil.Process]:
+    """The server's JVM (its launcher became it) and every process it started."""
+    root = psutil.Process(spark_connect.pid)
+    return [root, *root.children(recursive=True)]
+
+
+def test_the_server_listens_on_its_configured_address_only(spark_connect: ConnectServer) -> None:
+    listening = [
+        conn.laddr
+        for process in server_processes(spark_connect)
+        for conn in process.net_connections(kind="inet")
+        if conn.status == psutil.CONN_LISTEN and conn.laddr.port == spark_connect.port
+    ]
+    assert listening, "no process of the server listens on its port"
+    assert {address.ip for address in listening} == {spark_connect.host} == {"127.0.0.1"}
+    # Reached through another address of this machine, the port is closed.
+    others = [
+        address.address
+        for addresses in psutil.net_if_addrs().values()
+        for address in addresses
+        if address.family == socket.AF_INET and not address.address.startswith("127.")
+    ]
+    for other in others:
+        with pytest.raises(OSError), socket.create_connection((other, spark_connect.port), 2):
+            pass
+
+
+def test_the_server_and_the_python_it_runs_hold_no_airflow_setting_and_no_credential(
+    spark_connect: ConnectServer, connect_planted_secrets: dict[str, str]
+) -> None:
+    from pyspark.sql.connect.functions.builtin import udf
+
+    token = spark_connect.token.get_secret_value()
+
+    # A client's Python runs in a worker the server starts: what could it read?
+    def environment(_: object) -> str:
+        import json as json_
+        import os as os_
+
+        return json_.dumps(dict(os_.environ))
+
+    session = remote_session(spark_connect.url, job_conf(JobKind.VALIDATION), spark_connect.token)
+    as_udf = udf(environment, "string", useArrow=False)
+    row = session.range(1).select(as_udf("id").alias("env")).collect()[0]
+    environments = {"a client's Python worker": json.loads(row.env)}
+    for process in server_processes(spark_connect):
+        environments[f"pid {process.pid} {process.name()}"] = process.environ()
+        assert not [part for part in process.cmdline() if token in part], process.cmdline()
+    assert len(environments) >= 3  # the JVM, its Python workers, the UDF's view
+    planted = list(connect_planted_secrets.values())
+    for who, env in environments.items():
+        assert not [name for name in env if name.startswith("AIRFLOW")], who
+        assert not [name for name, value in env.items() for p in planted if p in value], who
+        assert TOKEN_ENV not in env, who  # handed over as Spark's variable, only that
+    jvm = psutil.Process(spark_connect.pid).environ()
+    assert jvm[SPARK_TOKEN_ENV] == token
+    assert token not in spark_connect.log.read_text()

@@ -119,6 +119,8 @@ def test_spark_submit_inherits_no_secret_of_the_airflow_process() -> None:
         "AIRFLOW__CORE__FERNET_KEY": SECRET,
         "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"postgresql://a:{SECRET}@db/airflow",
         "CDCGEN_PASSWORD": SECRET,
+        # The Spark Connect server's token: the tasks present it, no submitted job does.
+        "CDCGEN_SPARK_CONNECT_TOKEN": SECRET,
         "AIRFLOW_HOME": "/opt/airflow",
         "CDCGEN_LAKE_PATH": "/lake",
         "PATH": "/usr/bin",

@@ -43,7 +43,7 @@ def test_the_server_has_what_every_connect_job_fixes_at_start_but_the_short_jit(
 
 
 def test_the_server_command_is_a_spark_submit_of_the_connect_server() -> None:
-    command = server_command(15099, "local[2]", home=Path("/opt/spark"))
+    command = server_command(15099, "local[2]", "127.0.0.1", home=Path("/opt/spark"))
     assert command[0] == "/opt/spark/bin/spark-submit"
     assert command[command.index("--class") + 1] == SERVER_CLASS
     assert command[command.index("--master") + 1] == "local[2]"

@@ -23,7 +23,8 @@ YARN and Kubernetes masters; the driver therefore runs in client mode, on every 
 spark-submit inherits the Airflow process's environment, which may hold other secrets:
 connections and variables defined as ``AIRFLOW_CONN_*`` / ``AIRFLOW_VAR_*`` (the source
 connection's password among them), Airflow's settings (``AIRFLOW__*``: the Fernet key,
-the JWT secret, the database URL) and a ``CDCGEN_PASSWORD`` or ``CDCGEN_SINK_PASSWORD``.
+the JWT secret, the database URL), a ``CDCGEN_PASSWORD`` or ``CDCGEN_SINK_PASSWORD``, and
+the Spark Connect server's token (``CDCGEN_SPARK_CONNECT_TOKEN``).
 None of it is the job's business, and every process Spark starts would carry it
 (readable in ``/proc``, in a core dump, by anything it runs), so those variables are
 left out of spark-submit's environment (:func:`without_inherited_secrets`).
@@ -43,12 +44,14 @@ from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOpe
 
 from cdcgen.adapters.cluster_access import access_for
 from cdcgen.airflow.connections import SOURCE_CONN_ID
+from cdcgen.airflow.failures import fail_fast
 from cdcgen.airflow.hooks import CdcSourceHook
 from cdcgen.airflow.lake_connection import lake_connection_env
 from cdcgen.airflow.spark_masters import SparkMasterRefused, client_conf, client_mode_hook
 from cdcgen.config import PipelineConfig
 from cdcgen.pipeline.result_files import open_attempt
 from cdcgen.spark.class_archive import with_class_archive
+from cdcgen.spark.connect_settings import TOKEN_ENV as CONNECT_TOKEN_ENV
 from cdcgen.spark.session import JobKind, remote_for
 
 
@@ -135,7 +138,8 @@ class GenerationExtractOperator(CdcSparkSubmitOperator):
         config = PipelineConfig.from_env(self.env_vars or {}).with_overrides(
             username=access.username, password=access.password, password_file=access.password_file
         )
-        summary = run(list(self.application_args or []), config)
+        # A refused token (or cluster login) is not retried: it would be refused again.
+        summary = fail_fast(run)(list(self.application_args or []), config)
         self.log.info(
             "extracted on the Spark Connect server: %s", json.dumps(summary, sort_keys=True)
         )
@@ -191,7 +195,8 @@ def credentials_env(config: PipelineConfig, prefix: str = "CDCGEN_") -> Iterator
 
 #: What spark-submit must not inherit (prefixes and names of environment variables).
 SECRET_PREFIXES = ("AIRFLOW_CONN_", "AIRFLOW_VAR_", "AIRFLOW__")
-SECRET_NAMES = frozenset({"CDCGEN_PASSWORD", "CDCGEN_SINK_PASSWORD"})
+#: The Connect server's token too: spark-submitted jobs never use that server.
+SECRET_NAMES = frozenset({"CDCGEN_PASSWORD", "CDCGEN_SINK_PASSWORD", CONNECT_TOKEN_ENV})
 
 
 def is_inherited_secret(name: str) -> bool:

@@ -6,24 +6,40 @@ started once and left running (a service beside the cluster, like the Spark mast
 takes both off every generation: the jobs connect to it with ``$CDCGEN_SPARK_REMOTE``
 (:func:`cdcgen.spark.session.remote_for`) and start no JVM of their own.
 
-    python -m cdcgen.spark.connect_server [--port 15002] [--master local[2]]
+    python -m cdcgen.spark.connect_server [--port 15002] [--master local[2]] [--host ADDR]
 
 runs one in the foreground with the configuration those jobs need (Delta's extension
 and catalog fixed at its start, which a session checks when it connects), the class
 archive when there is one, and Python workers on this interpreter. It reads the lake
 with its own access: an S3 lake's ``AWS_*`` variables must be in its environment.
+
+A Connect server runs what its clients send, Python included, so it is closed down to
+the clients meant to use it (:mod:`cdcgen.spark.connect_settings`): it listens on one
+address (``$CDCGEN_SPARK_CONNECT_HOST``, loopback by default), it does not start without
+a token, and it serves only clients presenting it. The token reaches the JVM in the
+variable Spark reads (``SPARK_CONNECT_AUTHENTICATE_TOKEN``), never as a ``--conf``
+argument, which anyone on the machine can read in ``ps``. And since its clients can read
+its environment, the server and every Python it starts get none of the secrets the
+process that launched it may hold (:func:`withheld`): no ``AIRFLOW_*`` variable (the
+Fernet key, the JWT secret, the metadata database URL, connections such as the source
+cluster's with its password), no password, key or token of anything else.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from pydantic import SecretStr
+
 from cdcgen.adapters.lake_store import S3Access
+from cdcgen.env_settings import ConfigError
 from cdcgen.spark.class_archive import spark_home, with_class_archive
+from cdcgen.spark.connect_settings import SparkConnectSettings
 from cdcgen.spark.s3a import s3a_conf
 from cdcgen.spark.session import CONNECT_KINDS, SHORT_JOB_JIT, job_conf
 
@@ -46,11 +62,13 @@ def server_conf() -> dict[str, str]:
     return with_class_archive({**merged, **s3a_conf(access.endpoint_url, access.region)})
 
 
-def server_command(port: int, master: str, home: Path | None = None) -> list[str]:
-    """spark-submit of a Connect server on ``port`` (all interfaces) with :func:`server_conf`."""
+def server_command(port: int, master: str, host: str, home: Path | None = None) -> list[str]:
+    """spark-submit of a Connect server on ``host``:``port`` with :func:`server_conf`; the
+    token is not in it (:func:`server_env` carries it)."""
     submit = (home or spark_home()) / "bin" / "spark-submit"
     settings: Mapping[str, str] = {
         **server_conf(),
+        "spark.connect.grpc.binding.address": host,
         "spark.connect.grpc.binding.port": str(port),
         "spark.app.name": "cdcgen-connect",
     }
@@ -58,9 +76,42 @@ def server_command(port: int, master: str, home: Path | None = None) -> list[str
     return [str(submit), "--class", SERVER_CLASS, "--master", master, *conf, "spark-internal"]
 
 
-def server_env(environ: Mapping[str, str] = os.environ) -> dict[str, str]:
-    """The server's environment: its Python workers run this interpreter."""
-    return {**environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
+#: Where Spark's Connect server reads its pre-shared token when no property sets it.
+SPARK_TOKEN_ENV = "SPARK_CONNECT_AUTHENTICATE_TOKEN"
+#: The lake's object-store access (:class:`~cdcgen.adapters.lake_store.S3Access`): the
+#: server reads and writes an S3 lake with it, so these are the credentials it keeps.
+LAKE_ACCESS = frozenset({"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"})
+#: Names that hold or point at a credential, whatever they belong to: CDCGEN_PASSWORD,
+#: CDCGEN_SINK_PASSWORD_FILE, CDCGEN_TLS_KEY_FILE, PGPASSWORD, GITHUB_TOKEN,
+#: SSH_AUTH_SOCK, ... (a name too many costs nothing the server needs; one too few
+#: hands a secret to whoever the server runs code for).
+CREDENTIAL_NAME = re.compile(
+    r"PASSWORD|PASSWD|SECRET|TOKEN|CREDENTIAL|PRIVATE|AUTH|COOKIE|API_?KEY|KEY_FILE|_USERNAME$|_CONN$|DSN"
+)
+
+
+def withheld(name: str) -> bool:
+    """True for a variable the server must not inherit: every ``AIRFLOW*`` one, and any
+    credential but the lake's access."""
+    if name.startswith("AIRFLOW"):
+        return True
+    return name not in LAKE_ACCESS and CREDENTIAL_NAME.search(name.upper()) is not None
+
+
+def server_env(token: SecretStr, environ: Mapping[str, str] = os.environ) -> dict[str, str]:
+    """The server's environment: ``environ`` less what :func:`withheld` names, Python
+    workers on this interpreter, and the token where Spark reads it."""
+    kept = {name: value for name, value in environ.items() if not withheld(name)}
+    return {
+        **kept,
+        "PYSPARK_PYTHON": sys.executable,
+        "PYSPARK_DRIVER_PYTHON": sys.executable,
+        SPARK_TOKEN_ENV: token.get_secret_value(),
+    }
+
+
+#: The exit status for settings it refuses (as the jobs' "refused").
+EXIT_REFUSED = 2
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -69,9 +120,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--master", default=os.environ.get("CDCGEN_SPARK_MASTER", "local[2]"), help="Spark master"
     )
+    parser.add_argument(
+        "--host", help="the address to listen on (default: $CDCGEN_SPARK_CONNECT_HOST)"
+    )
     args = parser.parse_args(argv)
-    command = server_command(args.port, args.master)
-    os.execve(command[0], command, server_env())
+    try:
+        settings = SparkConnectSettings.from_env()
+        if args.host is not None:
+            settings = settings.with_overrides(host=args.host)
+        token = settings.required_secret()
+    except ConfigError as exc:
+        print(f"cdcgen.spark.connect_server: {exc}", file=sys.stderr)
+        return EXIT_REFUSED
+    command = server_command(args.port, args.master, settings.host)
+    os.execve(command[0], command, server_env(token))
     return 0  # not reached: the server replaces this process
 
 

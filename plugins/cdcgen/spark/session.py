@@ -34,8 +34,14 @@ from collections.abc import Mapping
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, cast
 
+from pydantic import SecretStr
+
+from cdcgen.adapters.errors import AccessRefused
 from cdcgen.adapters.lake_store import S3Access
 from cdcgen.spark.class_archive import with_class_archive
+from cdcgen.spark.connect_channel import channel_builder
+from cdcgen.spark.connect_settings import REMOTE_ENV as REMOTE_ENV
+from cdcgen.spark.connect_settings import TOKEN_ENV, TOKEN_FILE_ENV, SparkConnectSettings
 from cdcgen.spark.delta import SESSION_CONF as DELTA_CONF
 from cdcgen.spark.s3a import s3a_conf
 from cdcgen.spark.shipping import ship_package
@@ -89,11 +95,16 @@ _KIND_CONF: Mapping[JobKind, Mapping[str, str]] = {
 
 #: The kinds a Spark Connect server can run (SQL, reads and Arrow results only).
 CONNECT_KINDS: frozenset[JobKind] = frozenset({JobKind.GENERATION_EXTRACT, JobKind.VALIDATION})
-REMOTE_ENV = "CDCGEN_SPARK_REMOTE"
 
 
 class SparkServerMismatch(Exception):
     """The Spark Connect server lacks a setting the job needs (the message says which)."""
+
+
+class SparkServerRefused(AccessRefused):
+    """Terminal: the Spark Connect server refused this client's token (or its lack of
+    one); another attempt with the same settings meets the same answer, so the Airflow
+    edge fails the task at once (:func:`cdcgen.airflow.failures.fail_fast`)."""
 
 
 _APP_NAMES: Mapping[JobKind, str] = {
@@ -152,7 +163,8 @@ def server_mismatches(needed: Mapping[str, str], server: Mapping[str, str | None
 
 
 _remote_lock = threading.Lock()
-_remote_sessions: dict[str, Any] = {}
+#: Keyed by URL and token: a session refused for its token is not the one to reuse.
+_remote_sessions: dict[tuple[str, str | None], Any] = {}
 
 
 @atexit.register
@@ -173,24 +185,46 @@ def _close_remote_sessions() -> None:
             session.stop()
 
 
-def remote_session(url: str, conf: Mapping[str, str]) -> SparkSession:
+def remote_session(
+    url: str, conf: Mapping[str, str], token: SecretStr | None = None
+) -> SparkSession:
     """A session on the Spark Connect server at ``url`` with ``conf``'s SQL settings.
 
     One per server and process, made by Connect's constructor and kept here, not by a
     builder. ``SparkSession.builder.remote`` switches the whole process to Connect, and
     Connect's own builder makes its session the process's default one, which GX's Spark
     engine (it asks Connect's builder first) would then use instead of a local session:
-    this one is the caller's alone, and a local session can live beside it. The
-    server's static settings are checked first (:class:`SparkServerMismatch`): a server
-    started otherwise would fail later, inside a job, with Spark's message instead.
+    this one is the caller's alone, and a local session can live beside it.
+
+    ``token`` (default: ``$CDCGEN_SPARK_CONNECT_TOKEN`` or its file) is presented on
+    every call (:mod:`cdcgen.spark.connect_channel`); a server that refuses it is
+    :class:`SparkServerRefused`. The server's static settings are checked next
+    (:class:`SparkServerMismatch`): a server started otherwise would fail later, inside
+    a job, with Spark's message instead.
     """
+    from pyspark.errors.exceptions.connect import SparkConnectGrpcException
     from pyspark.sql.connect.session import SparkSession as ConnectSession
 
+    if token is None:
+        token = SparkConnectSettings.from_env().secret()
+    cache_key = (url, None if token is None else token.get_secret_value())
     with _remote_lock:
-        session = _remote_sessions.get(url)
+        session = _remote_sessions.get(cache_key)
         if session is None or session.is_stopped:
-            session = _remote_sessions[url] = ConnectSession(connection=url)
-    found = {key: session.conf.get(key, None) for key in conf if key in STATIC_SQL_CONF}
+            session = _remote_sessions[cache_key] = ConnectSession(
+                connection=channel_builder(url, token)
+            )
+    try:
+        found = {key: session.conf.get(key, None) for key in conf if key in STATIC_SQL_CONF}
+    except SparkConnectGrpcException as exc:
+        if exc.getGrpcStatusCode().name != "UNAUTHENTICATED":
+            raise
+        _forget(cache_key, session)
+        given = "no token" if token is None else "a token it does not accept"
+        raise SparkServerRefused(
+            f"the Spark Connect server (${REMOTE_ENV}) refused this client, which presented "
+            f"{given} ({exc.getMessage()}); the token is {TOKEN_ENV} or {TOKEN_FILE_ENV}"
+        ) from None
     problems = server_mismatches(conf, found)
     if problems:
         listed = "; ".join(problems)
@@ -201,6 +235,16 @@ def remote_session(url: str, conf: Mapping[str, str]) -> SparkSession:
         if key.startswith("spark.sql.") and key not in STATIC_SQL_CONF:
             session.conf.set(key, value)
     return cast("SparkSession", session)
+
+
+def _forget(key: tuple[str, str | None], session: Any) -> None:
+    """Drop a refused session: nothing on the server to release, nothing to reuse."""
+    with _remote_lock:
+        if _remote_sessions.get(key) is session:
+            del _remote_sessions[key]
+    session.release_session_on_close = False
+    with contextlib.suppress(Exception):
+        session.stop()
 
 
 def spark_session(app_name: str = "cdcgen", conf: Mapping[str, str] | None = None) -> SparkSession:
