@@ -191,9 +191,10 @@ def test_the_server_listens_on_its_configured_address_only(spark_connect: Connec
         conn.laddr
         for process in server_processes(spark_connect)
         for conn in process.net_connections(kind="inet")
-        if conn.status == psutil.CONN_LISTEN and conn.laddr.port == spark_connect.port
+        if conn.status == psutil.CONN_LISTEN
     ]
-    assert listening, "no process of the server listens on its port"
+    assert spark_connect.port in {address.port for address in listening}
+    # Every port of it (Connect's, the driver's RPC and block manager), not just one.
     assert {address.ip for address in listening} == {spark_connect.host} == {"127.0.0.1"}
     # Reached through another address of this machine, the port is closed.
     others = [

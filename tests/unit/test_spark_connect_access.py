@@ -38,6 +38,7 @@ LAUNCHER_ENV = {
     "CDCGEN_CONTACT_POINTS": "10.0.0.1",
     "AWS_ACCESS_KEY_ID": "lake-key-id",
     "AWS_SECRET_ACCESS_KEY": "lake-secret",
+    "AWS_WEB_IDENTITY_TOKEN_FILE": "/var/run/secrets/eks/token",
     "AIRFLOW__CORE__FERNET_KEY": "fernet-secret",
     "AIRFLOW__API_AUTH__JWT_SECRET": "jwt-secret",
     "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": "postgresql://airflow:pw@db/airflow",
@@ -55,7 +56,7 @@ LAUNCHER_ENV = {
     "SSH_AUTH_SOCK": "/tmp/agent",
 }
 KEPT = {"PATH", "JAVA_HOME", "CDCGEN_LAKE_PATH", "CDCGEN_CONTACT_POINTS"}
-LAKE_ACCESS = {"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"}
+LAKE_ACCESS = {"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_WEB_IDENTITY_TOKEN_FILE"}
 
 
 # --- the server -------------------------------------------------------------------------
@@ -66,6 +67,7 @@ def test_the_server_listens_on_the_configured_address_loopback_by_default() -> N
     host = SparkConnectSettings.from_env({HOST_ENV: "spark-connect"}).host
     command = server_command(15099, "local[2]", host, home=Path("/opt/spark"))
     assert "spark.connect.grpc.binding.address=spark-connect" in command
+    assert "spark.driver.bindAddress=spark-connect" in command  # its other ports too
     assert "spark.connect.grpc.binding.port=15099" in command
 
 

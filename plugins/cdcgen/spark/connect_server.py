@@ -63,11 +63,15 @@ def server_conf() -> dict[str, str]:
 
 
 def server_command(port: int, master: str, host: str, home: Path | None = None) -> list[str]:
-    """spark-submit of a Connect server on ``host``:``port`` with :func:`server_conf`; the
-    token is not in it (:func:`server_env` carries it)."""
+    """spark-submit of a Connect server on ``host``:``port`` with :func:`server_conf`, its
+    driver listening on ``host`` too; the token is not in it (:func:`server_env` has it)."""
     submit = (home or spark_home()) / "bin" / "spark-submit"
     settings: Mapping[str, str] = {
         **server_conf(),
+        # Its driver's own RPC and block manager ports too: they would otherwise bind the
+        # machine's name. (Executors of a cluster master must reach this address.)
+        "spark.driver.bindAddress": host,
+        "spark.driver.host": host,
         "spark.connect.grpc.binding.address": host,
         "spark.connect.grpc.binding.port": str(port),
         "spark.app.name": "cdcgen-connect",
@@ -78,9 +82,10 @@ def server_command(port: int, master: str, host: str, home: Path | None = None) 
 
 #: Where Spark's Connect server reads its pre-shared token when no property sets it.
 SPARK_TOKEN_ENV = "SPARK_CONNECT_AUTHENTICATE_TOKEN"
-#: The lake's object-store access (:class:`~cdcgen.adapters.lake_store.S3Access`): the
-#: server reads and writes an S3 lake with it, so these are the credentials it keeps.
-LAKE_ACCESS = frozenset({"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"})
+#: The lake's object-store access (:class:`~cdcgen.adapters.lake_store.S3Access`, and
+#: the AWS SDK's own chain: web identity token files, container credentials): the server
+#: reads and writes an S3 lake with it, so these are the credentials it keeps.
+LAKE_ACCESS_PREFIX = "AWS_"
 #: Names that hold or point at a credential, whatever they belong to: CDCGEN_PASSWORD,
 #: CDCGEN_SINK_PASSWORD_FILE, CDCGEN_TLS_KEY_FILE, PGPASSWORD, GITHUB_TOKEN,
 #: SSH_AUTH_SOCK, ... (a name too many costs nothing the server needs; one too few
@@ -95,7 +100,9 @@ def withheld(name: str) -> bool:
     credential but the lake's access."""
     if name.startswith("AIRFLOW"):
         return True
-    return name not in LAKE_ACCESS and CREDENTIAL_NAME.search(name.upper()) is not None
+    if name.startswith(LAKE_ACCESS_PREFIX):
+        return False
+    return CREDENTIAL_NAME.search(name.upper()) is not None
 
 
 def server_env(token: SecretStr, environ: Mapping[str, str] = os.environ) -> dict[str, str]:
