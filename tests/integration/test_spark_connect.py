@@ -161,7 +161,7 @@ def test_the_server_refuses_a_client_without_its_token_or_with_a_wrong_one(
     monkeypatch.delenv(TOKEN_ENV, raising=False)
     monkeypatch.delenv(TOKEN_FILE_ENV, raising=False)
     conf = job_conf(JobKind.VALIDATION)
-    with pytest.raises(SparkServerRefused, match=f"presented no token .* {TOKEN_ENV}"):
+    with pytest.raises(SparkServerRefused, match=f"presented no token; the token is {TOKEN_ENV}"):
         remote_session(spark_connect.url, conf)
     wrong = SecretStr("not-" + spark_connect.token.get_secret_value())
     with pytest.raises(SparkServerRefused, match="a token it does not accept") as caught:
@@ -195,7 +195,9 @@ def test_the_server_listens_on_its_configured_address_only(spark_connect: Connec
     ]
     assert spark_connect.port in {address.port for address in listening}
     # Every port of it (Connect's, the driver's RPC and block manager), not just one.
-    assert {address.ip for address in listening} == {spark_connect.host} == {"127.0.0.1"}
+    # (Java's dual-stack sockets show an IPv4 address as ::ffff:a.b.c.d.)
+    addresses = {address.ip.removeprefix("::ffff:") for address in listening}
+    assert addresses == {spark_connect.host} == {"127.0.0.1"}
     # Reached through another address of this machine, the port is closed.
     others = [
         address.address
@@ -212,6 +214,7 @@ def test_the_server_and_the_python_it_runs_hold_no_airflow_setting_and_no_creden
     spark_connect: ConnectServer, connect_planted_secrets: dict[str, str]
 ) -> None:
     from pyspark.sql.connect.functions.builtin import udf
+    from pyspark.sql.types import StringType
 
     token = spark_connect.token.get_secret_value()
 
@@ -223,13 +226,16 @@ def test_the_server_and_the_python_it_runs_hold_no_airflow_setting_and_no_creden
         return json_.dumps(dict(os_.environ))
 
     session = remote_session(spark_connect.url, job_conf(JobKind.VALIDATION), spark_connect.token)
-    as_udf = udf(environment, "string", useArrow=False)
+    as_udf = udf(environment, StringType(), useArrow=False)
     row = session.range(1).select(as_udf("id").alias("env")).collect()[0]
     environments = {"a client's Python worker": json.loads(row.env)}
     for process in server_processes(spark_connect):
-        environments[f"pid {process.pid} {process.name()}"] = process.environ()
-        assert not [part for part in process.cmdline() if token in part], process.cmdline()
-    assert len(environments) >= 3  # the JVM, its Python workers, the UDF's view
+        try:  # a Python worker may end between listing and reading
+            environments[f"pid {process.pid} {process.name()}"] = process.environ()
+            assert not [part for part in process.cmdline() if token in part], process.cmdline()
+        except (psutil.NoSuchProcess, psutil.ZombieProcess):
+            continue
+    assert len(environments) >= 2  # the UDF's view, the JVM (and its Python workers)
     planted = list(connect_planted_secrets.values())
     for who, env in environments.items():
         assert not [name for name in env if name.startswith("AIRFLOW")], who

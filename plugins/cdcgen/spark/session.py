@@ -222,8 +222,8 @@ def remote_session(
         _forget(cache_key, session)
         given = "no token" if token is None else "a token it does not accept"
         raise SparkServerRefused(
-            f"the Spark Connect server (${REMOTE_ENV}) refused this client, which presented "
-            f"{given} ({exc.getMessage()}); the token is {TOKEN_ENV} or {TOKEN_FILE_ENV}"
+            f"the Spark Connect server (${REMOTE_ENV}) refused this client (UNAUTHENTICATED), "
+            f"which presented {given}; the token is {TOKEN_ENV} or {TOKEN_FILE_ENV}"
         ) from None
     problems = server_mismatches(conf, found)
     if problems:
