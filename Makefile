@@ -38,7 +38,7 @@ integration: setup
 compose-check: setup
 	$(BIN)/python -m cdcgen_dev.compose_check
 
-# Every benchmark; writes benchmarks/results/latest.json and prints the README's table.
+# Every benchmark; writes benchmarks/results/latest.json and prints the table of docs/benchmarks.md.
 bench: setup
 	$(BIN)/python benchmarks/run_all.py
 

@@ -30,7 +30,7 @@ read and written by cassandra-driver alone at its best concurrency, after the st
 The set-up's garbage is collected before the stages: writing the generation's 25,600
 rows leaves as many of the driver's request futures behind as cyclic garbage, which no
 task process has, and whichever stage ran the next full collection paid for it (the
-README's benchmark section has the figures). Peak RSS is this process and its children
+docs/benchmarks.md has the figures). Peak RSS is this process and its children
 (a local Spark JVM), plus the Spark Connect server and its children when
 ``--spark-server-pid`` names it, sampled every 0.1 s; CPU seconds likewise.
 

@@ -23,7 +23,7 @@ own:
 * ``triggerer``: :mod:`bench_triggerer`, 200 deferred clock waits in one event loop:
   threads, connections and CPU per minute, shared readings against a client per wait.
 
-Writes ``benchmarks/results/latest.json`` and prints the README's table. Figures are
+Writes ``benchmarks/results/latest.json`` and prints the table of docs/benchmarks.md. Figures are
 ratios measured side by side on a shared machine: ``machine.load_before`` says how quiet
 it was.
 
@@ -191,7 +191,7 @@ def lookup() -> dict[str, Any]:
 
 
 def table(results: dict[str, Any]) -> str:
-    """The README's table: each figure, its ratio, against its target."""
+    """The table of docs/benchmarks.md: each figure, its ratio, against its target."""
     lines = ["| figure | measured | ratio | target |", "|---|---|---|---|"]
     big = results["generation_1_6M"]
     stages = ", ".join(
