@@ -377,6 +377,20 @@ def test_the_connect_server_gets_no_airflow_setting_and_no_credential_but_its_to
         assert TOKEN_ENV not in loaded_env(loaded, name), name
 
 
+def test_the_spark_daemons_get_the_pipeline_s_settings_and_none_of_airflow_s(
+    loaded: dict[str, Any],
+) -> None:
+    """Executors of a submitted job inherit the Spark worker's environment: the Fernet
+    key, the JWT secret, the database URL and the connections must not be in it."""
+    from cdcgen.spark.connect_server import withheld
+
+    for name in ("spark-master", "spark-worker"):
+        env = loaded_env(loaded, name)
+        assert not [v for v in env if v.startswith("AIRFLOW")], name
+        assert not [v for v in env if withheld(v)], name
+        assert env["CDCGEN_LAKE_PATH"] == "/opt/cdcgen/lake", name
+
+
 def test_the_connect_server_binds_its_service_address_and_the_tasks_reach_it_there(
     loaded: dict[str, Any],
 ) -> None:

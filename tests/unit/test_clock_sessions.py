@@ -213,3 +213,36 @@ def test_the_key_neither_holds_nor_reveals_the_password() -> None:
     key = cluster_key(cfg, access_for(cfg))
     assert SECRET not in key and "reader" not in key and "10.0.0.1" not in key
     assert key == cluster_key(cfg, access_for(cfg))  # stable within the process
+
+
+def test_a_reader_that_cannot_be_built_leaves_no_client_open(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The shared session is read again every interval: a client opened for a reader
+    that failed to build must be closed, or each interval leaks a driver Cluster."""
+    import cdcgen.adapters.clocks as clocks
+    import cdcgen.adapters.cql as cql
+    from cdcgen.adapters.clock_sessions import ClockSession
+
+    opened: list[Any] = []
+
+    class Client:
+        closed = False
+
+        def close(self) -> None:
+            self.closed = True
+
+    def connect(*_args: Any, **_kwargs: Any) -> Client:
+        opened.append(Client())
+        return opened[-1]
+
+    def no_reader(*_args: Any, **_kwargs: Any) -> Any:
+        raise ConnectionFailed("the clock source cannot be read")
+
+    monkeypatch.setattr(cql, "connect", connect)
+    monkeypatch.setattr(clocks, "clock_reader_for", no_reader)
+    session = ClockSession(PipelineConfig(), access=ClusterAccess())
+    for _ in range(3):
+        with pytest.raises(ConnectionFailed):
+            session.read_clocks()
+    assert len(opened) == 3 and all(client.closed for client in opened)

@@ -121,6 +121,7 @@ def test_spark_submit_inherits_no_secret_of_the_airflow_process() -> None:
         "CDCGEN_PASSWORD": SECRET,
         # The Spark Connect server's token: the tasks present it, no submitted job does.
         "CDCGEN_SPARK_CONNECT_TOKEN": SECRET,
+        "CDCGEN_SPARK_CONNECT_TOKEN_FILE": "/run/secrets/spark-connect-token",
         "AIRFLOW_HOME": "/opt/airflow",
         "CDCGEN_LAKE_PATH": "/lake",
         "PATH": "/usr/bin",

@@ -80,13 +80,18 @@ class ClockSession:
 
             config = self.config
             access = self._access if self._access is not None else access_for(config)
-            self._client = connect(
+            client = connect(
                 config.contact_points,
                 config.port,
                 protocol_version=config.protocol_version,
                 access=access,
             )
-            self._reader = clock_reader_for(self._client, config)
+            try:
+                self._reader = clock_reader_for(client, config)
+            except BaseException:
+                client.close()  # else every later reading would leave one more Cluster open
+                raise
+            self._client = client
         try:
             return list(self._reader.read_clocks())
         except Exception:

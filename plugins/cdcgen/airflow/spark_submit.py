@@ -52,6 +52,7 @@ from cdcgen.config import PipelineConfig
 from cdcgen.pipeline.result_files import open_attempt
 from cdcgen.spark.class_archive import with_class_archive
 from cdcgen.spark.connect_settings import TOKEN_ENV as CONNECT_TOKEN_ENV
+from cdcgen.spark.connect_settings import TOKEN_FILE_ENV as CONNECT_TOKEN_FILE_ENV
 from cdcgen.spark.session import JobKind, remote_for
 
 
@@ -196,7 +197,9 @@ def credentials_env(config: PipelineConfig, prefix: str = "CDCGEN_") -> Iterator
 #: What spark-submit must not inherit (prefixes and names of environment variables).
 SECRET_PREFIXES = ("AIRFLOW_CONN_", "AIRFLOW_VAR_", "AIRFLOW__")
 #: The Connect server's token too: spark-submitted jobs never use that server.
-SECRET_NAMES = frozenset({"CDCGEN_PASSWORD", "CDCGEN_SINK_PASSWORD", CONNECT_TOKEN_ENV})
+SECRET_NAMES = frozenset(
+    {"CDCGEN_PASSWORD", "CDCGEN_SINK_PASSWORD", CONNECT_TOKEN_ENV, CONNECT_TOKEN_FILE_ENV}
+)
 
 
 def is_inherited_secret(name: str) -> bool:
