@@ -6,14 +6,17 @@ the switch; a second workload on ``orders_bad`` misroutes some of its log rows. 
 the DAG runs for real (deferred clock wait, spark-submit, GX row checks) and the lake
 is compared with a full scan of each log table (which only a test may do):
 
-* every row of ``orders`` is in the lake exactly once and in per-key order, across
-  both generations, extracted on a Spark standalone cluster (executors in the
-  workers' own JVMs, without the driver's environment); the watermark is stored; a
-  second run (``local[2]``) adds nothing;
-* the misrouted rows fail the colocation check, named in the run's report page;
 * a run whose Spark job is killed mid-way (SIGKILL of spark-submit's process group
-  after its first lake files appear) fails, and the next run resumes from the
-  checkpoints with nothing lost or duplicated.
+  after its first lake files appear) fails with part of the changes in the lake;
+* the next run, both tables on a Spark standalone cluster (executors in the workers'
+  own JVMs, without the driver's environment), resumes from the checkpoints: every
+  row of ``orders`` is in the lake exactly once and in per-key order, across both
+  generations, and the watermark is stored; the misrouted rows fail the colocation
+  check, named in the run's report page;
+* a third run (``local[2]``) adds nothing;
+* a fourth, into an S3 lake with checkpoints of its own, lands every change once.
+
+The runs share one workload: they are this module's time.
 """
 
 from __future__ import annotations
@@ -43,7 +46,7 @@ from cdcgen_dev.spark_cluster import StandaloneCluster
 pytestmark = [
     pytest.mark.e2e,
     pytest.mark.integration,
-    pytest.mark.timeout(1500),
+    pytest.mark.timeout(2400),
 ]
 
 KEYSPACE = "e2e_chg_shop"
@@ -171,86 +174,27 @@ def assert_exactly_once_in_key_order(
     return len(truth)
 
 
-def test_every_change_lands_once_and_misrouted_rows_are_named(
-    workload: Workload, spark_standalone: StandaloneCluster
+def test_changes_dag_end_to_end(
+    workload: Workload,
+    spark_standalone: StandaloneCluster,
+    s3_server: Any,
+    s3_lake: LakeLocation,
 ) -> None:
+    """One workload, four runs (they are most of this module's time): a run killed
+    mid-way; the next, on the standalone cluster with both tables, resumes exactly once
+    and names the misrouted rows; a third adds nothing; a fourth lands everything in an
+    S3 lake with its own checkpoints."""
     scn = workload.scenario
-    # The first run's Spark job on the standalone cluster, the second's on local[2].
-    before = on_cluster(scn, spark_standalone)
-    run, summary = run_changes(scn, ",".join(TABLES.values()), env=CLUSTER_ENV)
-    assert_ran_on(spark_standalone, before, apps=2)  # one job per table
-    scn.spark_master = DEFAULT_SPARK_MASTER
-    # orders_bad fails its colocation check, so the run fails; orders is complete.
-    assert not run.succeeded, run.tail(60)
-    # The wait ran: it deferred, or every clock was already past end + leeway + confidence.
-    assert run.deferred_inline() >= 1 or "every node is past" in run.output, run.tail(60)
-    orders, bad = summary["tables"][TABLES["orders"]], summary["tables"][TABLES["bad"]]
-    assert orders["status"] == "done" and orders["colocation"] == "passed"
-    total = assert_exactly_once_in_key_order(scn, "orders")
-    assert orders["rows"] == total > 500
-    assert orders["watermark"] is not None
-    with scn.client() as client:
-        from cdcgen.adapters.checkpoints import CqlCheckpointStore
-        from cdcgen.core.cdc_log import TableRef
-
-        store = CqlCheckpointStore(client, scn.config.target_keyspace)
-        progress = store.progress(TableRef(KEYSPACE, "orders"))
-        bad_checkpoints = store.checkpoints(TableRef(KEYSPACE, "orders_bad"))
-    assert progress.watermark is not None
-    assert progress.watermark.isoformat() == orders["watermark"]
-    assert progress.watermark > workload.switch  # past the generation switch
-
-    assert bad["status"] == "row checks failed" and bad["colocation"] == "failed"
-    assert summary["colocation"] == "failed"
-    assert any(TABLES["bad"] in p for p in summary["problems"])
-    assert workload.misrouted > 0
-    # The run's checks page (on the report site) names the misrouted rows.
-    result = changes_result(scn, TABLES["bad"])
-    # Its failing jobs were quarantined (reverted), and no checkpoint names their versions.
-    assert result["quarantined_versions"]
-    assert not {c.lake_version for c in bad_checkpoints} & set(result["quarantined_versions"])
-    (colocation,) = [c for c in result["checks"]["checks"] if "colocation" in c["check"]]
-    assert colocation["observed"] >= workload.misrouted and colocation["samples"]
-    page = Path(result["checks"]["page"]).read_text()
-    for sample in colocation["samples"]:
-        assert sample["stream_hex"] in page and sample["cdc_time"] in page
-    assert any("colocation" in line for line in bad["failed_checks"])
-
-    # Nothing new: a second run of orders alone writes nothing and passes.
-    again, summary = run_changes(scn, TABLES["orders"])
-    assert_ok(again)
-    assert summary["changes_rows"] == 0 and summary["status"] == "ok"
-    assert assert_exactly_once_in_key_order(scn, "orders") == total
+    partial, total = a_killed_extraction_leaves_part_of_the_lake(scn)
+    resumed_on_the_cluster_exactly_once(workload, spark_standalone, partial, total)
+    a_run_with_nothing_new_writes_nothing(scn, total)
+    everything_lands_in_an_s3_lake_with_the_connection_s_access(scn, s3_server, s3_lake, total)
 
 
-def test_changes_land_in_an_s3_lake_with_the_connection_s_access(
-    workload: Workload, s3_server: Any, s3_lake: LakeLocation
-) -> None:
-    """The Spark job writes the Delta table through S3A and the lake's log store, with
-    the ``cdcgen_lake`` connection's access only (the run's own AWS_* blanked)."""
-    import json
-
-    scn = workload.scenario
-    access = s3_server.env
-    connection = {
-        "conn_type": "aws",
-        "login": access["AWS_ACCESS_KEY_ID"],
-        "password": access["AWS_SECRET_ACCESS_KEY"],
-        "extra": {"endpoint_url": access["AWS_ENDPOINT_URL"]},
-    }
-    blank = dict.fromkeys(("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_ENDPOINT_URL"), "")
-    env = {"CDCGEN_LAKE_PATH": s3_lake.uri, "AIRFLOW_CONN_CDCGEN_LAKE": json.dumps(connection)}
-    run, summary = run_changes(scn, TABLES["orders"], env={**blank, **env})
-    assert_ok(run)
-    orders = summary["tables"][TABLES["orders"]]
-    assert orders["status"] == "done" and orders["colocation"] == "passed"
-    assert orders["rows"] == assert_exactly_once_in_key_order(scn, "orders", s3_lake) > 500
-    assert access["AWS_SECRET_ACCESS_KEY"] not in run.output
-    assert not Path(scn.config.lake_path).exists()  # nothing went to the local default
-
-
-def test_a_killed_extraction_resumes_from_its_checkpoints(workload: Workload) -> None:
-    scn = workload.scenario
+def a_killed_extraction_leaves_part_of_the_lake(scn: Scenario) -> tuple[int, int]:
+    """SIGKILL of spark-submit's process group once its first job is committed: the run
+    fails with part of the changes in the lake. Returns (rows in the lake, rows in the
+    source)."""
     lake = Path(scn.config.lake_path) / "changes" / TABLES["orders"]
     killed = threading.Event()
     watcher_errors: list[BaseException] = []
@@ -284,12 +228,98 @@ def test_a_killed_extraction_resumes_from_its_checkpoints(workload: Workload) ->
     assert not run.succeeded
     partial = len(lake_rows(scn, "orders"))
     total = len(source_rows(scn, "orders"))
-    assert partial < total, "the kill came after everything was written"
+    assert 0 < partial < total, "the kill came before any or after every commit"
+    return partial, total
 
-    resumed, summary = run_changes(scn, TABLES["orders"])
-    assert_ok(resumed)
-    assert summary["tables"][TABLES["orders"]]["colocation"] == "passed"
+
+def resumed_on_the_cluster_exactly_once(
+    workload: Workload, spark_standalone: StandaloneCluster, partial: int, total: int
+) -> None:
+    """Both tables on the standalone cluster (executors in the workers' JVMs, without
+    the driver's environment): orders resumes from its checkpoints, every change once
+    and in per-key order; orders_bad fails its colocation check, named in its page."""
+    scn = workload.scenario
+    before = on_cluster(scn, spark_standalone)
+    run, summary = run_changes(scn, ",".join(TABLES.values()), env=CLUSTER_ENV)
+    assert_ran_on(spark_standalone, before, apps=2)  # one job per table
+    scn.spark_master = DEFAULT_SPARK_MASTER
+    # orders_bad fails its colocation check, so the run fails; orders is complete.
+    assert not run.succeeded, run.tail(60)
+    # The wait ran: it deferred, or every clock was already past end + leeway + confidence.
+    assert run.deferred_inline() >= 1 or "every node is past" in run.output, run.tail(60)
+    orders, bad = summary["tables"][TABLES["orders"]], summary["tables"][TABLES["bad"]]
+    assert orders["status"] == "done" and orders["colocation"] == "passed"
+    assert assert_exactly_once_in_key_order(scn, "orders") == total > 500
+    # At least what the killed run had not committed; windows it wrote without recording
+    # their checkpoints are extracted again, replacing their rows (never adding to them).
+    assert total - partial <= orders["rows"] <= total
+    assert orders["watermark"] is not None
+    with scn.client() as client:
+        from cdcgen.adapters.checkpoints import CqlCheckpointStore
+        from cdcgen.core.cdc_log import TableRef
+
+        store = CqlCheckpointStore(client, scn.config.target_keyspace)
+        progress = store.progress(TableRef(KEYSPACE, "orders"))
+        bad_checkpoints = store.checkpoints(TableRef(KEYSPACE, "orders_bad"))
+    assert progress.watermark is not None
+    assert progress.watermark.isoformat() == orders["watermark"]
+    assert progress.watermark > workload.switch  # past the generation switch
+
+    assert bad["status"] == "row checks failed" and bad["colocation"] == "failed"
+    assert summary["colocation"] == "failed"
+    assert any(TABLES["bad"] in p for p in summary["problems"])
+    assert workload.misrouted > 0
+    # The run's checks page (on the report site) names the misrouted rows.
+    result = changes_result(scn, TABLES["bad"])
+    # Its failing jobs were quarantined (reverted), and no checkpoint names their versions.
+    assert result["quarantined_versions"]
+    assert not {c.lake_version for c in bad_checkpoints} & set(result["quarantined_versions"])
+    (colocation,) = [c for c in result["checks"]["checks"] if "colocation" in c["check"]]
+    assert colocation["observed"] >= workload.misrouted and colocation["samples"]
+    page = Path(result["checks"]["page"]).read_text()
+    for sample in colocation["samples"]:
+        assert sample["stream_hex"] in page and sample["cdc_time"] in page
+    assert any("colocation" in line for line in bad["failed_checks"])
+
+
+def a_run_with_nothing_new_writes_nothing(scn: Scenario, total: int) -> None:
+    again, summary = run_changes(scn, TABLES["orders"])  # local[2]
+    assert_ok(again)
+    assert summary["changes_rows"] == 0 and summary["status"] == "ok"
     assert assert_exactly_once_in_key_order(scn, "orders") == total
+
+
+def everything_lands_in_an_s3_lake_with_the_connection_s_access(
+    scn: Scenario, s3_server: Any, s3_lake: LakeLocation, total: int
+) -> None:
+    """The Spark job writes the Delta table through S3A and the lake's log store, with
+    the ``cdcgen_lake`` connection's access only (the run's own AWS_* blanked), and
+    checkpoints of its own (another target keyspace): every change, once."""
+    import json
+
+    access = s3_server.env
+    connection = {
+        "conn_type": "aws",
+        "login": access["AWS_ACCESS_KEY_ID"],
+        "password": access["AWS_SECRET_ACCESS_KEY"],
+        "extra": {"endpoint_url": access["AWS_ENDPOINT_URL"]},
+    }
+    blank = dict.fromkeys(("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_ENDPOINT_URL"), "")
+    env = {
+        "CDCGEN_LAKE_PATH": s3_lake.uri,
+        "AIRFLOW_CONN_CDCGEN_LAKE": json.dumps(connection),
+        "CDCGEN_TARGET_KEYSPACE": f"{scn.config.target_keyspace}_s3",
+    }
+    local_lake = Path(scn.config.lake_path)
+    local_files = sorted(p for p in local_lake.rglob("*") if p.is_file())
+    run, summary = run_changes(scn, TABLES["orders"], env={**blank, **env})
+    assert_ok(run)
+    orders = summary["tables"][TABLES["orders"]]
+    assert orders["status"] == "done" and orders["colocation"] == "passed"
+    assert orders["rows"] == assert_exactly_once_in_key_order(scn, "orders", s3_lake) == total
+    assert access["AWS_SECRET_ACCESS_KEY"] not in run.output
+    # Nothing went to the local default lake.
+    assert sorted(p for p in local_lake.rglob("*") if p.is_file()) == local_files
 
 
 def spark_submit_processes() -> list[psutil.Process]:
