@@ -105,6 +105,17 @@ def test_a_link_named_index_html_never_leads_out_of_the_folder(
     assert "generation 2026-11-01" in client.get("/").text
 
 
+def test_a_link_named_index_html_inside_the_folder_is_not_served_as_the_index(
+    client: TestClient, tmp_path: Path
+) -> None:
+    """The index's readers are not those of the page a link would lead to."""
+    (tmp_path / "changes.html").write_text("<p>CHANGES PAGE</p>")
+    (tmp_path / "index.html").symlink_to(tmp_path / "changes.html")  # planted by a task
+    response = client.get("/")
+    assert response.status_code == 200 and "CHANGES PAGE" not in response.text
+    assert "No run has been recorded yet." in response.text
+
+
 @pytest.mark.parametrize(
     "path",
     [

@@ -146,12 +146,15 @@ def create_app(
     @app.get(
         "/",
         include_in_schema=False,
-        dependencies=access(lambda _: file_owners(report_dir(), INDEX)),
+        dependencies=access(lambda _: owners(INDEX)),
     )
     def index() -> Any:
+        # Tasks write the index as a file: a link in its place was planted, and is never
+        # followed (not even to a page inside the folder, which has owners of its own).
         root = report_dir()
-        found = resolve_file(root, INDEX)
-        if found is None or index_is_stale(root):  # a planted link is never followed
+        planted = (root / INDEX).is_symlink()
+        found = None if planted else resolve_file(root, INDEX)
+        if found is None or index_is_stale(root):
             return HTMLResponse(render_first_index(root))
         return FileResponse(found, media_type="text/html")
 
