@@ -8,15 +8,13 @@ runs in-process, configured the way a person configures it: ``CDCGEN_*`` variabl
 from __future__ import annotations
 
 import json
-import uuid
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
 
-from cdcgen.adapters.cql import CqlClient, connect
+from cdcgen.adapters.cql import CqlClient
 from cdcgen.cli import main
 from cdcgen.core.generation import SourceMode
 from cdcgen.core.time import to_millis
@@ -35,20 +33,6 @@ pytestmark = pytest.mark.integration
 PREFIX = "t_publish_cli_"
 
 
-@pytest.fixture(scope="module")
-def client(cassandra_single: CassandraHandle) -> Iterator[CqlClient]:
-    cql = connect(cassandra_single.contact_points, cassandra_single.port)
-    yield cql
-    cql.close()
-
-
-@pytest.fixture
-def target(client: CqlClient) -> Iterator[str]:
-    name = f"pub_{uuid.uuid4().hex[:10]}"
-    yield name
-    client.session.execute(f"DROP KEYSPACE IF EXISTS {name}")
-
-
 def published(client: CqlClient, keyspace: str) -> dict[datetime, int]:
     """What a consumer sees: each timestamp row, with its generation's streams rows."""
     stamps = client.session.execute(f"SELECT time FROM {keyspace}.cdc_generation_timestamps")
@@ -65,7 +49,7 @@ def published(client: CqlClient, keyspace: str) -> dict[datetime, int]:
 def test_publish_applies_the_dags_checks_and_force_only_republishes(
     client: CqlClient,
     cassandra_single: CassandraHandle,
-    target: str,
+    target_keyspace: str,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
@@ -89,7 +73,7 @@ def test_publish_applies_the_dags_checks_and_force_only_republishes(
     environment = {
         "CDCGEN_SOURCE_KEYSPACE_PREFIX": PREFIX,
         "CDCGEN_SOURCE_MODE": "raft",
-        "CDCGEN_TARGET_KEYSPACE": target,
+        "CDCGEN_TARGET_KEYSPACE": target_keyspace,
         "CDCGEN_CONTACT_POINTS": ",".join(cassandra_single.contact_points),
         "CDCGEN_PORT": str(cassandra_single.port),
     }
@@ -115,14 +99,14 @@ def test_publish_applies_the_dags_checks_and_force_only_republishes(
     other.write_text(json.dumps(description_to_json(descriptions[0])))
     status, said = publish(str(other), stamps[0] + timedelta(milliseconds=1))
     assert status == 2 and "is committed on the source" in said
-    assert published(client, target) == {}  # nothing of any of them reached the target
+    assert published(client, target_keyspace) == {}  # nothing of any of them reached the target
 
     for partition, stamp, generation_id in zip(partitions, stamps, ids, strict=True):
         status, said = publish(partition, stamp)
         assert status == 0, said
         assert json.loads(said)["generation_id"] == generation_id
     entries = [len(description) for description in descriptions]
-    assert published(client, target) == dict(zip(stamps, entries, strict=True))
+    assert published(client, target_keyspace) == dict(zip(stamps, entries, strict=True))
     status, said = publish(partitions[0], stamps[0])
     assert status == 2 and "already published; force" in said
     status, said = publish(partitions[0], stamps[0], "--force")

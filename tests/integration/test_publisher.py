@@ -12,11 +12,11 @@ import re
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pytest
 
-from cdcgen.adapters.cql import CqlClient, connect
+from cdcgen.adapters.cql import CqlClient
 from cdcgen.adapters.expiry import expire_superseded, prune_descriptions
 from cdcgen.adapters.publisher import (
     CqlDescriptionPublisher,
@@ -44,26 +44,9 @@ from cdcgen.schema import (
     create_table_cql,
 )
 
-if TYPE_CHECKING:
-    from tests.conftest import CassandraHandle
-
 pytestmark = pytest.mark.integration
 
 T0 = datetime(2026, 11, 22, 9, 0, tzinfo=UTC)
-
-
-@pytest.fixture(scope="module")
-def client(cassandra_single: CassandraHandle) -> Iterator[CqlClient]:
-    cql = connect(cassandra_single.contact_points, cassandra_single.port)
-    yield cql
-    cql.close()
-
-
-@pytest.fixture
-def keyspace(client: CqlClient) -> Iterator[str]:
-    name = f"pub_{uuid.uuid4().hex[:10]}"
-    yield name
-    client.session.execute(f"DROP KEYSPACE IF EXISTS {name}")
 
 
 def _generation(seed: int, shards: int = 4, vnodes: int = 4, nodes: int = 3) -> TopologyDescription:
@@ -88,42 +71,42 @@ def _expected(description: TopologyDescription) -> dict[int, frozenset[bytes]]:
 
 
 def test_publish_writes_streams_then_timestamp_and_is_idempotent(
-    client: CqlClient, keyspace: str
+    client: CqlClient, target_keyspace: str
 ) -> None:
     description = _generation(1)
-    publisher = CqlDescriptionPublisher(client, keyspace=keyspace)
+    publisher = CqlDescriptionPublisher(client, keyspace=target_keyspace)
     assert publisher.published_timestamps() == set()
     assert publisher.publish(T0, description) == len(description.entries)
     assert publisher.published_timestamps() == {T0}
-    assert _streams_table(client, keyspace, T0) == _expected(description)
+    assert _streams_table(client, target_keyspace, T0) == _expected(description)
     assert publisher.publish(T0, description) == len(description.entries)  # again: no-op
-    assert _streams_table(client, keyspace, T0) == _expected(description)
+    assert _streams_table(client, target_keyspace, T0) == _expected(description)
     timestamps = list(
-        client.session.execute(f"SELECT key, time FROM {keyspace}.cdc_generation_timestamps")
+        client.session.execute(f"SELECT key, time FROM {target_keyspace}.cdc_generation_timestamps")
     )
     assert [(r.key, r.time.replace(tzinfo=UTC)) for r in timestamps] == [("timestamps", T0)]
 
 
 def test_different_streams_for_a_published_generation_are_refused(
-    client: CqlClient, keyspace: str
+    client: CqlClient, target_keyspace: str
 ) -> None:
-    publisher = CqlDescriptionPublisher(client, keyspace=keyspace)
+    publisher = CqlDescriptionPublisher(client, keyspace=target_keyspace)
     original = _generation(1)
     publisher.publish(T0, original)
     with pytest.raises(PublishConflict, match="refusing to overwrite"):
         publisher.publish(T0, _generation(1, shards=5))  # same ring size, other streams
-    assert _streams_table(client, keyspace, T0) == _expected(original)
+    assert _streams_table(client, target_keyspace, T0) == _expected(original)
 
 
 def test_a_generation_without_description_rows_is_never_published(
-    client: CqlClient, keyspace: str
+    client: CqlClient, target_keyspace: str
 ) -> None:
-    publisher = CqlDescriptionPublisher(client, keyspace=keyspace)
+    publisher = CqlDescriptionPublisher(client, keyspace=target_keyspace)
     for rows in ([], [(1, [])]):
         with pytest.raises(PublishError, match=re.escape(T0.isoformat()) + ".*no stream"):
             publisher.publish_rows(T0, rows)
     assert publisher.published_timestamps() == set()
-    assert _streams_table(client, keyspace, T0) == {}
+    assert _streams_table(client, target_keyspace, T0) == {}
 
 
 class Crash(Exception):
@@ -138,52 +121,54 @@ class CrashingBeforeTheTimestamp(CqlDescriptionPublisher):
 
 
 def test_a_crash_between_streams_and_timestamp_hides_the_generation_until_rerun(
-    client: CqlClient, keyspace: str
+    client: CqlClient, target_keyspace: str
 ) -> None:
     description = _generation(2)
-    crashing = CrashingBeforeTheTimestamp(client, keyspace=keyspace)
+    crashing = CrashingBeforeTheTimestamp(client, keyspace=target_keyspace)
     with pytest.raises(Crash):
         crashing.publish(T0, description)
     # A client polls the timestamps table: nothing to see, though every row is there.
     assert crashing.published_timestamps() == set()
-    assert _streams_table(client, keyspace, T0) == _expected(description)
+    assert _streams_table(client, target_keyspace, T0) == _expected(description)
     with pytest.raises(Crash):  # a second crash at the same point changes nothing
         crashing.publish(T0, description)
     assert crashing.published_timestamps() == set()
 
-    rerun = CqlDescriptionPublisher(client, keyspace=keyspace)
+    rerun = CqlDescriptionPublisher(client, keyspace=target_keyspace)
     rerun.publish(T0, description)
     assert rerun.published_timestamps() == {T0}
-    assert _streams_table(client, keyspace, T0) == _expected(description)
+    assert _streams_table(client, target_keyspace, T0) == _expected(description)
 
 
-def test_a_partial_write_is_completed_with_identical_rows(client: CqlClient, keyspace: str) -> None:
+def test_a_partial_write_is_completed_with_identical_rows(
+    client: CqlClient, target_keyspace: str
+) -> None:
     description = _generation(3)
-    publisher = CqlDescriptionPublisher(client, keyspace=keyspace)
+    publisher = CqlDescriptionPublisher(client, keyspace=target_keyspace)
     rows = rows_of(description)
     publisher.ensure_tables()
     publisher._write_stream_batches(T0, rows[: len(rows) // 2])  # a crash mid-way
     assert publisher.published_timestamps() == set()
     publisher.publish(T0, description)
-    assert _streams_table(client, keyspace, T0) == _expected(description)
+    assert _streams_table(client, target_keyspace, T0) == _expected(description)
 
 
 def test_large_generations_go_in_megabyte_single_partition_batches(
-    client: CqlClient, keyspace: str
+    client: CqlClient, target_keyspace: str
 ) -> None:
     # 2 nodes x 128 vnodes x 64 shards = 16,384 streams in ~17 batches of ~1 MB each.
     description = _generation(4, shards=64, vnodes=128, nodes=2)
-    publisher = CqlDescriptionPublisher(client, keyspace=keyspace, concurrency=20)
+    publisher = CqlDescriptionPublisher(client, keyspace=target_keyspace, concurrency=20)
     assert publisher.publish(T0, description) == 256
-    published = _streams_table(client, keyspace, T0)
+    published = _streams_table(client, target_keyspace, T0)
     assert published == _expected(description)
     assert sum(len(s) for s in published.values()) == 16_384
 
 
 def test_expire_marks_superseded_generations_past_every_ttl(
-    client: CqlClient, keyspace: str
+    client: CqlClient, target_keyspace: str
 ) -> None:
-    publisher = CqlDescriptionPublisher(client, keyspace=keyspace)
+    publisher = CqlDescriptionPublisher(client, keyspace=target_keyspace)
     stamps = [T0, T0 + timedelta(hours=1), T0 + timedelta(hours=2)]
     for i, stamp in enumerate(stamps):
         publisher.publish(stamp, _generation(10 + i, vnodes=1, nodes=1))
@@ -203,9 +188,9 @@ def test_expire_marks_superseded_generations_past_every_ttl(
 
 
 def test_pruning_deletes_long_expired_descriptions_timestamp_first(
-    client: CqlClient, keyspace: str
+    client: CqlClient, target_keyspace: str
 ) -> None:
-    publisher = CqlDescriptionPublisher(client, keyspace=keyspace)
+    publisher = CqlDescriptionPublisher(client, keyspace=target_keyspace)
     stamps = [T0 + timedelta(hours=h) for h in range(4)]
     for i, stamp in enumerate(stamps):
         publisher.publish(stamp, _generation(20 + i, vnodes=1, nodes=1))
@@ -218,11 +203,11 @@ def test_pruning_deletes_long_expired_descriptions_timestamp_first(
     )
     assert kept_for_consumer == [stamps[0]]
     assert [g.time for g in publisher.published_generations()] == stamps[1:]
-    assert _streams_table(client, keyspace, stamps[0]) == {}
+    assert _streams_table(client, target_keyspace, stamps[0]) == {}
     # A prune killed between its two deletes left the second's streams behind; a
     # publication in progress has written the streams of a new one, not its timestamp.
     client.session.execute(
-        f"DELETE FROM {keyspace}.cdc_generation_timestamps WHERE key = %s AND time = %s",
+        f"DELETE FROM {target_keyspace}.cdc_generation_timestamps WHERE key = %s AND time = %s",
         (GENERATION_TIMESTAMPS_KEY, stamps[1]),
     )
     in_progress = stamps[3] + timedelta(hours=1)
@@ -230,13 +215,13 @@ def test_pruning_deletes_long_expired_descriptions_timestamp_first(
     deleted = prune_descriptions(publisher, timedelta(0), now=now)
     assert deleted == [stamps[1], stamps[2]]  # the orphan, then the expired one
     assert [g.time for g in publisher.published_generations()] == [stamps[3]]  # the newest
-    assert _streams_table(client, keyspace, stamps[3]) != {}
-    assert _streams_table(client, keyspace, in_progress) != {}, "an unpublished one is kept"
+    assert _streams_table(client, target_keyspace, stamps[3]) != {}
+    assert _streams_table(client, target_keyspace, in_progress) != {}, "an unpublished one is kept"
     assert prune_descriptions(publisher, timedelta(0), now=now) == []
 
 
 def test_tablets_views_publish_current_closed_and_opened_streams(
-    client: CqlClient, keyspace: str
+    client: CqlClient, target_keyspace: str
 ) -> None:
     rng = random.Random(5)
     base = TabletStreamSet(T0, tuple(tablet_stream_id(t, rng) for t in (-100, 0, 100)))
@@ -248,12 +233,12 @@ def test_tablets_views_publish_current_closed_and_opened_streams(
         StreamHistoryRow(T0 + timedelta(minutes=2), StreamState.OPENED, -100, replaced),
     ]
     views = stream_set_views(base, history)
-    publisher = TabletsPublisher(client, keyspace=keyspace)
+    publisher = TabletsPublisher(client, keyspace=target_keyspace)
     written = publisher.publish_tablet_streams("shop", "orders", views)
     assert written == sum(len(v.rows()) for v in views)
     assert publisher.published_tablet_timestamps("shop", "orders") == [v.timestamp for v in views]
     rows = client.session.execute(
-        f"SELECT timestamp, stream_state, stream_id FROM {keyspace}.cdc_streams "
+        f"SELECT timestamp, stream_state, stream_id FROM {target_keyspace}.cdc_streams "
         "WHERE keyspace_name = 'shop' AND table_name = 'orders'"
     )
     got = sorted(
@@ -327,14 +312,14 @@ def _write_v1(
 
 
 def test_rewrite_copies_recent_v1_generations_then_writes_the_marker(
-    client: CqlClient, keyspace: str, v1_source: SourceSchema
+    client: CqlClient, target_keyspace: str, v1_source: SourceSchema
 ) -> None:
     now = T0 + timedelta(days=10)
     stamps = [T0 + timedelta(days=d) for d in (0, 1, 8, 9)]
     generations = {stamp: _generation(20 + i) for i, stamp in enumerate(stamps)}
     for stamp, desc in generations.items():
         _write_v1(client, v1_source, stamp, desc)
-    publisher = CqlDescriptionPublisher(client, keyspace=keyspace)
+    publisher = CqlDescriptionPublisher(client, keyspace=target_keyspace)
     publisher.publish(stamps[3], generations[stamps[3]])  # a node already copied this one
     tables = [CdcTable(TableRef("shop", "orders"), 2 * 86400)]
     report = rewrite_v1(client, v1_source, publisher, tables, now)
@@ -346,7 +331,7 @@ def test_rewrite_copies_recent_v1_generations_then_writes_the_marker(
     assert report.already_present == [stamps[3]]
     assert publisher.published_timestamps() == set(stamps[1:])
     for stamp in stamps[1:]:
-        assert _streams_table(client, keyspace, stamp) == _expected(generations[stamp])
+        assert _streams_table(client, target_keyspace, stamp) == _expected(generations[stamp])
     marker = list(
         client.session.execute(
             f"SELECT key, streams_timestamp FROM {v1_source.name(Table.CDC_LOCAL)} WHERE key = %s",
@@ -359,10 +344,10 @@ def test_rewrite_copies_recent_v1_generations_then_writes_the_marker(
 
 
 def test_rewrite_without_cdc_tables_only_writes_the_marker(
-    client: CqlClient, keyspace: str, v1_source: SourceSchema
+    client: CqlClient, target_keyspace: str, v1_source: SourceSchema
 ) -> None:
     _write_v1(client, v1_source, T0, _generation(30))
-    publisher = CqlDescriptionPublisher(client, keyspace=keyspace)
+    publisher = CqlDescriptionPublisher(client, keyspace=target_keyspace)
     report = rewrite_v1(client, v1_source, publisher, [], T0 + timedelta(days=1))
     assert report.status == "no CDC table: marker only" and report.rewritten == []
     assert publisher.published_timestamps() == set()
