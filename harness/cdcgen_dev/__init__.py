@@ -4,7 +4,8 @@
 * :mod:`.emulator`: ScyllaDB's CDC side played inside that Cassandra (generations in
   every source mode, CDC log rows, node clocks, faults);
 * :mod:`.sandbox`: the pipeline configuration that points at the emulator;
-* :mod:`.airflow_home`, :mod:`.dags_test`: a local Airflow home and ``airflow dags test``;
+* :mod:`.airflow_home`, :mod:`.dags_test`, :mod:`.airflow_cli`: a local Airflow home and
+  ``airflow dags test`` (Airflow's CLI, ended without the interpreter's teardown);
 * :mod:`.devstack`: the full Airflow stack on PostgreSQL, with a headless browser;
 * :mod:`.demo`: ``make demo``;
 * :mod:`.cli`: ``cdcgen sandbox ...`` (plugged into the product's CLI by entry point).
