@@ -52,8 +52,11 @@ pytestmark = [
 KEYSPACE = "e2e_chg_shop"
 TABLES = {"orders": f"{KEYSPACE}.orders", "bad": f"{KEYSPACE}.orders_bad"}
 CONNECTION = {"confidence_window_seconds": 1}
-# Small lake buckets, one per Spark job: a kill lands between jobs that are committed.
-CHANGES_ENV = {"CDCGEN_CHANGES_BUCKETS": "4", "CDCGEN_CHANGES_BUCKETS_PER_JOB": "1"}
+# Four lake buckets (a bucket is what a resume replaces), all in one Spark job: each
+# job pays for its own row checks, so the runs after the kill check one job per table.
+CHANGES_ENV = {"CDCGEN_CHANGES_BUCKETS": "4"}
+# The killed run writes one bucket per job: the kill lands between committed jobs.
+ONE_BUCKET_PER_JOB = {"CDCGEN_CHANGES_BUCKETS_PER_JOB": "1"}
 
 Key = tuple[str, str, int]  # (stream hex, cdc$time, batch_seq_no)
 
@@ -222,7 +225,7 @@ def a_killed_extraction_leaves_part_of_the_lake(scn: Scenario) -> tuple[int, int
             watcher.start()
 
     watcher = threading.Thread(target=kill_spark_when_rows_land, daemon=True)
-    run, _ = run_changes(scn, TABLES["orders"], on_line=on_line)
+    run, _ = run_changes(scn, TABLES["orders"], on_line=on_line, env=ONE_BUCKET_PER_JOB)
     assert not watcher_errors, f"the watcher failed: {watcher_errors!r}"
     assert killed.is_set(), "the Spark job finished before it could be killed"
     assert not run.succeeded
