@@ -30,7 +30,7 @@ from cdcgen.changes.columns import (
     lake_schema,
     text_columns,
 )
-from cdcgen.changes.lake_types import FrozenMap, driver_value
+from cdcgen.changes.lake_types import FrozenMap, driver_converter, driver_value
 from cdcgen.core.cdc_log import timeuuid_from_micros
 
 PROTOCOL = 4
@@ -222,9 +222,7 @@ def test_driver_dates_convert_to_date32() -> None:
     assert convert(Date(date(2026, 1, 2))) == date(2026, 1, 2)
 
 
-@pytest.mark.parametrize(
-    ("cqltype", "value"),
-    [
+BOUND_BACK = [
         (ADDRESS, ("Main", 7, {"a", "b"}, (1.5, -2.25))),
         (ADDRESS, (None, None, None, None)),
         (TUPLE, (4, "x", (0.5, None))),
@@ -243,11 +241,42 @@ def test_driver_dates_convert_to_date32() -> None:
         (cqltypes.TimeType, Time(1)),
         (cqltypes.DateType, datetime(2026, 1, 2, 3, 4, 5, 6000)),
         (cqltypes.BytesType, bytes(range(256)) * 10),
-    ],
-)  # fmt: skip
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("cqltype", "value"), BOUND_BACK)
 def test_lake_values_bind_back_to_what_was_logged(cqltype: Any, value: Any) -> None:
     """Lossless: the lake's value, turned back into a driver value, decodes to what the
     log held (so a replicator can bind it)."""
     original = decoded(cqltype, value)
     back = driver_value(cqltype, stored(cqltype, value))
     assert decoded(cqltype, back) == original
+
+
+SET_OF_TEXT = apply(cqltypes.SetType, cqltypes.UTF8Type)
+
+
+@pytest.mark.parametrize(
+    ("cqltype", "value"),
+    [
+        *BOUND_BACK,
+        (SET_OF_TEXT, {"a", "b"}),
+        (apply(cqltypes.SetType, cqltypes.UUIDType), {UUID(int=1), UUID(int=2)}),
+        (apply(cqltypes.ListType, cqltypes.Int32Type), [3, 1, 3]),
+        (apply(cqltypes.MapType, cqltypes.UTF8Type, cqltypes.Int32Type), {"a": 1, "b": 2}),
+        (apply(cqltypes.SetType, apply(cqltypes.FrozenType, SET_OF_TEXT)), [["x"], ["y", "z"]]),
+    ],
+)  # fmt: skip
+@pytest.mark.parametrize("hashable", [False, True])
+def test_a_converter_resolved_once_converts_as_the_type_walked_per_value(
+    cqltype: Any, value: Any, hashable: bool
+) -> None:
+    """A replication run resolves each column's conversion once: it must give what
+    :func:`driver_value` gives, value and Python type alike (a set stays a set, a
+    hashable list a tuple), or the bound statement would differ."""
+    lake = stored(cqltype, value)
+    expected = driver_value(cqltype, lake, hashable=hashable)
+    convert = driver_converter(cqltype, hashable=hashable)
+    got = lake if convert is None else convert(lake)
+    assert got == expected
+    assert type(got) is type(expected)

@@ -217,6 +217,36 @@ _FROM_TEXT: dict[str, Converter] = {
 }
 
 
+def driver_converter(cqltype: Any, *, hashable: bool = False) -> Converter | None:
+    """:func:`driver_value` for one type, its type walked once instead of per value (a
+    replication run converts every value of a column the same way); None when the lake's
+    value is what the driver binds. Called with a value that is not None."""
+    cqltype = _unfrozen(cqltype)
+    name = _typename(cqltype)
+    if name in _FROM_TEXT:
+        native = _FROM_TEXT[name]
+        return lambda value: native(value) if isinstance(value, str) else value
+    if name in ("list", "set"):
+        wholes: dict[tuple[str, bool], Callable[[Any], Any]] = {
+            ("set", False): set, ("set", True): frozenset,
+            ("list", False): list, ("list", True): tuple,
+        }  # fmt: skip
+        whole = wholes[name, hashable]
+        element = cqltype.subtypes[0]
+        if _typename(element) in (*_SCALARS, *_FROM_TEXT):  # elements are never null
+            inner = driver_converter(element, hashable=True)
+            if inner is None:
+                return whole
+            return lambda value: whole(map(inner, value))
+    elif name == "map":
+        key, item = cqltype.subtypes
+        if not hashable and all(_typename(t) in _SCALARS for t in (key, item)):
+            return lambda value: dict(value.items() if isinstance(value, Mapping) else value)
+    elif name in _SCALARS or _composite_fields(cqltype, name) is None:
+        return None
+    return lambda value: driver_value(cqltype, value, hashable=hashable)
+
+
 def driver_value(cqltype: Any, value: Any, *, hashable: bool = False) -> Any:
     """A lake value (as pyarrow's ``to_pylist`` or a Spark row holds it) back as
     cassandra-driver binds it for ``cqltype``: the inverse of :func:`arrow_type_and_converter`.

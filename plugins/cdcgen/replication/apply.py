@@ -37,7 +37,6 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from contextlib import closing
 from dataclasses import dataclass, field
-from datetime import datetime
 from itertools import groupby
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -47,9 +46,17 @@ from cdcgen.adapters.errors import is_transient
 from cdcgen.core.cdc_log import BATCH_SEQ_NO, OPERATION, STREAM_ID, TIME, operation_name
 from cdcgen.core.replication import ReplayError, batch_statements
 from cdcgen.core.replication_plan import ApplyPlan
-from cdcgen.core.time import to_micros
+from cdcgen.core.time import from_micros, to_micros
 from cdcgen.progress import Progress
-from cdcgen.replication.lake_changes import ChangeSlice, LakeSource, batch_chunks, change_slices
+from cdcgen.replication.lake_changes import (
+    WRITE_TIME_US,
+    ChangeSlice,
+    LakeSource,
+    as_logged,
+    batch_chunks,
+    change_slices,
+    log_rows,
+)
 from cdcgen.replication.peers import fingerprint, peer_fingerprints
 from cdcgen.replication.settings import ReplicationSettings
 from cdcgen.replication.sink_schema import SinkShape
@@ -209,6 +216,7 @@ class SinkApplier:
         self.consistency = client.metadata_consistency
         self.rejected: list[dict[str, Any]] = []
         self.rejected_count = 0
+        self._one_node = False
 
     def apply(self, root: LakeRoot, plan: ApplyPlan) -> ApplyOutcome:
         """Every change of the plan; the consistency point follows each applied slice."""
@@ -248,7 +256,7 @@ class SinkApplier:
         batches ``peer`` holds are skipped; rejects are added to this applier's."""
         fingerprints = peer_fingerprints(peer)
         for chunk in batch_chunks(changes, self.settings.chunk_rows):
-            self.apply_rows(chunk.to_pylist(), fingerprints, outcome, clock)
+            self.apply_rows(log_rows(chunk), fingerprints, outcome, clock)
 
     def apply_rows(
         self,
@@ -257,10 +265,14 @@ class SinkApplier:
         outcome: ApplyOutcome,
         clock: SinkClock,
     ) -> None:
+        """``rows`` (of :func:`~cdcgen.replication.lake_changes.log_rows`, whole CDC
+        batches in time order) replayed; returns once every request is acknowledged."""
         replays: list[Replay] = []
         applied: list[dict[str, Any]] = []
+        operations: Counter[int] = Counter()
         now_us = clock.now_us()
-        for _, batch in groupby(rows, key=lambda r: (r[STREAM_ID], r["write_time"], r[TIME])):
+        self._one_node = self.client.node_count == 1
+        for _, batch in groupby(rows, key=lambda r: (r[STREAM_ID], r[WRITE_TIME_US], r[TIME])):
             changes = list(batch)
             if peer and all(fingerprint(c) in peer for c in changes):
                 outcome.peer_rows += len(changes)
@@ -268,24 +280,28 @@ class SinkApplier:
             replay = self._replay(changes, now_us)
             if replay is not None:
                 replays.append(replay)
-                applied.extend(changes)
+                if self.on_applied is not None:
+                    applied.extend(changes)
                 outcome.log_rows += len(changes)
                 outcome.batches += 1
-                outcome.operations.update(str(operation_name(c[OPERATION])) for c in changes)
+                operations.update(c[OPERATION] for c in changes)
+        outcome.operations.update(
+            {str(operation_name(code)): count for code, count in operations.items()}
+        )
         settings = self.settings
         for round_ in key_rounds(replays, GROUP_BATCHES):
             packed = pack_requests(round_, settings.request_batches, settings.request_bytes)
             work = [(self._request(request), request) for request in packed]
             outcome.requests += execute_all(self.client, work, settings.concurrency, self._refused)
         if self.on_applied is not None and applied:
-            self.on_applied(applied)
+            self.on_applied([as_logged(row) for row in applied])
 
     def _replay(self, changes: Sequence[dict[str, Any]], now_us: int) -> Replay | None:
         """One CDC batch's statements; None when it has none (images only) or cannot be
         replayed (then recorded as rejected)."""
         try:
             rows = [self.shape.driver_row(change) for change in changes]
-            written = to_micros(changes[0]["write_time"])
+            written = changes[0][WRITE_TIME_US]
             statements = batch_statements(self.shape.table, rows, written, now_us=now_us)
         except ReplayError as exc:
             self._reject(changes[0], str(exc))
@@ -294,11 +310,13 @@ class SinkApplier:
             return None
         key = repr(tuple(changes[0].get(c) for c in self.shape.table.partition_key))
         bound = [self.client.prepared(s.cql).bind(s.values) for s in statements]
-        size = sum(_size(v) for s in statements for v in s.values)
+        size = sum(len(v) for b in bound for v in b.values if isinstance(v, bytes))
         return Replay(key, bound, changes[0], self._replica(bound[0]), size)
 
     def _replica(self, statement: Any) -> str:
         """The first replica of a bound statement's partition ("" when unknown)."""
+        if self._one_node:
+            return ""  # one node holds every partition
         metadata = self.client.cluster.metadata
         token_map = metadata.token_map
         if token_map is None or statement.routing_key is None:
@@ -333,7 +351,7 @@ class SinkApplier:
 
     def _reject(self, change: dict[str, Any], reason: str) -> None:
         record = {
-            "write_time": change["write_time"],
+            "write_time": from_micros(change[WRITE_TIME_US]),
             "cdc_time": change[TIME],
             "batch_seq_no": change[BATCH_SEQ_NO],
             "stream_id": change[STREAM_ID],
@@ -343,26 +361,14 @@ class SinkApplier:
         self.rejected_count += 1
         if len(self.rejected) >= REJECTS_KEPT:
             return  # all are on the sink; the record names the first ones
-        written: datetime = change["write_time"]
         self.rejected.append(
             {
-                "write_time": written.isoformat(),
+                "write_time": from_micros(change[WRITE_TIME_US]).isoformat(),
                 "cdc_time": change[TIME],
                 "stream_id": change[STREAM_ID].hex(),
                 "reason": reason,
             }
         )
-
-
-def _size(value: Any) -> int:
-    """Roughly how many bytes a bound value takes (what a request's size bound counts):
-    text and blobs by length, a collection or struct as 64 bytes an element. A request
-    the sink still finds too large is retried batch by batch."""
-    if isinstance(value, str | bytes):
-        return 8 + len(value)
-    if isinstance(value, set | frozenset | list | tuple | dict):
-        return 8 + 64 * len(value)
-    return 8
 
 
 def execute_all(

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from itertools import pairwise
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from cdcgen.adapters.delta_tables import is_delta
 from cdcgen.changes.layout import delta_dataset
@@ -63,6 +63,9 @@ FINER_BINS = 256
 OPEN_FILES = 256
 #: Rows per batch read from the lake's files.
 SCAN_ROWS = 32_768
+#: A log row's write time as a run carries it (:func:`log_rows`): microseconds, since a
+#: timezone-aware datetime per row costs more than all the row's other values.
+WRITE_TIME_US = "write_time_us"
 
 
 @dataclass(frozen=True)
@@ -296,3 +299,25 @@ def batch_chunks(table: pa.Table, rows: int) -> Iterator[pa.Table]:
         if start - begin >= rows or start == table.num_rows:
             yield table.slice(begin, start - begin)
             begin = start
+
+
+def log_rows(table: pa.Table) -> list[dict[str, Any]]:
+    """``table``'s rows as Python values, converted a column at a time, with the write
+    time as :data:`WRITE_TIME_US` microseconds instead of ``write_time``."""
+    import pyarrow as pa
+
+    names, columns = [], []
+    for name, column in zip(table.column_names, table.columns, strict=True):
+        if name == "write_time":
+            name, column = WRITE_TIME_US, column.cast(pa.timestamp("us", "UTC")).cast(pa.int64())
+        names.append(name)
+        columns.append(column.to_pylist())
+    return [dict(zip(names, values, strict=True)) for values in zip(*columns, strict=True)]
+
+
+def as_logged(row: dict[str, Any]) -> dict[str, Any]:
+    """A row of :func:`log_rows` with its ``write_time`` a datetime again, as the lake
+    holds it."""
+    logged = {k: v for k, v in row.items() if k != WRITE_TIME_US}
+    logged["write_time"] = from_micros(row[WRITE_TIME_US])
+    return logged

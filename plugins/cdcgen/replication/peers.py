@@ -21,6 +21,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from cdcgen.core.cdc_log import BATCH_SEQ_NO, END_OF_BATCH, STREAM_ID, TIME, TTL
+from cdcgen.replication.lake_changes import log_rows
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -48,4 +49,4 @@ def peer_fingerprints(changes: pa.Table | None) -> frozenset[tuple[Any, ...]]:
     """The fingerprints of the sink's own changes of one slice (none: no peer)."""
     if changes is None or changes.num_rows == 0:
         return frozenset()
-    return frozenset(fingerprint(row) for row in changes.to_pylist())
+    return frozenset(fingerprint(row) for row in log_rows(changes))

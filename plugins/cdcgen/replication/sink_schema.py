@@ -14,7 +14,7 @@ refuses them), vectors, and columns an earlier version of the lake kept as text 
 tuples and durations, now stored as structs: :mod:`cdcgen.changes.columns`).
 
 Each column gets the converter that turns the lake's value back into what the driver
-binds (:func:`cdcgen.changes.lake_types.driver_value`, the inverse of how the lake
+binds (:func:`cdcgen.changes.lake_types.driver_converter`, the inverse of how the lake
 stores each CQL type), from the driver's type of the column.
 """
 
@@ -23,10 +23,13 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from cdcgen.changes.lake_types import arrow_type_and_converter, driver_value, holds_text_for_struct
+from cdcgen.changes.lake_types import (
+    arrow_type_and_converter,
+    driver_converter,
+    holds_text_for_struct,
+)
 from cdcgen.core.cdc_log import TableRef, deleted_elements_column
 from cdcgen.core.cql_types import CqlTypeError, ParsedType
 from cdcgen.core.replication import ColumnKind, ReplayError, SinkTable
@@ -150,7 +153,7 @@ def converter(cqltype: Any) -> Converter | None:
     when the lake's value is bound as it is."""
     if str(getattr(cqltype, "typename", "")) in _AS_STORED:
         return None
-    return partial(driver_value, cqltype)
+    return driver_converter(cqltype)
 
 
 def removed_converter(kind: ColumnKind, cqltype: Any) -> Converter:
@@ -158,8 +161,10 @@ def removed_converter(kind: ColumnKind, cqltype: Any) -> Converter:
     map's keys, a UDT's field indices."""
     if kind is ColumnKind.UDT:
         return lambda value: {int(v) for v in value}
-    element = cqltype.subtypes[0]
-    return lambda value: {driver_value(element, v, hashable=True) for v in value}
+    element = driver_converter(cqltype.subtypes[0], hashable=True)
+    if element is None:
+        return set
+    return lambda value: set(map(element, value))
 
 
 def kept_as_text(cqltype: Any, stored: pa.DataType) -> bool:
