@@ -42,7 +42,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import Any
 
 from cdcgen.core.cdc_log import (
@@ -54,6 +54,8 @@ from cdcgen.core.cdc_log import (
 )
 
 MICROS = 1_000_000
+#: Each operation by its logged code (``Operation(code)`` costs an enum lookup a row).
+_OPERATIONS = {int(operation): operation for operation in Operation}
 
 
 class ReplayError(ValueError):
@@ -88,9 +90,20 @@ class SinkTable:
     fields: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     descending: frozenset[str] = frozenset()
 
-    @property
+    @cached_property
     def qualified(self) -> str:
         return f"{quote(self.keyspace)}.{quote(self.table)}"
+
+    @cached_property
+    def row_columns(self) -> dict[str, ColumnKind]:
+        """The columns a clustering row's change may set (every column of a table
+        without clustering key)."""
+        return {c: k for c, k in self.columns.items() if c not in self.static}
+
+    @cached_property
+    def static_columns(self) -> dict[str, ColumnKind]:
+        """The columns a static row's change may set."""
+        return {c: k for c, k in self.columns.items() if c in self.static}
 
     @property
     def name(self) -> str:
@@ -145,7 +158,8 @@ def batch_statements(
     statements: list[Statement] = []
     pending_start: Mapping[str, Any] | None = None
     for row in rows:
-        operation = Operation(row[OPERATION])
+        code = row[OPERATION]
+        operation = _OPERATIONS[code] if code in _OPERATIONS else Operation(code)
         if operation in (Operation.PRE_IMAGE, Operation.POST_IMAGE):
             continue
         if operation in (
@@ -222,18 +236,20 @@ def row_statements(
 
 def is_static_row(table: SinkTable, row: Mapping[str, Any]) -> bool:
     """A log row of a static row's change: the table has a clustering key, the row none."""
-    return bool(table.clustering_key) and all(row.get(c) is None for c in table.clustering_key)
+    keys = table.clustering_key
+    return bool(keys) and list(map(row.get, keys)).count(None) == len(keys)
 
 
 def _columns_of(table: SinkTable, row: Mapping[str, Any], static: bool) -> dict[str, ColumnKind]:
     """The columns a row may change: the static ones of a static row, the others else;
     a value for the other kind is refused by name."""
-    mine = {c: k for c, k in table.columns.items() if (c in table.static) == static}
+    mine, others = table.static_columns, table.row_columns
+    if not static:
+        mine, others = others, mine
     stray = [
         c
-        for c in table.columns
-        if c not in mine
-        and (
+        for c in others
+        if (
             row.get(c) is not None
             or row.get(deleted_column(c))
             or row.get(deleted_elements_column(c))

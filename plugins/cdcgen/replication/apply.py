@@ -47,6 +47,7 @@ from cdcgen.core.cdc_log import BATCH_SEQ_NO, OPERATION, STREAM_ID, TIME, operat
 from cdcgen.core.replication import ReplayError, batch_statements
 from cdcgen.core.replication_plan import ApplyPlan
 from cdcgen.core.time import from_micros, to_micros
+from cdcgen.extract.description_columns import paused_collections
 from cdcgen.progress import Progress
 from cdcgen.replication.lake_changes import (
     WRITE_TIME_US,
@@ -272,26 +273,34 @@ class SinkApplier:
         operations: Counter[int] = Counter()
         now_us = clock.now_us()
         self._one_node = self.client.node_count == 1
-        for _, batch in groupby(rows, key=lambda r: (r[STREAM_ID], r[WRITE_TIME_US], r[TIME])):
-            changes = list(batch)
-            if peer and all(fingerprint(c) in peer for c in changes):
-                outcome.peer_rows += len(changes)
-                continue  # the sink's own log holds it: it came from there
-            replay = self._replay(changes, now_us)
-            if replay is not None:
-                replays.append(replay)
-                if self.on_applied is not None:
-                    applied.extend(changes)
-                outcome.log_rows += len(changes)
-                outcome.batches += 1
-                operations.update(c[OPERATION] for c in changes)
+        settings = self.settings
+        # Building a chunk's requests makes hundreds of thousands of objects and no cycle:
+        # collections meanwhile would walk them all again and again.
+        with paused_collections():
+            for _, batch in groupby(rows, key=lambda r: (r[STREAM_ID], r[WRITE_TIME_US], r[TIME])):
+                changes = list(batch)
+                if peer and all(fingerprint(c) in peer for c in changes):
+                    outcome.peer_rows += len(changes)
+                    continue  # the sink's own log holds it: it came from there
+                replay = self._replay(changes, now_us)
+                if replay is not None:
+                    replays.append(replay)
+                    if self.on_applied is not None:
+                        applied.extend(changes)
+                    outcome.log_rows += len(changes)
+                    outcome.batches += 1
+                    operations.update(c[OPERATION] for c in changes)
+            rounds = [
+                [(self._request(request), request) for request in packed]
+                for round_ in key_rounds(replays, GROUP_BATCHES)
+                for packed in [
+                    pack_requests(round_, settings.request_batches, settings.request_bytes)
+                ]
+            ]
         outcome.operations.update(
             {str(operation_name(code)): count for code, count in operations.items()}
         )
-        settings = self.settings
-        for round_ in key_rounds(replays, GROUP_BATCHES):
-            packed = pack_requests(round_, settings.request_batches, settings.request_bytes)
-            work = [(self._request(request), request) for request in packed]
+        for work in rounds:
             outcome.requests += execute_all(self.client, work, settings.concurrency, self._refused)
         if self.on_applied is not None and applied:
             self.on_applied([as_logged(row) for row in applied])
