@@ -14,7 +14,11 @@ its peak RSS is the driver's alone.
 
 Beside it, the raw write floor: the same number of rows written as plain prepared
 INSERTs with ``execute_concurrent`` at the best of a few concurrencies, from one process
-(what one cassandra-driver process can write into this sandbox).
+(what one cassandra-driver process can write into this sandbox); and the sink's
+ceiling: the same rows packed as the apply packs them (unlogged batches of
+``CDCGEN_REPLICATION_REQUEST_BATCHES`` single-partition inserts), from one process and
+from ``--ceiling-processes`` at once, the best rate any of them reaches: what the node
+takes from any client, so what no apply can beat here.
 
     .venv/bin/python benchmarks/bench_replication_apply.py --rows 1000000 4000000 \
         --output FILE
@@ -33,6 +37,7 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -200,6 +205,57 @@ def raw_writes(rows: int) -> dict[str, Any]:
         client.close()
 
 
+def batched_writes(rows: int, offset: int, concurrency: int) -> float:
+    """``rows`` inserts in unlogged batches of the apply's size, from this process;
+    returns the seconds they took."""
+    from cassandra.concurrent import execute_concurrent
+    from cassandra.query import BatchStatement, BatchType
+
+    from cdcgen.replication.settings import ReplicationSettings
+
+    per_request = ReplicationSettings.from_env().request_batches
+    client = connect(("127.0.0.1",))
+    try:
+        insert = client.session.prepare(
+            f"INSERT INTO {RAW} (pk, ck, v, tags) VALUES (?, ?, ?, ?) USING TIMESTAMP ?"
+        )
+        requests = []
+        for first in range(offset, offset + rows, per_request):
+            batch = BatchStatement(batch_type=BatchType.UNLOGGED)
+            for i in range(first, min(first + per_request, offset + rows)):
+                batch.add(insert, (i % KEYS, i % 100, f"value-{i}", {"a"}, 1 + i))
+            requests.append((batch, None))
+        began = time.perf_counter()
+        execute_concurrent(client.session, requests, concurrency=concurrency)
+        return time.perf_counter() - began
+    finally:
+        client.close()
+
+
+def sink_ceiling(rows: int, processes: Sequence[int]) -> dict[str, Any]:
+    """The best rate ``rows`` batched inserts reach, split over 1 and more processes
+    (each started before any writes, so their runs overlap), at a few concurrencies."""
+    runs = []
+    for count in processes:
+        for concurrency in (32, 128):
+            share = rows // count
+            command = [sys.executable, __file__, "--ceiling-child", str(share)]
+            children = [
+                subprocess.Popen(
+                    [*command, str(n * share), str(concurrency)], stdout=subprocess.PIPE, text=True
+                )
+                for n in range(count)
+            ]
+            seconds = [float(child.communicate()[0].strip().splitlines()[-1]) for child in children]
+            if any(child.returncode for child in children):
+                raise RuntimeError(f"a ceiling writer failed ({count} processes)")
+            rate = share * count / max(seconds)
+            runs.append({"processes": count, "concurrency": concurrency, "rows_per_s": round(rate)})
+            print(json.dumps(runs[-1]), flush=True)
+    best = max(runs, key=lambda r: r["rows_per_s"])
+    return {"rows": rows, **best, "runs": runs}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, nargs="+", default=[1_000_000, 4_000_000])
@@ -208,9 +264,17 @@ def main() -> int:
         "--spark-tasks", type=int, default=2,
         help="also apply the first backlog on this many local Spark tasks (0: do not)",
     )  # fmt: skip
+    parser.add_argument(
+        "--ceiling-processes", type=int, nargs="*", default=[1, 2],
+        help="the sink's ceiling from this many writer processes at once (none: skip it)",
+    )  # fmt: skip
     parser.add_argument("--output", type=Path, default=None)
+    parser.add_argument("--ceiling-child", type=int, nargs=3, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--child", type=Path, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.ceiling_child is not None:  # one writer of the ceiling
+        print(batched_writes(*args.ceiling_child))
+        return 0
     if args.child is not None:  # one backlog, in a process of its own
         print(json.dumps(apply_once(args.child, args.rows[0], args.spark_tasks)))
         return 0
@@ -220,6 +284,8 @@ def main() -> int:
         try:
             tables(client)
             results["raw_write_floor"] = raw_writes(args.raw_rows)
+            if args.ceiling_processes:
+                results["sink_ceiling"] = sink_ceiling(args.raw_rows, args.ceiling_processes)
             runs = []
             spread = [(args.rows[0], args.spark_tasks)] if args.spark_tasks else []
             for rows, tasks in [(rows, 0) for rows in args.rows] + spread:
