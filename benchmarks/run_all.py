@@ -229,7 +229,7 @@ def table(results: dict[str, Any]) -> str:
         )
         apply = results["replication"]["apply"]
         extraction = results["changes"][0]["rows_per_s"]
-        floor = apply["raw_write_floor"]["rows_per_s"]
+        floor = apply["raw_write_floor"].get("rows_per_s")  # none: every concurrency timed out
         ceiling = apply.get("sink_ceiling", {}).get("rows_per_s")
 
         def against_ceiling(rate: float) -> str:
@@ -246,7 +246,12 @@ def table(results: dict[str, Any]) -> str:
                 f"{run['rows_per_s']:,.0f} rows/s, peak {run['peak_rss_mb']} MB | "
                 f"{run['rows_per_s'] / extraction:.2f}x the extraction ({extraction:,.0f} rows/s), "
                 + against_ceiling(run["rows_per_s"])
-                + f"{run['rows_per_s'] / floor:.2f}x the raw write floor ({floor:,.0f} rows/s) | "
+                + (
+                    f"{run['rows_per_s'] / floor:.2f}x the raw write floor ({floor:,.0f} rows/s)"
+                    if floor
+                    else "the raw write floor timed out at every concurrency"
+                )
+                + " | "
                 ">= 1x the extraction; the same peak at every backlog |"
             )
         for run in apply.get("apply_on_spark", []):
