@@ -53,11 +53,14 @@ __all__ = [
     "every_shape_table",
     "log_columns",
     "log_table_cql",
+    "log_table_options",
     "orders_table",
     "user_type_cql",
 ]
 
 DEFAULT_CDC_TTL = 86_400
+#: A table's ``gc_grace_seconds`` unless set: the log's when its CDC TTL is 0 (none).
+DEFAULT_GC_GRACE_SECONDS = 864_000
 
 # The metadata columns as they appear in CQL text (quoted: ``$`` needs it).
 STREAM_ID, TIME, BATCH_SEQ_NO, OPERATION, TTL, END_OF_BATCH = (
@@ -110,6 +113,10 @@ class BaseTableSpec:
     columns: tuple[Column, ...] = ()
     cdc_ttl: int = DEFAULT_CDC_TTL
     user_types: tuple[UserType, ...] = ()
+    #: The ``preimage`` and ``postimage`` CDC options, as recorded; the emulator writes
+    #: no image rows.
+    preimage: bool = False
+    postimage: bool = False
 
     def __post_init__(self) -> None:
         check_identifier(self.keyspace, "keyspace")
@@ -306,9 +313,9 @@ def twcs_window_minutes(ttl_seconds: int) -> int:
     return math.ceil(math.ceil(ttl_seconds / 24) / 60)
 
 
-def log_table_cql(spec: BaseTableSpec) -> str:
-    """``CREATE TABLE IF NOT EXISTS`` for ``<table>_scylla_cdc_log`` (``create_log_schema``)."""
-    columns = ", ".join(f"{name} {cql_type}" for name, cql_type in log_columns(spec))
+def log_table_options(spec: BaseTableSpec) -> list[str]:
+    """The log's table options ``create_log_schema`` derives from the base table: the
+    TTL's TWCS window and ``gc_grace_seconds``, caching off, the comment."""
     options = [
         "caching = {'keys': 'NONE', 'rows_per_partition': 'NONE'}",
         f"comment = 'CDC log for {spec.keyspace}.{spec.table}'",
@@ -324,7 +331,15 @@ def log_table_cql(spec: BaseTableSpec) -> str:
         options.append("gc_grace_seconds = 0")
     else:
         options.append("compaction = {'class': 'TimeWindowCompactionStrategy'}")
+        options.append(f"gc_grace_seconds = {DEFAULT_GC_GRACE_SECONDS}")
+    return options
+
+
+def log_table_cql(spec: BaseTableSpec) -> str:
+    """``CREATE TABLE IF NOT EXISTS`` for ``<table>_scylla_cdc_log`` (``create_log_schema``)."""
+    columns = ", ".join(f"{name} {cql_type}" for name, cql_type in log_columns(spec))
     return (
         f"CREATE TABLE IF NOT EXISTS {spec.qualified_log_table} ({columns}, "
-        f"PRIMARY KEY ({STREAM_ID}, {TIME}, {BATCH_SEQ_NO})) WITH " + " AND ".join(options)
+        f"PRIMARY KEY ({STREAM_ID}, {TIME}, {BATCH_SEQ_NO})) WITH "
+        + " AND ".join(log_table_options(spec))
     )

@@ -55,8 +55,8 @@ def spec_to_json(spec: BaseTableSpec) -> str:
 
 
 def spec_from_json(text: str) -> BaseTableSpec:
-    """The spec :func:`spec_to_json` wrote; records written before static columns and
-    user types existed have neither."""
+    """The spec :func:`spec_to_json` wrote; records written before static columns, user
+    types and image options existed have none."""
     data: dict[str, Any] = json.loads(text)
 
     def columns(key: str) -> tuple[Column, ...]:
@@ -76,6 +76,8 @@ def spec_from_json(text: str) -> BaseTableSpec:
         columns=columns("columns"),
         cdc_ttl=int(data["cdc_ttl"]),
         user_types=user_types,
+        preimage=bool(data.get("preimage", False)),
+        postimage=bool(data.get("postimage", False)),
     )
 
 
@@ -128,8 +130,8 @@ def record_cdc_options(cluster: SandboxCluster, spec: BaseTableSpec) -> None:
     options = {
         "enabled": "true",
         "ttl": str(spec.cdc_ttl),
-        "preimage": "false",
-        "postimage": "false",
+        "preimage": str(spec.preimage).lower(),
+        "postimage": str(spec.postimage).lower(),
         "delta": "full",
     }
     execute(

@@ -11,6 +11,12 @@ table held for them (a backfill's earlier rows, a killed run's unacknowledged wi
 and touches nothing else, and a job that dies before its commit leaves no visible
 trace. The rows reach the files in the order they were read (enough concurrent writers
 that Spark never re-sorts them), which is each key's order.
+
+The log's columns follow the base table's (an ALTER on ScyllaDB changes both), so the
+table's schema follows the log's: a job's rows with a column the table lacks add it in
+the same commit (Delta's ``mergeSchema``; earlier rows read it as null), and a column
+the log dropped stays in the table, null in the rows written since. A run never
+rewrites the table's schema otherwise, nor drops a column a reader may use.
 """
 
 from __future__ import annotations
@@ -166,6 +172,7 @@ class DeltaChangesLake:
                 rows.write.format("delta")
                 .mode("overwrite")
                 .option("replaceWhere", predicate)
+                .option("mergeSchema", "true")  # a column the log gained: the table's too
                 .option("userMetadata", marker)
                 .partitionBy(*PARTITION_COLUMNS)
                 .save(self._root.spark_uri)
