@@ -18,7 +18,15 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from replication_world import SETTINGS, fresh_cluster, settle, world_config
+from replication_world import (
+    DDL_TIMEOUT,
+    SETTINGS,
+    assert_sink_matches,
+    create_sink_table,
+    fresh_cluster,
+    settle,
+    world_config,
+)
 
 from cdcgen.adapters.cdc_tables import CdcCatalog
 from cdcgen.adapters.cql import CqlClient, connect
@@ -30,6 +38,10 @@ from cdcgen.config import PipelineConfig
 from cdcgen.core.cdc_extension import CDC_EXTENSION, decode_cdc_extension
 from cdcgen.core.cdc_log import TableRef
 from cdcgen.core.windows import Interval, Mode
+from cdcgen.replication.run import Replication, bootstrap_sink, replicate
+from cdcgen.replication.settings import ReplicationSettings
+from cdcgen.replication.sink_schema import SinkSchemaError
+from cdcgen.replication.sink_state import CqlSinkState
 from cdcgen.schema import Table
 from cdcgen.spark.session import JobKind, job_session
 from cdcgen_dev.emulator import (
@@ -40,6 +52,7 @@ from cdcgen_dev.emulator import (
     orders_table,
     run_workload,
 )
+from cdcgen_dev.emulator.log_schema import base_table_cql
 from cdcgen_dev.emulator.schema_changes import (
     AddColumn,
     CdcOptions,
@@ -53,6 +66,9 @@ PREFIX = "t_schemachg_"
 KEYSPACE = f"{PREFIX}ks"
 TABLE = TableRef(KEYSPACE, "orders")
 ALTERED = TableRef(KEYSPACE, "altered")
+SINK = TableRef(f"{PREFIX}sink", "orders")
+#: A sink whose runs do not add columns: refused by name once the source has more.
+MANUAL_SINK = TableRef(f"{PREFIX}sink", "orders_manual")
 KEY = ('"cdc$stream_id"', '"cdc$time"', '"cdc$batch_seq_no"')
 
 Key = tuple[str, str, int]
@@ -70,9 +86,14 @@ def world(contact_points: tuple[str, ...], tmp_path_factory: pytest.TempPathFact
           ) -> Iterator[World]:  # fmt: skip
     lake = tmp_path_factory.mktemp("schema-changes-lake")
     client = connect(contact_points)
-    cluster = fresh_cluster(client, PREFIX, [KEYSPACE, f"{PREFIX}state"], seed=91)
+    keyspaces = [KEYSPACE, SINK.keyspace, f"{PREFIX}state"]
+    cluster = fresh_cluster(client, PREFIX, keyspaces, seed=91)
     for table in (TABLE, ALTERED):
         create_cdc_table(cluster, orders_table(KEYSPACE, table.table))
+    create_sink_table(client, SINK)
+    client.session.execute(
+        base_table_cql(orders_table(MANUAL_SINK.keyspace, MANUAL_SINK.table)), timeout=DDL_TIMEOUT
+    )
     try:
         yield World(client, cluster, world_config(PREFIX, contact_points, lake))
     finally:
@@ -196,12 +217,32 @@ def workload(world: World, seed: int) -> None:
     assert report.writes and not report.failed, report.to_json()
 
 
-def test_the_lake_follows_the_log_through_add_and_drop(world: World) -> None:
+def contents(client: CqlClient, table: TableRef) -> list[tuple[Any, ...]]:
+    """Every row of the table with its atomic column's write time, sorted."""
+    rows = client.session.execute(
+        f"SELECT pk, ck, v, tags, labels, WRITETIME(v) FROM {table.qualified}", timeout=60
+    )
+    return sorted(tuple(r) for r in rows)
+
+
+def table_columns(client: CqlClient, table: TableRef) -> set[str]:
+    client.cluster.refresh_table_metadata(table.keyspace, table.table)
+    return set(client.cluster.metadata.keyspaces[table.keyspace].tables[table.table].columns)
+
+
+def test_the_lake_and_the_sink_follow_the_log_through_add_and_drop(world: World) -> None:
+    """The lake: every log row once, the added columns' values, the dropped one null
+    after the drop. The sink: given the added columns by the run (``ALTER TABLE ADD``),
+    keeps the dropped one, and equals the source; a sink whose runs add no column is
+    refused by name before anything is applied."""
     spark = job_session(JobKind.CHANGES_EXTRACT, "cdcgen-schema-changes-tests")
     start = datetime.now(UTC)
     workload(world, seed=1)
     first_end = extract(spark, world, start, settle()).interval.end
     truth = source_rows(world.client, ("v",))
+    job, manual = Replication(TABLE, SINK), Replication(TABLE, MANUAL_SINK)
+    for each in (job, manual):
+        bootstrap_sink(world.config, world.client, world.client, each, "bootstrap")
 
     for column in (Column("note", "text"), Column("labels", "map<text, int>")):
         alter_cdc_table(world.cluster, KEYSPACE, TABLE.table, AddColumn(column))
@@ -209,6 +250,14 @@ def test_the_lake_follows_the_log_through_add_and_drop(world: World) -> None:
     second_end = extract(spark, world, first_end, settle()).interval.end
     added = source_rows(world.client, ("v", "note", "labels"))
     assert any(values["labels"] for values in added.values())
+    record = replicate(world.config, world.client, world.client, job, "apply-added")
+    assert record["status"] == "ok" and not record["rejected"], record
+    assert {"note", "labels"} <= table_columns(world.client, SINK)
+    refused = CqlSinkState(world.client, TABLE, MANUAL_SINK).progress()
+    without = ReplicationSettings().with_overrides(add_columns=False)
+    with pytest.raises(SinkSchemaError, match=r"has no column\(s\) labels, note of the source"):
+        replicate(world.config, world.client, world.client, manual, "refused", without)
+    assert CqlSinkState(world.client, TABLE, MANUAL_SINK).progress() == refused
 
     alter_cdc_table(world.cluster, KEYSPACE, TABLE.table, DropColumn("note"))
     workload(world, seed=3)
@@ -234,3 +283,12 @@ def test_the_lake_follows_the_log_through_add_and_drop(world: World) -> None:
         for name in ("v", "labels"):
             assert _value(by_key[key][name]) == _value(final[key][name]), (key, name)
     assert any(by_key[key]["labels"] for key in after_drop)
+
+    # The sink keeps the dropped column and equals the source in every other.
+    record = replicate(world.config, world.client, world.client, job, "apply-dropped")
+    assert record["status"] == "ok" and not record["rejected"], record
+    world.client.cluster.refresh_table_metadata(SINK.keyspace, SINK.table)
+    assert (
+        "note" in world.client.cluster.metadata.keyspaces[SINK.keyspace].tables[SINK.table].columns
+    )
+    assert_sink_matches(contents(world.client, TABLE), contents(world.client, SINK), keys=2)

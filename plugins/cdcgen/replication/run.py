@@ -47,6 +47,12 @@ from cdcgen.replication.bootstrap import (
     sink_is_empty,
 )
 from cdcgen.replication.settings import ReplicationSettings
+from cdcgen.replication.sink_columns import (
+    add_sink_columns,
+    columns_to_add,
+    with_columns,
+    with_dropped_columns,
+)
 from cdcgen.replication.sink_schema import SinkShape, TableDefinition, sink_shape
 from cdcgen.replication.sink_state import CqlSinkState
 from cdcgen.replication.spark_apply import ApplyJob, SparkApply
@@ -133,14 +139,36 @@ def lake_types(lake: LakeRoot, table: TableRef) -> dict[str, pa.DataType]:
 
 
 def shape_of(
-    source_client: CqlClient, sink_client: CqlClient, job: Replication, lake: LakeRoot
+    source_client: CqlClient,
+    sink_client: CqlClient,
+    job: Replication,
+    lake: LakeRoot,
+    *,
+    add_columns: bool = True,
+    dry_run: bool = False,
+    keep_dropped: bool = True,
 ) -> SinkShape:
-    """The sink table checked against the source table's definition and the lake's."""
+    """The sink table checked against the source table's definition and the lake's.
+
+    With ``add_columns``, the source's columns the sink lacks are added to it first
+    (:mod:`cdcgen.replication.sink_columns`; a ``dry_run`` checks the sink as it would
+    be, and changes nothing); with ``keep_dropped``, the source's dropped columns the
+    sink and the lake still hold keep being replayed."""
     source = table_definition(source_client, job.source)
     if source is None:
         raise ReplicationError(f"{job.source} does not exist on the source cluster")
     sink = table_definition(sink_client, job.sink)
-    return sink_shape(source, job.sink, sink, lake_types(lake, job.source))
+    if sink is not None and add_columns:
+        missing = columns_to_add(source, sink)
+        if missing and dry_run:
+            sink = with_columns(source, sink, missing)
+        elif missing:
+            add_sink_columns(sink_client, source, sink, missing)
+            sink = table_definition(sink_client, job.sink)
+    types = lake_types(lake, job.source)
+    if sink is not None and keep_dropped:
+        source = with_dropped_columns(source, sink, set(types))
+    return sink_shape(source, job.sink, sink, types)
 
 
 def table_definition(client: CqlClient, table: TableRef) -> TableDefinition | None:
@@ -207,7 +235,10 @@ def replicate(
     plan = plan_apply(before, lake_coverage(config, source_client, job.source))
     record = _record(job, run_id, started, before)
     if dry_run:
-        shape_of(source_client, sink_client, job, config.lake_path)  # refuses as a run would
+        shape_of(
+            source_client, sink_client, job, config.lake_path,
+            add_columns=settings.add_columns, dry_run=True,
+        )  # fmt: skip  # refuses as a run would
         record.update(
             dry_run=True,
             would_apply_from=plan.since.isoformat(),
@@ -223,7 +254,9 @@ def replicate(
     if plan.empty:
         log.info("%s: nothing new in the lake beyond %s", job.sink, plan.since)
         return _finish(config, record, before, 0, 0, [])
-    shape = shape_of(source_client, sink_client, job, config.lake_path)
+    shape = shape_of(
+        source_client, sink_client, job, config.lake_path, add_columns=settings.add_columns
+    )
     peer = table_root(peer_lake or config.lake_path, job.sink)
     elsewhere = None
     if settings.apply_tasks:
@@ -314,7 +347,10 @@ def bootstrap_sink(
     state = CqlSinkState(sink_client, job.source, job.sink)
     if not dry_run:
         state.ensure_schema()
-    shape = shape_of(source_client, sink_client, job, config.lake_path)
+    shape = shape_of(
+        source_client, sink_client, job, config.lake_path,
+        add_columns=settings.add_columns, dry_run=dry_run, keep_dropped=False,
+    )  # fmt: skip  # the copy reads the source's columns only
     before = state.progress() if state.exists() else SinkProgress(job.source, job.sink)
     unfinished = state.copy_progress()
     plan, abandoned = _bootstrap_plan(

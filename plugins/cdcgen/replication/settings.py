@@ -27,6 +27,10 @@ class ReplicationSettings(EnvSettings):
     #: ScyllaDB over 1 MiB; a refused request is retried batch by batch).
     request_batches: int = env("CDCGEN_REPLICATION_REQUEST_BATCHES", 32, ge=1)
     request_bytes: int = env("CDCGEN_REPLICATION_REQUEST_BYTES", 32_768, ge=1)
+    #: Whether a run adds to the sink table the columns added to the source table since
+    #: (``ALTER TABLE ... ADD``, :mod:`cdcgen.replication.sink_columns`); off, such a
+    #: sink is refused by name until its columns are added by hand.
+    add_columns: bool = env("CDCGEN_REPLICATION_ADD_COLUMNS", True)
     #: Spark tasks each slice is spread over by partition key (0: the run applies in its
     #: own process). The tasks run on the run's Spark (``CDCGEN_SPARK_MASTER``: local
     #: cores, or a cluster's executors), each with its own sink session and requests.
