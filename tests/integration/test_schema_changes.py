@@ -4,9 +4,10 @@ The emulator ALTERs a base table and its log as ScyllaDB does
 (:mod:`cdcgen_dev.emulator.schema_changes`): the log gains an added column with its
 ``cdc$deleted_`` (and ``cdc$deleted_elements_``) columns and loses a dropped one's; new
 CDC options re-derive the log's options. Between changes runs, two columns are added (one
-a collection) and then one is dropped: no run fails, every log row is in the lake exactly
-once with the new columns' values, a dropped column stays in the lake and is null in the
-rows logged after the drop, and the row checks pass on every run.
+a collection), then one is dropped and the CDC options change: no run fails, every log
+row is in the lake exactly once with the new columns' values, a dropped column stays in
+the lake and is null in the rows logged after the drop, and the row checks pass on every
+run. A sink the runs replicate to gets the added columns and keeps the dropped one.
 """
 
 from __future__ import annotations
@@ -232,9 +233,10 @@ def table_columns(client: CqlClient, table: TableRef) -> set[str]:
 
 def test_the_lake_and_the_sink_follow_the_log_through_add_and_drop(world: World) -> None:
     """The lake: every log row once, the added columns' values, the dropped one null
-    after the drop. The sink: given the added columns by the run (``ALTER TABLE ADD``),
-    keeps the dropped one, and equals the source; a sink whose runs add no column is
-    refused by name before anything is applied."""
+    after the drop, new CDC options read by the next run. The sink: given the added
+    columns by the run (``ALTER TABLE ADD``), keeps the dropped one, and equals the
+    source; a sink whose runs add no column is refused by name before anything is
+    applied."""
     spark = job_session(JobKind.CHANGES_EXTRACT, "cdcgen-schema-changes-tests")
     start = datetime.now(UTC)
     workload(world, seed=1)
@@ -260,9 +262,13 @@ def test_the_lake_and_the_sink_follow_the_log_through_add_and_drop(world: World)
     assert CqlSinkState(world.client, TABLE, MANUAL_SINK).progress() == refused
 
     alter_cdc_table(world.cluster, KEYSPACE, TABLE.table, DropColumn("note"))
+    # New CDC options change no column: the next run reads the new TTL and goes on.
+    alter_cdc_table(world.cluster, KEYSPACE, TABLE.table, CdcOptions(ttl=7200, postimage=True))
     workload(world, seed=3)
     extract(spark, world, second_end, settle())
     final = source_rows(world.client, ("v", "labels"))
+    ttl = CdcCatalog(world.client, world.cluster.schema).ttl(TABLE)
+    assert ttl is not None and ttl.total_seconds() == 7200
 
     rows = lake_rows(world)
     keys = [(r["cdc$stream_id"].hex(), r["cdc$time"], r["cdc$batch_seq_no"]) for r in rows]

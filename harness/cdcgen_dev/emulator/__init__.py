@@ -12,6 +12,7 @@ each write to), per-node clocks with skew, and faults on demand. One concept per
 * :mod:`.tablets`, :mod:`.tablet_map`: per-table stream sets, splits and merges;
 * :mod:`.cql_types`, :mod:`.log_schema`, :mod:`.log_rows`, :mod:`.tables`: column types,
   CDC tables and their log rows;
+* :mod:`.schema_changes`: ``ALTER TABLE`` of a CDC table, its log changed as ScyllaDB does;
 * :mod:`.base_writes`: one base write and the CQL that applies it to the base table;
 * :mod:`.workload`, :mod:`.writes`, :mod:`.values`, :mod:`.routing`: random writes and
   values, placed the way a ScyllaDB coordinator would place them;
@@ -29,14 +30,24 @@ from cdcgen_dev.emulator.log_schema import (
     orders_table,
 )
 from cdcgen_dev.emulator.rewrite import RewriteReport, rewrite_v1
+from cdcgen_dev.emulator.schema_changes import (
+    AddColumn,
+    CdcOptions,
+    DropColumn,
+    SchemaChange,
+    alter_cdc_table,
+)
 from cdcgen_dev.emulator.state import EmulatorError, GenerationRecord, SimNode
 from cdcgen_dev.emulator.tables import create_cdc_table
 from cdcgen_dev.emulator.tablets import merge_tablets, split_tablets
 from cdcgen_dev.emulator.workload import WorkloadReport, WorkloadSpec, run_workload
 
 __all__ = [
+    "AddColumn",
     "BaseTableSpec",
+    "CdcOptions",
     "Column",
+    "DropColumn",
     "EmulatorError",
     "FaultKind",
     "Field",
@@ -45,10 +56,12 @@ __all__ = [
     "JoinResult",
     "RewriteReport",
     "SandboxCluster",
+    "SchemaChange",
     "SimNode",
     "UserType",
     "WorkloadReport",
     "WorkloadSpec",
+    "alter_cdc_table",
     "create_cdc_table",
     "every_shape_table",
     "merge_tablets",
