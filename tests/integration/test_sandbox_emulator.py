@@ -358,11 +358,13 @@ def test_workload_rows_follow_the_generations(sandbox: SandboxCluster, client: C
     # Until its clock reaches the cluster's first generation, node1 has no stream to write
     # to (ScyllaDB refuses such writes too); start once it has.
     wait_until(first.generation.timestamp + LEEWAY / 2)
+    # It writes until well past the switch on every node's clock (node1's lags), however
+    # long creating the table and joining took: a fixed duration from its own start left
+    # a loaded machine's workload ending before the second generation's first write.
+    until = second.generation.timestamp + LEEWAY + timedelta(seconds=2)
     report = run_workload(
         sandbox,
-        WorkloadSpec(
-            keyspace, rate=400, duration=SWITCH_DELAY + timedelta(seconds=1), keys=500, seed=53
-        ),
+        WorkloadSpec(keyspace, rate=400, duration=until - datetime.now(UTC), keys=500, seed=53),
     )
     assert report.failed == 0 and not report.rejected, report.to_json()
     assert sorted(report.log_rows_by_generation) == [g.timestamp for g in sandbox.generations()], (
