@@ -73,13 +73,6 @@ LEEWAY = timedelta(milliseconds=800)
 SWITCH_DELAY = 2 * RING_DELAY + LEEWAY
 
 
-@pytest.fixture(scope="module")
-def client(cassandra_single: Any) -> Iterator[CqlClient]:
-    client = connect(cassandra_single.contact_points, cassandra_single.port)
-    yield client
-    client.close()
-
-
 @pytest.fixture
 def sandbox(client: CqlClient, request: pytest.FixtureRequest) -> Iterator[SandboxCluster]:
     """A fresh emulated cluster under a prefix of its own: ``t_<test name>_``.

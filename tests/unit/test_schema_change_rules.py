@@ -4,10 +4,7 @@ to the sink or keeps replaying (``cdcgen.replication.sink_columns``)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
-from cassandra import cqltypes
 
 from cdcgen.core.cdc_log import TableRef
 from cdcgen.replication.sink_columns import (
@@ -16,7 +13,7 @@ from cdcgen.replication.sink_columns import (
     with_columns,
     with_dropped_columns,
 )
-from cdcgen.replication.sink_schema import SinkSchemaError, TableDefinition, sink_shape
+from cdcgen.replication.sink_schema import SinkSchemaError, sink_shape
 from cdcgen_dev.emulator.cql_types import InvalidTableSpec
 from cdcgen_dev.emulator.log_schema import Column, log_columns, orders_table
 from cdcgen_dev.emulator.schema_changes import (
@@ -26,26 +23,9 @@ from cdcgen_dev.emulator.schema_changes import (
     altered_spec,
 )
 from cdcgen_dev.emulator.tables import spec_from_json, spec_to_json
+from unit.table_definitions import definition
 
 SOURCE, SINK = TableRef("shop", "orders"), TableRef("shop_dr", "orders")
-ADDRESS = (("street", "text"), ("zip", "int"))
-DRIVER = {
-    "int": cqltypes.Int32Type,
-    "text": cqltypes.UTF8Type,
-    "map<text, int>": cqltypes.MapType.apply_parameters([cqltypes.UTF8Type, cqltypes.Int32Type]),
-    "address": cqltypes.UserType.make_udt_class(
-        "shop", "address", ("street", "zip"), [cqltypes.UTF8Type, cqltypes.Int32Type]
-    ),
-}
-
-
-def definition(ref: TableRef, udts: bool = True, **types: str) -> TableDefinition:
-    """A table ``(pk int, ck int, ...)``; a type ``static T`` makes a static column."""
-    static = frozenset(n for n, t in types.items() if t.startswith("static "))
-    plain = {"pk": "int", "ck": "int", **{n: t.removeprefix("static ") for n, t in types.items()}}
-    drivers: dict[str, Any] = {name: DRIVER[text] for name, text in plain.items()}
-    user_types = {"address": ADDRESS} if udts else {}
-    return TableDefinition(ref, ("pk",), ("ck",), plain, static, user_types, drivers)
 
 
 def test_an_added_column_gives_the_log_its_columns_and_a_drop_takes_them() -> None:

@@ -5,11 +5,9 @@ replay kind, or is refused by name before any change is applied."""
 from __future__ import annotations
 
 import uuid
-from typing import Any
 
 import pyarrow as pa
 import pytest
-from cassandra import cqltypes
 from cassandra.util import Duration
 
 from cdcgen.core.cdc_log import TableRef
@@ -21,39 +19,9 @@ from cdcgen.replication.sink_schema import (
     column_kind,
     sink_shape,
 )
+from unit.table_definitions import ADDRESS, definition
 
 SOURCE, SINK = TableRef("shop", "orders"), TableRef("shop_dr", "orders")
-ADDRESS = (("street", "text"), ("zip", "int"))
-#: The driver's classes of the CQL names these tests use.
-NATIVE = {
-    "int": "Int32Type", "text": "UTF8Type", "uuid": "UUIDType", "varint": "IntegerType",
-    "duration": "DurationType",
-}  # fmt: skip
-
-
-def driver_type(text: str) -> Any:
-    """The driver's type class of a CQL type, as a prepared statement's metadata has it."""
-    kind = ParsedType.parse(text)
-
-    def build(kind: ParsedType) -> Any:
-        if kind.name == "address":
-            fields = [build(ParsedType.parse(t)) for _, t in ADDRESS]
-            return cqltypes.UserType.make_udt_class("shop", "address", ("street", "zip"), fields)
-        if kind.name == "tuple":
-            return cqltypes.TupleType.apply_parameters([build(a) for a in kind.args])
-        if kind.args:
-            outer = {"set": "SetType", "list": "ListType", "map": "MapType"}[kind.name]
-            return cqltypes.lookup_casstype(outer).apply_parameters([build(a) for a in kind.args])
-        return cqltypes.lookup_casstype(NATIVE[kind.name])
-
-    return build(kind)
-
-
-def definition(ref: TableRef, **types: str) -> TableDefinition:
-    static = frozenset(n for n, t in types.items() if t.startswith("static "))
-    plain = {"pk": "int", "ck": "int", **{n: t.removeprefix("static ") for n, t in types.items()}}
-    drivers = {name: driver_type(text) for name, text in plain.items()}
-    return TableDefinition(ref, ("pk",), ("ck",), plain, static, {"address": ADDRESS}, drivers)
 
 
 @pytest.mark.parametrize(
