@@ -115,15 +115,18 @@ def world(cassandra_cluster3: Any) -> Iterator[World]:
     for name in ("ks", "healthy", "lake", "down", "second", "published"):
         client.session.execute(f"DROP KEYSPACE IF EXISTS {PREFIX}{name}", timeout=120)
     cluster = SandboxCluster(client, schema, ring_delay=RING_DELAY, leeway=LEEWAY)
-    cluster.join_node(SourceMode.RAFT, shards=3, vnodes=4, seed=21)
+    first = cluster.join_node(SourceMode.RAFT, shards=3, vnodes=4, seed=21)
+    assert first.generation is not None
     create_cdc_table(cluster, orders_table(KEYSPACE))
     start = datetime.now(UTC)
+    # Two phases, so that a loaded machine cannot leave either generation without
+    # changes: the first writes before the second node even joins (every change is in the
+    # first generation), the second writes until well past the switch on every clock.
+    wait_until(first.generation.timestamp + LEEWAY)
+    workload(cluster, timedelta(seconds=1.5), seed=9)
     second = cluster.join_node(SourceMode.RAFT, shards=2, vnodes=4, seed=22)  # ~2 s from now
     assert second.generation is not None
-    run_workload(
-        cluster,
-        WorkloadSpec(keyspace=KEYSPACE, rate=200, duration=timedelta(seconds=4), keys=120, seed=9),
-    )
+    workload(cluster, second.generation.timestamp + LEEWAY * 2 - datetime.now(UTC), seed=10)
     end = datetime.now(UTC) + timedelta(milliseconds=5)
     time.sleep((LEEWAY + CONFIDENCE).total_seconds() + 0.2)  # let the windows close
     try:
@@ -133,6 +136,17 @@ def world(cassandra_cluster3: Any) -> Iterator[World]:
     finally:
         cassandra_cluster3.sandbox.up()  # whatever a failed test left down
         client.close()
+
+
+def wait_until(moment: datetime) -> None:
+    time.sleep(max(0.0, (moment - datetime.now(UTC)).total_seconds()))
+
+
+def workload(cluster: SandboxCluster, duration: timedelta, seed: int) -> None:
+    report = run_workload(
+        cluster, WorkloadSpec(keyspace=KEYSPACE, rate=200, duration=duration, keys=120, seed=seed)
+    )
+    assert report.failed == 0 and not report.rejected, report.to_json()
 
 
 @pytest.fixture(scope="module")
