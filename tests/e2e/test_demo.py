@@ -115,7 +115,11 @@ def test_demo_runs_end_to_end(mode: SourceMode, cassandra_any: Any) -> None:
     assert pages and (tablets or owners_shown)
     if mode is SourceMode.GOSSIP:
         assert summary["generations_expected"] == 1 < summary["generations_emulated"]
-    if mode is SourceMode.V1:
+    if mode is SourceMode.V1:  # published from the V1 tables, rewritten, then from V2
         assert summary["before_rewrite"]["generations_published"] == 2
+        assert summary["generations_published"] == 2
+    if tablets:  # the table's first stream set (4 tablets), then every tablet split
+        assert summary["generations_published"] == 2
+        assert summary["streams_published"] == 4 + 8
     leftovers = _processes_with("CDCGEN_DEMO_RUN", marker)
     assert leftovers == [], f"the demo left {leftovers} running"

@@ -8,6 +8,11 @@ defers the mapped sensor to its trigger (inline under ``dags test``), really run
 spark-submit (on ``local[2]``; the gossip scenario on a Spark standalone cluster) and
 really runs the GX suites.
 
+The V1 mode (published from the V1 tables, the 4.3 -> 4.4 rewrite, published again
+from V2) and the tablets mode (a table's first stream set, then every tablet split)
+are ``make demo``'s in those modes: ``tests/e2e/test_demo.py`` runs and checks them,
+so they are not run a second time here.
+
 Timing: a generation costs about a Spark job plus a GX validation on 2 cores, so
 the scenarios keep to the fewest generations that still prove each point; the
 ring delay is 1 s, so a fresh generation starts operating about 12 s after it is
@@ -177,54 +182,6 @@ def test_gossip_generation_published(
     comparison = scn.compare()
     assert comparison.published == comparison.matching == 1
     assert comparison.mismatches == []
-
-
-def test_v1_before_and_after_rewritten(scenario: Callable[..., Scenario]) -> None:
-    from cdcgen.adapters.v1_sources import detect_legacy_mode
-    from cdcgen_dev.emulator import create_cdc_table, orders_table
-
-    scn = scenario("v1", SourceMode.V1)
-    with scn.client() as client:
-        cluster = scn.cluster(client)
-        for seed in (5, 6):
-            cluster.join_node(SourceMode.V1, seed=seed)
-        # A CDC table (24 h TTL): both generations may still hold rows, so both are rewritten.
-        create_cdc_table(cluster, orders_table("e2e_v1_shop"))
-        assert detect_legacy_mode(client, scn.config.source_schema) is SourceMode.V1
-    run, summary = scn.run()
-    assert_ok(run)
-    assert summary["generations_published"] == 2
-    assert scn.compare().matching == 2
-
-    # The 4.3 -> 4.4 rewrite (maintenance DAG) writes V2 and the `rewritten` marker ...
-    maintenance, _ = scn.run_dag("cdc_generations_maintenance")
-    assert_ok(maintenance)
-    with scn.client() as client:
-        assert detect_legacy_mode(client, scn.config.source_schema) is not SourceMode.V1
-    # ... after which the same DAG reads the V2 tables and re-publishes identically.
-    forced, summary = scn.run(conf={"force": True})
-    assert_ok(forced)
-    assert summary["generations_published"] == 2
-    comparison = scn.compare()
-    assert comparison.matching == 2 and comparison.mismatches == []
-
-
-def test_tablets_table_stream_sets_published(scenario: Callable[..., Scenario]) -> None:
-    from cdcgen_dev.emulator import create_cdc_table, orders_table, split_tablets
-
-    scn = scenario("tablets", SourceMode.TABLETS)
-    keyspace = "e2e_tablets_shop"
-    with scn.client() as client:
-        cluster = scn.cluster(client)
-        cluster.join_node(SourceMode.TABLETS, seed=7)
-        create_cdc_table(cluster, orders_table(keyspace), tablets=4, seed=7)
-        split_tablets(cluster, keyspace, "orders", seed=8)
-    run, summary = scn.run(extra={"cdc_tables": f"{keyspace}.orders"})
-    assert_ok(run)
-    assert summary["generations_published"] == 2  # the first stream set and the split
-    assert summary["streams_published"] == 4 + 8
-    comparison = scn.compare()
-    assert comparison.matching == 2 and comparison.mismatches == []
 
 
 def test_corrupted_generation_is_not_published(scenario: Callable[..., Scenario]) -> None:
