@@ -17,8 +17,9 @@ LEFT_BEHIND := $(BIN)/python -m cdcgen_dev.left_behind --
 demo: setup
 	$(LEFT_BEHIND) $(BIN)/python -m cdcgen_dev.demo --mode $(MODE)
 
+# Two concurrent pytest sessions, every test in exactly one (cdcgen_dev.test_sessions).
 test: setup lint typecheck
-	$(LEFT_BEHIND) $(BIN)/pytest -p no:cacheprovider
+	$(LEFT_BEHIND) $(BIN)/python -m cdcgen_dev.test_sessions
 
 lint: setup
 	$(BIN)/ruff check .

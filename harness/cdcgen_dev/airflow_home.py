@@ -35,6 +35,7 @@ from cdcgen.airflow.connections import (
     spark_connection,
 )
 from cdcgen.config import REPO_ROOT
+from cdcgen_dev.locking import file_lock
 
 DEFAULT_HOME = REPO_ROOT / "var" / "airflow"
 CONFIG_NAME = "airflow.cfg"
@@ -99,13 +100,16 @@ def write_config(home: Path) -> Path:
         out[section] = dict(values)
     out["core"]["fernet_key"] = fernet_key
     out["api_auth"] = {"jwt_secret": jwt_secret}
-    # It holds the secrets: readable by this user only, from its first byte (a file
-    # written earlier with the umask's mode is narrowed too).
-    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    # It holds the secrets: readable by this user only, from its first byte. Written
+    # aside and renamed over the old one, so that a concurrent session copying the home
+    # never reads it half-written.
+    partial = path.with_name(f"{CONFIG_NAME}.{os.getpid()}.partial")
+    descriptor = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     os.fchmod(descriptor, 0o600)
     with os.fdopen(descriptor, "w") as handle:
         handle.write("# Written by cdcgen_dev.airflow_home; edits are overwritten.\n")
         out.write(handle)
+    os.replace(partial, path)
     return path
 
 
@@ -155,21 +159,23 @@ def migrate(home: Path, env: Mapping[str, str] | None = None) -> None:
 
     stamp = home / _MIGRATED_STAMP
     want = version("apache-airflow-core")
-    if stamp.exists() and stamp.read_text().strip() == want and (home / DB_NAME).exists():
-        return
-    result = subprocess.run(
-        [str(airflow_executable()), "db", "migrate"],
-        env=dict(env) if env is not None else airflow_env(home),
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if result.returncode != 0:
-        raise RuntimeError(
-            f"`airflow db migrate` failed in {home} (exit {result.returncode}):\n"
-            f"{result.stdout[-2000:]}\n{result.stderr[-4000:]}"
+    # Concurrent test sessions share the e2e template home: one migrates, the other waits.
+    with file_lock(home / ".migrate.lock"):
+        if stamp.exists() and stamp.read_text().strip() == want and (home / DB_NAME).exists():
+            return
+        result = subprocess.run(
+            [str(airflow_executable()), "db", "migrate"],
+            env=dict(env) if env is not None else airflow_env(home),
+            capture_output=True,
+            text=True,
+            check=False,
         )
-    stamp.write_text(want + "\n")
+        if result.returncode != 0:
+            raise RuntimeError(
+                f"`airflow db migrate` failed in {home} (exit {result.returncode}):\n"
+                f"{result.stdout[-2000:]}\n{result.stderr[-4000:]}"
+            )
+        stamp.write_text(want + "\n")
 
 
 def ensure_home(home: Path = DEFAULT_HOME) -> Path:

@@ -26,7 +26,6 @@ from cdcgen_dev.cassandra.errors import SandboxError
 from cdcgen_dev.cassandra.jars import CASSANDRA_VERSION, ensure_jars, jars_ready
 from cdcgen_dev.cassandra.launcher import check_java, jvm_command, nodetool_command, spawn
 from cdcgen_dev.cassandra.leases import lessees
-from cdcgen_dev.cassandra.locking import file_lock
 from cdcgen_dev.cassandra.ports import check_ports_free, port_open
 from cdcgen_dev.cassandra.readiness import wait_for_cql, wait_for_peers_up
 from cdcgen_dev.cassandra.secure import SECURE, SecureSandbox
@@ -40,6 +39,7 @@ from cdcgen_dev.cassandra.topology import (
     resolve,
     topology,
 )
+from cdcgen_dev.locking import file_lock
 
 DEFAULT_START_TIMEOUT = float(os.environ.get("CDCGEN_SANDBOX_START_TIMEOUT", "240"))
 DEFAULT_STOP_TIMEOUT = 30.0

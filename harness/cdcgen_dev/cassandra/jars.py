@@ -17,7 +17,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from cdcgen_dev.cassandra.errors import SandboxError
-from cdcgen_dev.cassandra.locking import file_lock
+from cdcgen_dev.locking import file_lock
 
 POM_PATH = Path(__file__).with_name("pom.xml")
 MARKER_NAME = ".complete"

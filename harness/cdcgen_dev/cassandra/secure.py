@@ -30,10 +30,10 @@ from cdcgen_dev.cassandra.config import write_node_config
 from cdcgen_dev.cassandra.errors import SandboxError
 from cdcgen_dev.cassandra.jars import ensure_jars
 from cdcgen_dev.cassandra.launcher import check_java, jvm_command, spawn
-from cdcgen_dev.cassandra.locking import file_lock
 from cdcgen_dev.cassandra.ports import check_ports_free, port_open
 from cdcgen_dev.cassandra.readiness import log_tail
 from cdcgen_dev.cassandra.topology import NodeSpec, Topology, default_state_dir
+from cdcgen_dev.locking import file_lock
 
 SECURE = "secure"
 USERNAME = "cdcgen"

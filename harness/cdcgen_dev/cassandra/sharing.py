@@ -25,8 +25,8 @@ from pathlib import Path
 from cdcgen_dev.cassandra.cluster import Sandbox, running_topology, topology_runs
 from cdcgen_dev.cassandra.errors import SandboxError
 from cdcgen_dev.cassandra.leases import auto_marker, lease_dir, lease_file, lessees
-from cdcgen_dev.cassandra.locking import file_lock
 from cdcgen_dev.cassandra.topology import conflicting, default_state_dir
+from cdcgen_dev.locking import file_lock
 
 DEFAULT_WAIT = float(os.environ.get("CDCGEN_SANDBOX_WAIT", "900"))
 

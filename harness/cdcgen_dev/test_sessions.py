@@ -1,0 +1,74 @@
+"""``make test``'s pytest: the suite as two concurrent sessions, one per core.
+
+Most of the suite's time is spent waiting: for a generation to start on every node's
+clock, for a JVM, for Cassandra. One session leaves a core idle for much of the run,
+so the suite is cut in two fixed parts that run side by side:
+
+* the *side* session: the unit tests and the two longest end-to-end scenarios (the
+  demo in every source mode and the changes DAG), none of them a ``cluster`` test;
+* the *main* session: everything else (``--ignore`` of exactly the side's paths, so
+  every test runs in exactly one session), the ``cluster`` tests last, as always.
+
+The sessions share what was built to be shared: the Cassandra sandbox through its pid
+leases (the main session's switch to the three-node cluster waits until the side
+session has released the single node), the e2e Airflow template home through a lock on
+its migration. The main session prints as it goes; the side session's output is kept
+in ``var/test-sessions/side.log`` and printed after it. The exit status is the first
+failing session's.
+
+    python -m cdcgen_dev.test_sessions [PYTEST_ARGS ...]
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from cdcgen.config import REPO_ROOT
+
+#: What the side session runs (paths relative to the checkout); the main session ignores them.
+SIDE_PATHS = ("tests/e2e/test_demo.py", "tests/e2e/test_changes_dag.py", "tests/unit")
+#: The side session's output.
+SIDE_LOG = REPO_ROOT / "var" / "test-sessions" / "side.log"
+
+
+def pytest_command(*args: str) -> list[str]:
+    return [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args]
+
+
+def side_command(extra: Sequence[str] = ()) -> list[str]:
+    return pytest_command(*extra, *SIDE_PATHS)
+
+
+def main_command(extra: Sequence[str] = ()) -> list[str]:
+    """Every test path but the side's: pytest's ``testpaths`` minus ``--ignore``s."""
+    return pytest_command(*extra, *(f"--ignore={path}" for path in SIDE_PATHS))
+
+
+def run(extra: Sequence[str] = (), log: Path = SIDE_LOG) -> int:
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("w") as side_output:
+        side = subprocess.Popen(
+            side_command(extra), cwd=REPO_ROOT, stdout=side_output, stderr=subprocess.STDOUT
+        )
+        try:
+            main_status = subprocess.run(main_command(extra), cwd=REPO_ROOT, check=False).returncode
+            side_status = side.wait()
+        finally:
+            if side.poll() is None:  # interrupted: the side session ends with this one
+                side.terminate()
+                side.wait()
+    print(f"\n===== the side session ({' '.join(SIDE_PATHS)}), exit {side_status} =====")
+    print(log.read_text(), end="", flush=True)
+    print(f"===== main session exit {main_status}, side session exit {side_status} =====")
+    return main_status or side_status
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return run(sys.argv[1:] if argv is None else argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
