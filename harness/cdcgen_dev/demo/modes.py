@@ -14,11 +14,11 @@ changes DAG has rows to replicate:
 * ``tablets``: one node, a CDC table on four tablets (its first stream set), then
   every tablet splits (a second set of eight streams); the workload runs across it.
 
-In raft mode (``make demo``'s), the source then writes more after the sink's bootstrap
-(:class:`ModePlan.more`), across one more generation switch, so that the replication's
-apply replays changes of every operation kind, some in a generation the snapshot never
-saw. The other modes replicate once, after their workload (each more run of the three
-DAGs costs minutes, and the apply is the same in every mode).
+In raft mode (``make demo``'s), the demo also replicates: it bootstraps a sink, then the
+source writes more (:class:`ModePlan.more`), across one more generation switch, so that
+the replication's apply replays changes of every operation kind, some in a generation
+the snapshot never saw. The other modes stop after the changes DAG: the replication
+reads the lake and the base table, which are the same whatever the source mode.
 """
 
 from __future__ import annotations
@@ -82,8 +82,8 @@ class ModePlan:
     nodes: int
     #: ``emulate(cluster, keyspace, nodes, say)``
     emulate: Emulator
-    #: After the sink's bootstrap: a switch and more writes (None: the demo replicates
-    #: once, after the workload).
+    #: After the sink's bootstrap: a switch and more writes (None: the demo does not
+    #: replicate in this mode).
     more: Continuation | None = None
 
 

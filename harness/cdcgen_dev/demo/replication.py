@@ -1,5 +1,5 @@
-"""The demo's replication: ``cdc_replication`` into a sink keyspace, twice, then both
-tables compared.
+"""The demo's replication (raft mode, ``make demo``'s): ``cdc_replication`` into a sink
+keyspace, twice, then both tables compared.
 
 The sink is a keyspace of the same sandbox (the ``cdcgen_sink`` connection names the
 same nodes), holding a table of the source's definition. The first run bootstraps it
@@ -54,17 +54,14 @@ def bootstrap(runner: DagRunner, config: PipelineConfig, table: str) -> dict[str
     return {"bootstrap_copied_rows": copied[-1].get("copied_rows", 0) if copied else 0}
 
 
-def replicate(
-    runner: DagRunner, config: PipelineConfig, table: str, *, run: bool = True
-) -> dict[str, Any]:
-    """``cdc_replication`` again after more changes (``run``; else the bootstrap's run
-    stands): the sink, what it applied, its rows and whether they match the source's."""
+def replicate(runner: DagRunner, config: PipelineConfig, table: str) -> dict[str, Any]:
+    """``cdc_replication`` again after more changes: the sink, what it applied, its rows
+    and whether they match the source's."""
     from cdcgen.adapters.cql import client_for
     from cdcgen.core.cdc_log import TableRef
 
     sink_table = f"{SINK_KEYSPACE}.{TableRef.parse(table).table}"
-    if run:
-        _run(runner, config, table)
+    _run(runner, config, table)
     records = [r for r in _records(config, sink_table) if r.get("kind") == "apply"]
     with client_for(config) as client:
         source_rows, sink_rows = contents(client, table), contents(client, sink_table)
