@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: setup demo test lint typecheck unit integration compose-check bench sandbox-up sandbox-up-3 sandbox-down sandbox-status airflow-home clean
+.PHONY: setup demo test torture lint typecheck unit integration compose-check bench sandbox-up sandbox-up-3 sandbox-down sandbox-status airflow-home clean
 
 setup:
 	@scripts/setup.sh
@@ -20,6 +20,16 @@ demo: setup
 # Two concurrent pytest sessions, every test in exactly one (cdcgen_dev.test_sessions).
 test: setup lint typecheck
 	$(LEFT_BEHIND) $(BIN)/python -m cdcgen_dev.test_sessions
+
+# The seeded torture test (tests/integration/test_torture.py) with a larger budget than
+# make test's: BUDGET examples of up to STEPS steps each, from seed SEED (a random one,
+# printed, unless given).
+BUDGET ?= 20
+STEPS ?= 12
+SEED ?= random
+torture: setup
+	CDCGEN_TORTURE_EXAMPLES=$(BUDGET) CDCGEN_TORTURE_STEPS=$(STEPS) CDCGEN_TORTURE_SEED=$(SEED) \
+		$(LEFT_BEHIND) $(BIN)/pytest -p no:cacheprovider -s tests/integration/test_torture.py
 
 lint: setup
 	$(BIN)/ruff check .

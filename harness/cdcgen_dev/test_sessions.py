@@ -4,8 +4,9 @@ Most of the suite's time is spent waiting: for a generation to start on every no
 clock, for a JVM, for Cassandra. One session leaves a core idle for much of the run,
 so the suite is cut in two fixed parts that run side by side:
 
-* the *side* session: the unit tests and the two longest end-to-end scenarios (the
-  demo in every source mode and the changes DAG), none of them a ``cluster`` test;
+* the *side* session: the unit tests, the two longest end-to-end scenarios (the demo
+  in every source mode and the changes DAG) and the torture test's small budget, none
+  of them a ``cluster`` test;
 * the *main* session: everything else (``--ignore`` of exactly the side's paths, so
   every test runs in exactly one session), the ``cluster`` tests last, as always.
 
@@ -29,7 +30,12 @@ from pathlib import Path
 from cdcgen.config import REPO_ROOT
 
 #: What the side session runs (paths relative to the checkout); the main session ignores them.
-SIDE_PATHS = ("tests/e2e/test_demo.py", "tests/e2e/test_changes_dag.py", "tests/unit")
+SIDE_PATHS = (
+    "tests/e2e/test_demo.py",
+    "tests/e2e/test_changes_dag.py",
+    "tests/integration/test_torture.py",
+    "tests/unit",
+)
 #: The side session's output.
 SIDE_LOG = REPO_ROOT / "var" / "test-sessions" / "side.log"
 

@@ -32,6 +32,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 from cassandra.util import Date, Duration, OrderedMap, SortedSet, Time
+from lake_forms import lake_form
 
 from cdcgen.adapters.cql import CqlClient, connect
 from cdcgen.adapters.delta_tables import stored_schema
@@ -215,40 +216,6 @@ def extract(
         return result, built
     finally:
         client.close()
-
-
-def lake_form(cqltype: Any, value: Any) -> Any:
-    """The README's mapping, restated: what the lake holds for a driver value. A user
-    type's fields are read from the driver's value by name, so the struct's fields must
-    be the type's, in its order."""
-    if value is None:
-        return None
-    name = cqltype.typename
-    field_names = getattr(cqltype, "fieldnames", None)
-    if field_names is not None:
-        return {
-            field: lake_form(sub, getattr(value, field))
-            for field, sub in zip(field_names, cqltype.subtypes, strict=True)
-        }
-    if name == "tuple":
-        parts = zip(cqltype.subtypes, value, strict=True)
-        return {f"f{n}": lake_form(sub, v) for n, (sub, v) in enumerate(parts)}
-    if name == "duration":
-        return {"months": value.months, "days": value.days, "nanoseconds": value.nanoseconds}
-    if name in ("list", "set"):
-        return [lake_form(cqltype.subtypes[0], v) for v in value]
-    if name == "map":
-        key, item = cqltype.subtypes
-        return [(lake_form(key, k), lake_form(item, v)) for k, v in value.items()]
-    if name in ("uuid", "timeuuid", "inet", "decimal", "varint"):
-        return str(value)
-    if name == "date":
-        return value.date()
-    if name == "time":
-        return value.nanosecond_time
-    if name == "timestamp":
-        return value.replace(tzinfo=UTC)
-    return value
 
 
 def lake_rows(built: TableAdapters) -> dict[tuple[bytes, str, int], dict[str, Any]]:

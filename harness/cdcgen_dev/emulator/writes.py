@@ -16,6 +16,7 @@ it always drew (the default ``orders`` workload replays as before).
 from __future__ import annotations
 
 import random
+import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -69,12 +70,27 @@ _CHANGES: dict[TypeKind, Mapping[str, float]] = {
 }
 
 
+#: Key types whose values sort in Python as the database sorts them: what a clustering
+#: column may be (a range delete orders its two bounds in Python).
+ORDERED_KEY_TYPES = frozenset(
+    {"int", "bigint", "smallint", "tinyint", "text", "varchar", "ascii", "blob"}
+)
+
+
 def key_maker(cql_type: str, keys: int) -> Callable[[int], Any]:
-    """Key number -> key value for int/bigint/smallint/text key columns."""
+    """Key number -> key value, the same value for the same number: integers and text
+    for every key column, blobs too (bytes sort alike in Python and in the database),
+    UUIDs and time UUIDs (version 1) for partition keys only."""
     if cql_type in ("int", "bigint", "smallint", "tinyint"):
         return lambda n: n
     if cql_type in ("text", "varchar", "ascii"):
         return lambda n: f"k{n}"
+    if cql_type == "blob":
+        return lambda n: n.to_bytes(4, "big")
+    if cql_type == "uuid":  # spread over the 128 bits, as random UUIDs are
+        return lambda n: uuid.UUID(int=(n + 1) * 0x9E3779B97F4A7C15F39CC0605CEDC835 % (1 << 128))
+    if cql_type == "timeuuid":
+        return lambda n: uuid.UUID(fields=(n & 0xFFFFFFFF, 0, 0x1000, 0x80, 0, 0x0A0B0C0D0E0F))
     raise EmulatorError(f"the workload cannot generate keys of type {cql_type!r}")
 
 
@@ -125,6 +141,12 @@ class WriteFactory:
         for column in spec.partition_key:
             if column.cql_type not in PARTITION_KEY_TYPES:
                 raise EmulatorError(f"partition key type {column.cql_type!r} is not supported")
+        for column in spec.clustering_key:
+            if column.cql_type not in ORDERED_KEY_TYPES:
+                raise EmulatorError(
+                    f"clustering key type {column.cql_type!r} is not supported: the workload "
+                    f"orders range bounds in Python ({', '.join(sorted(ORDERED_KEY_TYPES))})"
+                )
         self.pk_makers = [key_maker(c.cql_type, keys) for c in spec.partition_key]
         self.ck_makers = [key_maker(c.cql_type, keys) for c in spec.clustering_key]
         self.values = [_ColumnValues(spec, c) for c in spec.regular_columns]

@@ -1,0 +1,438 @@
+"""The torture test: a seeded random world through the real pipeline, checked at each step.
+
+A hypothesis state machine (:class:`Torture`) draws a CDC table (partition keys of
+several types, zero to two clustering columns, static columns, native types, frozen and
+non-frozen sets, maps and user types, tuples), emulates a raft cluster around it on the
+real Cassandra, bootstraps a sink from a snapshot, then takes random steps:
+
+* writes: the emulator's mix of inserts, updates, nulls, row, partition and range
+  deletes, collection element operations, with and without a TTL, on few keys;
+* schema changes: ``ALTER TABLE ADD`` of regular, static and collection columns,
+  ``DROP`` of a data column, new CDC options (TTL, pre- and postimage);
+* a node joining: a new vnode generation about a second later, written across;
+* a changes run (the code the Spark job runs, on local Spark): then the lake equals a
+  raw scan of the log row for row, value for value, and each row logged after a column
+  was dropped holds null in it;
+* a replication run after a changes run: then the sink equals the source row for row,
+  write times included (:func:`replication_world.assert_sink_matches`).
+
+Each example ends with a changes run and a replication run and both checks. A failure
+prints the seed and the steps hypothesis shrank it to, as code to paste into a
+regression test. ``make test`` runs a small budget with a fixed seed;
+``make torture BUDGET=N STEPS=K SEED=S`` runs ``N`` examples of up to ``K`` steps (a
+random seed unless given).
+
+Not drawn yet: non-frozen lists (replication refuses them by name before copying,
+``test_replication_shapes.py``), tablets and their splits, pauses, killed processes.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import os
+import random
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+from hypothesis import HealthCheck, seed, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    initialize,
+    precondition,
+    rule,
+    run_state_machine_as_test,
+)
+from lake_forms import LogKey, lake_form, scan_log
+from replication_world import (
+    COPY,
+    DDL_TIMEOUT,
+    LEEWAY,
+    assert_sink_matches,
+    create_sink_table,
+    extract,
+    fresh_cluster,
+    settle,
+    world_config,
+)
+
+from cdcgen.adapters.cql import CqlClient, connect
+from cdcgen.changes.layout import read_delta, table_root
+from cdcgen.config import PipelineConfig
+from cdcgen.core.cdc_log import BATCH_SEQ_NO, STREAM_ID, TIME, TableRef
+from cdcgen.core.cql_types import ParsedType
+from cdcgen.core.generation import SourceMode
+from cdcgen.core.replication import quote
+from cdcgen.core.replication_plan import ReplicationError
+from cdcgen.replication.run import Replication, bootstrap_sink, replicate, table_definition
+from cdcgen.spark.session import JobKind, job_session
+from cdcgen_dev.emulator import (
+    SandboxCluster,
+    WorkloadSpec,
+    create_cdc_table,
+    orders_table,
+    run_workload,
+)
+from cdcgen_dev.emulator.log_schema import (
+    BaseTableSpec,
+    Column,
+    Field,
+    UserType,
+    base_table_cql,
+    user_type_cql,
+)
+from cdcgen_dev.emulator.schema_changes import AddColumn, CdcOptions, DropColumn, alter_cdc_table
+
+pytestmark = pytest.mark.integration
+
+PREFIX = "t_torture_"
+KEYSPACE = f"{PREFIX}ks"
+SINK_KEYSPACE = f"{PREFIX}sink"
+#: Each example's table has a name of its own: a client's prepared statements for an
+#: earlier example's table of the same name would bind its column types.
+EXAMPLE_NUMBERS = itertools.count()
+
+#: ``make test``'s budget; ``make torture`` sets these from BUDGET, STEPS and SEED.
+EXAMPLES = int(os.environ.get("CDCGEN_TORTURE_EXAMPLES", "1"))
+STEPS = int(os.environ.get("CDCGEN_TORTURE_STEPS", "6"))
+#: ``make test``'s seed is fixed, so that its run is the same every time; ``random``
+#: draws one (printed, with the steps of a failure).
+_SEED = os.environ.get("CDCGEN_TORTURE_SEED", "") or "1"
+SEED = random.SystemRandom().randrange(1 << 32) if _SEED == "random" else int(_SEED)
+#: At most this many nodes join after the first (each a new generation).
+MAX_JOINS = 3
+
+POINT = UserType("point", (Field("x", "double"), Field("y", "double")))
+PARTITION_KEY_TYPES = ("int", "bigint", "smallint", "text", "uuid", "timeuuid", "blob")
+CLUSTERING_KEY_TYPES = ("int", "bigint", "text", "blob")
+NATIVE_TYPES = (
+    "ascii", "bigint", "blob", "boolean", "date", "decimal", "double", "duration", "float",
+    "inet", "int", "smallint", "text", "time", "timestamp", "timeuuid", "tinyint", "uuid",
+    "varint",
+)  # fmt: skip
+SHAPED_TYPES = (
+    "set<int>",
+    "set<text>",
+    "map<text, int>",
+    "map<int, frozen<point>>",
+    "point",
+    "frozen<point>",
+    "frozen<list<int>>",
+    "frozen<set<text>>",
+    "frozen<map<int, text>>",
+    "tuple<int, text>",
+    "tuple<int, frozen<point>>",
+)
+DATA_TYPES = NATIVE_TYPES + SHAPED_TYPES
+
+
+@st.composite
+def table_specs(draw: st.DrawFn) -> BaseTableSpec:
+    """A CDC table of random keys and columns (the user type ``point`` always exists)."""
+    partition = draw(st.lists(st.sampled_from(PARTITION_KEY_TYPES), min_size=1, max_size=2))
+    clustering = draw(st.lists(st.sampled_from(CLUSTERING_KEY_TYPES), min_size=0, max_size=2))
+    regular = draw(st.lists(st.sampled_from(DATA_TYPES), min_size=1, max_size=5))
+    statics = draw(st.lists(st.sampled_from(DATA_TYPES), max_size=2)) if clustering else []
+    return BaseTableSpec(
+        keyspace=KEYSPACE,
+        table=f"world{next(EXAMPLE_NUMBERS)}",
+        partition_key=tuple(Column(f"pk{n}", kind) for n, kind in enumerate(partition)),
+        clustering_key=tuple(Column(f"ck{n}", kind) for n, kind in enumerate(clustering)),
+        columns=(
+            *(Column(f"s{n}", kind, static=True) for n, kind in enumerate(statics)),
+            *(Column(f"c{n}", kind) for n, kind in enumerate(regular)),
+        ),
+        cdc_ttl=86400,
+        user_types=(POINT,),
+    )
+
+
+@dataclass
+class Resources:
+    """What every example shares: the CQL client, local Spark, a folder for lakes."""
+
+    client: CqlClient
+    spark: Any
+    contact_points: tuple[str, ...]
+    lakes: Path
+
+
+@dataclass
+class World:
+    """One example's emulated cluster, table, sink and what the steps have done."""
+
+    cluster: SandboxCluster
+    config: PipelineConfig
+    spec: BaseTableSpec
+    table: TableRef
+    sink: TableRef
+    extracted_until: datetime
+    joins: int = 0
+    added: itertools.count[int] = field(default_factory=itertools.count)
+    #: Log keys that existed when each dropped column was dropped.
+    before_drop: dict[str, set[LogKey]] = field(default_factory=dict)
+
+
+def step(method: Callable[..., None]) -> Callable[..., None]:
+    """A rule's body, recorded as done only once it returned."""
+
+    @functools.wraps(method)
+    def run(self: Any, **kwargs: Any) -> None:
+        self.steps_done = False
+        method(self, **kwargs)
+        self.steps_done = True
+
+    return run
+
+
+class Torture(RuleBasedStateMachine):
+    resources: ClassVar[Resources]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.world: World | None = None
+        #: False from the start of a step until it ends well: a failed example is not
+        #: checked again at its teardown (the step's own error is the one to report).
+        self.steps_done = False
+
+    # --- the world ---------------------------------------------------------------------
+
+    @initialize(spec=table_specs(), cluster_seed=st.integers(0, 1 << 16))
+    def create_world(self, spec: BaseTableSpec, cluster_seed: int) -> None:
+        res = self.resources
+        client = res.client
+        cluster = fresh_cluster(
+            client, PREFIX, [KEYSPACE, SINK_KEYSPACE, f"{PREFIX}state"], seed=cluster_seed
+        )
+        create_cdc_table(cluster, spec)
+        client.session.execute(
+            f"CREATE KEYSPACE {SINK_KEYSPACE} WITH replication = "
+            "{'class': 'SimpleStrategy', 'replication_factor': 1}",
+            timeout=DDL_TIMEOUT,
+        )
+        sink = replace(spec, keyspace=SINK_KEYSPACE)
+        for cql in (*user_type_cql(sink), base_table_cql(sink)):
+            client.session.execute(cql, timeout=DDL_TIMEOUT)
+        lake = res.lakes / f"lake-{time.monotonic_ns()}"
+        config = world_config(PREFIX, res.contact_points, lake)
+        first = max(g.timestamp for g in cluster.generations())
+        wait_until(first + LEEWAY)  # writes before it operates are refused, as on ScyllaDB
+        table = TableRef(KEYSPACE, spec.table)
+        self.world = World(
+            cluster, config, spec, table, TableRef(SINK_KEYSPACE, spec.table),
+            extracted_until=datetime.now(UTC),
+        )  # fmt: skip
+        self.write_for_a_second(cluster_seed, ttl=None, keys=8)
+        self.extract_and_check()  # a bootstrap needs the lake to hold the changes first
+        job = Replication(table, self.world.sink)
+        booted = bootstrap_sink(config, client, client, job, "bootstrap", settings=COPY)
+        assert booted["consistent_until"] is not None, booted
+        self.steps_done = True
+
+    def teardown(self) -> None:
+        if self.world is not None and self.steps_done:  # every example ends with both checks
+            self.replicate_and_check()
+
+    # --- the steps ---------------------------------------------------------------------
+
+    @rule(
+        writes_seed=st.integers(0, 1 << 16),
+        ttl=st.sampled_from([None, 3600]),
+        keys=st.sampled_from([4, 8, 30]),
+    )
+    @step
+    def write(self, writes_seed: int, ttl: int | None, keys: int) -> None:
+        self.write_for_a_second(writes_seed, ttl, keys)
+
+    @rule(kind=st.sampled_from(DATA_TYPES), static=st.booleans())
+    @step
+    def add_column(self, kind: str, static: bool) -> None:
+        world = self.live()
+        static = static and bool(world.spec.clustering_key)
+        column = Column(f"a{next(world.added)}", kind, static=static)
+        self.alter(AddColumn(column))
+
+    @precondition(lambda self: self.world is not None and len(self.world.spec.columns) > 1)
+    @rule(data=st.data())
+    @step
+    def drop_column(self, data: st.DataObject) -> None:
+        world = self.live()
+        regular = [c.name for c in world.spec.columns if not c.static]
+        droppable = [c.name for c in world.spec.columns if c.static or len(regular) > 1]
+        name = data.draw(st.sampled_from(sorted(droppable)), label="column")
+        log, _ = scan_log(self.resources.client, world.table)
+        world.before_drop[name] = set(log)
+        self.alter(DropColumn(name))
+
+    @rule(ttl=st.sampled_from([None, 3600, 86400]), preimage=st.booleans(), postimage=st.booleans())
+    @step
+    def change_cdc_options(self, ttl: int | None, preimage: bool, postimage: bool) -> None:
+        self.alter(CdcOptions(ttl=ttl, preimage=preimage, postimage=postimage))
+
+    @precondition(lambda self: self.world is not None and self.world.joins < MAX_JOINS)
+    @rule(node_seed=st.integers(0, 1 << 16))
+    @step
+    def join_node(self, node_seed: int) -> None:
+        """A node joins: a new generation soon, which the next writes cross into."""
+        world = self.live()
+        joined = world.cluster.join_node(SourceMode.RAFT, shards=2, vnodes=4, seed=node_seed)
+        assert joined.generation is not None
+        world.joins += 1
+
+    @rule()
+    @step
+    def extract_changes(self) -> None:
+        """A changes run up to now; the lake then equals the log, row for row."""
+        self.extract_and_check()
+
+    @rule()
+    @step
+    def replicate(self) -> None:
+        """A changes run, then a replication run; the sink then equals the source."""
+        self.replicate_and_check()
+
+    # --- the checks --------------------------------------------------------------------
+
+    def check_lake(self) -> None:
+        world = self.live()
+        log, types = scan_log(self.resources.client, world.table)
+        rows = read_delta(table_root(world.config.lake_path, world.table)).to_pylist()
+        keys = [(r[STREAM_ID], r[TIME], r[BATCH_SEQ_NO]) for r in rows]
+        assert [k for k, n in Counter(keys).items() if n > 1] == [], "rows in the lake twice"
+        assert set(keys) == set(log), (
+            f"{len(set(log) - set(keys))} log row(s) not in the lake, "
+            f"{len(set(keys) - set(log))} lake row(s) not in the log"
+        )
+        lake = dict(zip(keys, rows, strict=True))
+        for key, source in log.items():
+            row = lake[key]
+            for name, value in source.items():
+                if name != TIME:
+                    assert row[name] == lake_form(types[name], value), (key, name)
+            for name, before in world.before_drop.items():
+                if key not in before:  # logged after the drop: the lake's column is null
+                    assert row.get(name) is None, (key, name)
+
+    # --- what the steps do ------------------------------------------------------------
+
+    def live(self) -> World:
+        assert self.world is not None
+        return self.world
+
+    def write_for_a_second(self, writes_seed: int, ttl: int | None, keys: int) -> None:
+        spec = WorkloadSpec(
+            KEYSPACE, self.live().spec.table, rate=80, duration=timedelta(seconds=1), keys=keys,
+            seed=writes_seed, base_ttl=ttl, max_rows_per_write=2,
+        )  # fmt: skip
+        report = run_workload(self.live().cluster, spec)
+        assert report.writes and not report.failed and not report.rejected, report.to_json()
+
+    def alter(self, change: AddColumn | DropColumn | CdcOptions) -> None:
+        world = self.live()
+        world.spec = alter_cdc_table(world.cluster, KEYSPACE, world.spec.table, change)
+
+    def extract_and_check(self) -> None:
+        world = self.live()
+        end = settle()
+        extract(self.resources.spark, world.config, world.table, world.extracted_until, end)
+        world.extracted_until = end
+        self.check_lake()
+
+    def replicate_and_check(self) -> None:
+        self.extract_and_check()
+        world = self.live()
+        client = self.resources.client
+        job = Replication(world.table, world.sink)
+        record = replicate(world.config, client, client, job, "apply")
+        assert record["status"] == "ok" and not record["rejected"], record
+        columns = current_columns(client, world.table)
+        keys = len(world.spec.partition_key) + len(world.spec.clustering_key)
+        source, sink = contents(client, world.table, columns), contents(client, world.sink, columns)
+        assert_sink_matches(source, sink, keys)
+
+
+def wait_until(moment: datetime) -> None:
+    time.sleep(max(0.0, (moment - datetime.now(UTC)).total_seconds()))
+
+
+def current_columns(client: CqlClient, table: TableRef) -> tuple[list[str], list[str], list[str]]:
+    """The source table's key columns, data columns, and those CQL reads a write time of."""
+    definition = table_definition(client, table)
+    assert definition is not None
+    udts = definition.user_types
+
+    def is_atomic(text: str) -> bool:
+        kind = ParsedType.parse(text)
+        return kind.frozen or (kind.name not in ("set", "list", "map") and kind.name not in udts)
+
+    keys = [*definition.partition_key, *definition.clustering_key]
+    data = list(definition.data_columns)
+    return keys, data, [c for c in data if is_atomic(definition.types[c])]
+
+
+def contents(
+    client: CqlClient, table: TableRef, columns: tuple[list[str], list[str], list[str]]
+) -> list[tuple[Any, ...]]:
+    """Every row of ``table``: the source's columns (a sink keeps dropped ones too), then
+    the write time of each atomic one, as text, sorted."""
+    keys, data, atomic = columns
+    selected = [quote(c) for c in (*keys, *data)] + [f"WRITETIME({quote(c)})" for c in atomic]
+    rows = client.session.execute(
+        f"SELECT {', '.join(selected)} FROM {quote(table.keyspace)}.{quote(table.table)}",
+        timeout=60,
+    )
+    return sorted(tuple(repr(v) for v in row) for row in rows)
+
+
+def test_a_random_world_through_the_pipeline(
+    contact_points: tuple[str, ...], tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    client = connect(contact_points)
+    Torture.resources = Resources(
+        client,
+        job_session(JobKind.CHANGES_EXTRACT, "cdcgen-torture"),
+        tuple(contact_points),
+        tmp_path_factory.mktemp("torture"),
+    )
+    print(f"torture: seed {SEED}, {EXAMPLES} example(s) of up to {STEPS} steps")
+    try:
+        run_state_machine_as_test(
+            seed(SEED)(Torture),
+            settings=settings(
+                max_examples=EXAMPLES,
+                stateful_step_count=STEPS,
+                deadline=None,
+                database=None,
+                print_blob=True,
+                suppress_health_check=list(HealthCheck),
+            ),
+        )
+    finally:
+        client.close()
+
+
+def test_a_bootstrap_before_any_changes_run_names_the_dag_to_run(
+    contact_points: tuple[str, ...], tmp_path: Path
+) -> None:
+    """Found by the torture test (seed 1): with no changes run yet, so no state keyspace,
+    a bootstrap failed on the missing keyspace instead of saying what to run first."""
+    prefix = "t_tortfirst_"
+    source, sink = TableRef(f"{prefix}ks", "orders"), TableRef(f"{prefix}sink", "orders")
+    client = connect(contact_points)
+    try:
+        keyspaces = [source.keyspace, sink.keyspace, f"{prefix}state"]
+        cluster = fresh_cluster(client, prefix, keyspaces, seed=5)
+        create_cdc_table(cluster, orders_table(source.keyspace))
+        create_sink_table(client, sink)
+        config = world_config(prefix, contact_points, tmp_path / "lake")
+        with pytest.raises(ReplicationError, match=r"lake holds its changes none yet.*cdc_changes"):
+            bootstrap_sink(config, client, client, Replication(source, sink), "bootstrap")
+    finally:
+        client.close()
