@@ -136,23 +136,7 @@ class CqlCheckpointStore:
 
     # --- reads -------------------------------------------------------------------------
 
-    def _saved_anything(self) -> bool:
-        """Whether the state tables exist. Only a save creates them, so a store nothing
-        was saved to yet (no changes run) reads as empty rather than failing on a missing
-        keyspace: a bootstrap asked for first must say which DAG to run. The driver's
-        schema metadata answers; when it says no, it is refreshed once to be sure."""
-        cluster = self._client.cluster
-        for refreshed in (False, True):
-            if refreshed:
-                cluster.refresh_schema_metadata()
-            keyspace = cluster.metadata.keyspaces.get(self._keyspace)
-            if keyspace is not None and all(t in keyspace.tables for t in _DDL):
-                return True
-        return False
-
     def checkpoints(self, table: TableRef) -> list[BucketCheckpoint]:
-        if not self._saved_anything():
-            return []
         statement = self._client.prepared(
             "SELECT generation, bucket, checkpoint, window_start, run_id, updated_at, "
             f"lake_version FROM {self._name(CHECKPOINTS_TABLE)} "
@@ -174,19 +158,27 @@ class CqlCheckpointStore:
         ]
 
     def progress(self, table: TableRef) -> TableProgress:
-        if not self._saved_anything():
-            return TableProgress(table, None, None, None, "")
-        statement = self._client.prepared(
-            f"SELECT keyspace_name, table_name, {_PROGRESS_COLUMNS} "
-            f"FROM {self._name(PROGRESS_TABLE)} WHERE keyspace_name = ? AND table_name = ?"
-        )
+        """The table's progress; none while nothing was ever saved. Only a save creates
+        the state tables, so a bootstrap asked for before any changes run reads none (and
+        says which DAG to run first) instead of failing on a missing keyspace."""
+        from cassandra import InvalidRequest
+
+        try:
+            statement = self._client.prepared(
+                f"SELECT keyspace_name, table_name, {_PROGRESS_COLUMNS} "
+                f"FROM {self._name(PROGRESS_TABLE)} WHERE keyspace_name = ? AND table_name = ?"
+            )
+        except InvalidRequest as refused:
+            # Cassandra: "keyspace/table ... does not exist"; ScyllaDB: "unconfigured table".
+            message = str(refused)
+            if "does not exist" in message or "unconfigured table" in message:
+                return TableProgress(table, None, None, None, "")
+            raise
         row = self._client.session.execute(statement, (table.keyspace, table.table)).one()
         return TableProgress(table, None, None, None, "") if row is None else _progress(row)
 
     def all_progress(self) -> list[TableProgress]:
         """Every table's progress (the report's and users' overview)."""
-        if not self._saved_anything():
-            return []
         statement = self._client.prepared(
             f"SELECT keyspace_name, table_name, {_PROGRESS_COLUMNS} "
             f"FROM {self._name(PROGRESS_TABLE)}"
