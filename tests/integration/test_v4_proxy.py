@@ -53,3 +53,20 @@ def test_the_driver_negotiates_v4_and_pages_prepares_and_times_out(proxy: V4Prox
     assert stats.request_versions == {4}
     assert stats.paged_requests >= 1 and stats.partial_pages >= 1
     assert stats.count("PREPARE") == 1 and stats.executes == 2 and stats.delayed == 1
+
+
+def test_a_connect_waits_out_a_slow_schema_read(proxy: V4Proxy) -> None:
+    """A busy node answering the control connection's schema read in 4 s: the driver's
+    own 2 s for it would fail the connect with ``OperationTimedOut`` (as a loaded CI node
+    once did); the client gives it the connect timeout instead."""
+    from cdcgen.adapters.cql import CONNECT_TIMEOUT, connect
+
+    held = 4.0
+    assert 2.0 < held < CONNECT_TIMEOUT
+    proxy.delay(Delay("FROM system_schema.keyspaces", seconds=held))
+    client = connect([proxy.host], proxy.port)
+    try:
+        assert client.session.execute("SELECT key FROM system.local").one() is not None
+    finally:
+        client.close()
+    assert proxy.stats().delayed == 1

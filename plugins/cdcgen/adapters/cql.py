@@ -138,11 +138,18 @@ class CqlClient:
         self.cluster.shutdown()
 
 
+#: Seconds to open a connection, and for the control connection's first reads on it
+#: (``system.local``, ``system.peers``, the schema). The driver gives those reads 2 s of
+#: their own, which a busy node with a large schema overruns: the connect then fails
+#: with ``OperationTimedOut`` although the node is up.
+CONNECT_TIMEOUT = 10.0
+
+
 def connect(
     contact_points: Sequence[str],
     port: int = 9042,
     *,
-    connect_timeout: float = 10.0,
+    connect_timeout: float = CONNECT_TIMEOUT,
     protocol_version: int | None = None,
     access: ClusterAccess | None = None,
 ) -> CqlClient:
@@ -154,6 +161,7 @@ def connect(
         list(contact_points),
         port=port,
         connect_timeout=connect_timeout,
+        control_connection_timeout=connect_timeout,
         load_balancing_policy=RoundRobinPolicy(),
         **(access or ClusterAccess()).driver_options(protocol_version),
     )
