@@ -5,13 +5,15 @@ cannot see each other's generations), runs the real DAG in a subprocess against 
 private copy of the migrated Airflow home (SQLite), then reads the published
 tables back and compares them with what the source says.  Every run really
 defers the mapped sensor to its trigger (inline under ``dags test``), really runs
-spark-submit (on ``local[2]``; the gossip scenario on a Spark standalone cluster) and
-really runs the GX suites.
+spark-submit (on ``local[2]``; the raft scenario's first run on a Spark standalone
+cluster) and really runs the GX suites.
 
-The V1 mode (published from the V1 tables, the 4.3 -> 4.4 rewrite, published again
-from V2) and the tablets mode (a table's first stream set, then every tablet split)
-are ``make demo``'s in those modes: ``tests/e2e/test_demo.py`` runs and checks them,
-so they are not run a second time here.
+The gossip mode (only the current generation can be found; its ring, from
+``system.local``/``system.peers``, has no shard counts, so each node's ranges are checked
+for agreement), the V1 mode (published from the V1 tables, the 4.3 -> 4.4 rewrite,
+published again from V2) and the tablets mode (a table's first stream set, then every
+tablet split) are ``make demo``'s in those modes: ``tests/e2e/test_demo.py`` runs and
+checks them, so they are not run a second time here.
 
 Timing: a generation costs about a Spark job plus a GX validation on 2 cores, so
 the scenarios keep to the fewest generations that still prove each point; the
@@ -33,6 +35,7 @@ import pytest
 from dag_scenarios import CLUSTER_ENV, Scenario, assert_ok, assert_ran_on, on_cluster
 
 from cdcgen.adapters.readback import Comparison
+from cdcgen.airflow.connections import DEFAULT_SPARK_MASTER
 from cdcgen.core.generation import SourceMode
 from cdcgen_dev.spark_cluster import StandaloneCluster
 
@@ -45,7 +48,10 @@ pytestmark = [
 # --- the scenarios --------------------------------------------------------------------
 
 
-def test_raft_generations_published_as_at_source(scenario: Callable[..., Scenario]) -> None:
+def test_raft_generations_published_as_at_source(
+    scenario: Callable[..., Scenario], spark_standalone: StandaloneCluster
+) -> None:
+    # Its first run's Spark job on the standalone cluster: executors in the workers' own JVMs.
     scn = scenario("raft", SourceMode.RAFT)
     with scn.client() as client:
         cluster = scn.cluster(client)
@@ -67,8 +73,11 @@ def test_raft_generations_published_as_at_source(scenario: Callable[..., Scenari
 
     catch_up = threading.Thread(target=reset_skew, daemon=True)
     catch_up_started = threading.Event()
-    run, summary = scn.run(on_line=catch_up_once_deferred)
+    before = on_cluster(scn, spark_standalone)
+    run, summary = scn.run(on_line=catch_up_once_deferred, env=CLUSTER_ENV)
     assert_ok(run)
+    assert_ran_on(spark_standalone, before, apps=2)  # one extract job per generation
+    scn.spark_master = DEFAULT_SPARK_MASTER
     assert run.deferred_inline() >= 1, run.tail(80)
     assert "node node2 clock" in run.output  # the wait named the lagging node
     assert summary["generations_published"] == 2
@@ -158,30 +167,6 @@ def test_unreachable_node_fails_the_wait_naming_it(scenario: Callable[..., Scena
     assert summary["generations_published"] == 0
     assert len(summary["not_validated"]) == 2
     assert scn.compare().published == 0
-
-
-def test_gossip_generation_published(
-    scenario: Callable[..., Scenario], spark_standalone: StandaloneCluster
-) -> None:
-    # Its Spark job on the standalone cluster: executors in the workers' own JVMs.
-    scn = scenario("gossip", SourceMode.GOSSIP)
-    with scn.client() as client:
-        cluster = scn.cluster(client)
-        joined = [cluster.join_node(SourceMode.GOSSIP, seed=seed) for seed in (3, 4)][-1]
-    before = on_cluster(scn, spark_standalone)
-    run, summary = scn.run(env=CLUSTER_ENV)
-    assert_ok(run)
-    assert_ran_on(spark_standalone, before, apps=1)
-    # Gossip only carries the current generation's id: that is what a reader can find.
-    assert summary["generations_published"] == 1
-    assert summary["validation"] == "passed"
-    # Its ring comes from system.local/system.peers: no shard counts, so each node's
-    # ranges are checked for agreement instead.
-    assert summary["ring_checks"] == "passed" and len(summary["ring_checked"]) == 1
-    assert "a node&#x27;s ranges hold equally many streams" in generation_page(scn, joined)
-    comparison = scn.compare()
-    assert comparison.published == comparison.matching == 1
-    assert comparison.mismatches == []
 
 
 def test_corrupted_generation_is_not_published(scenario: Callable[..., Scenario]) -> None:
