@@ -13,10 +13,11 @@ is compared with a full scan of each log table (which only a test may do):
   row of ``orders`` is in the lake exactly once and in per-key order, across both
   generations, and the watermark is stored; the misrouted rows fail the colocation
   check, named in the run's report page;
-* a third run (``local[2]``) adds nothing;
-* a fourth, into an S3 lake with checkpoints of its own, lands every change once.
+* a third, into an S3 lake with checkpoints of its own, lands every change once.
 
-The runs share one workload: they are this module's time.
+The runs share one workload: they are this module's time. That a run with nothing new
+writes nothing is checked where it costs no DAG run:
+``tests/integration/test_changes_extract.py`` reruns the extraction.
 """
 
 from __future__ import annotations
@@ -183,14 +184,13 @@ def test_changes_dag_end_to_end(
     s3_server: Any,
     s3_lake: LakeLocation,
 ) -> None:
-    """One workload, four runs (they are most of this module's time): a run killed
+    """One workload, three runs (they are most of this module's time): a run killed
     mid-way; the next, on the standalone cluster with both tables, resumes exactly once
-    and names the misrouted rows; a third adds nothing; a fourth lands everything in an
-    S3 lake with its own checkpoints."""
+    and names the misrouted rows; a third lands everything in an S3 lake with its own
+    checkpoints."""
     scn = workload.scenario
     partial, total = a_killed_extraction_leaves_part_of_the_lake(scn)
     resumed_on_the_cluster_exactly_once(workload, spark_standalone, partial, total)
-    a_run_with_nothing_new_writes_nothing(scn, total)
     everything_lands_in_an_s3_lake_with_the_connection_s_access(scn, s3_server, s3_lake, total)
 
 
@@ -283,13 +283,6 @@ def resumed_on_the_cluster_exactly_once(
     for sample in colocation["samples"]:
         assert sample["stream_hex"] in page and sample["cdc_time"] in page
     assert any("colocation" in line for line in bad["failed_checks"])
-
-
-def a_run_with_nothing_new_writes_nothing(scn: Scenario, total: int) -> None:
-    again, summary = run_changes(scn, TABLES["orders"])  # local[2]
-    assert_ok(again)
-    assert summary["changes_rows"] == 0 and summary["status"] == "ok"
-    assert assert_exactly_once_in_key_order(scn, "orders") == total
 
 
 def everything_lands_in_an_s3_lake_with_the_connection_s_access(
