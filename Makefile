@@ -17,8 +17,9 @@ LEFT_BEHIND := $(BIN)/python -m cdcgen_dev.left_behind --
 demo: setup
 	$(LEFT_BEHIND) $(BIN)/python -m cdcgen_dev.demo --mode $(MODE)
 
-# Two concurrent pytest sessions, every test in exactly one (cdcgen_dev.test_sessions).
-test: setup lint typecheck
+# Two concurrent pytest sessions, every test in exactly one, and the type check beside
+# them (cdcgen_dev.test_sessions).
+test: setup lint
 	$(LEFT_BEHIND) $(BIN)/python -m cdcgen_dev.test_sessions
 
 # The seeded torture test (tests/integration/test_torture.py) with a larger budget than

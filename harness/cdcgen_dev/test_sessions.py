@@ -13,9 +13,11 @@ so the suite is cut in two fixed parts that run side by side:
 The sessions share what was built to be shared: the Cassandra sandbox through its pid
 leases (the main session's switch to the three-node cluster waits until the side
 session has released the single node), the e2e Airflow template home through a lock on
-its migration. The main session prints as it goes; the side session's output is kept
-in ``var/test-sessions/side.log`` and printed after it. The exit status is the first
-failing session's.
+its migration. The type check (mypy, a minute and a half of one core on a fresh clone)
+runs beside them while they start their sandboxes, instead of before them. The main
+session prints as it goes; the side session's output and the type check's are kept in
+``var/test-sessions/`` and printed after it. The exit status is the first failing
+one's: the main session's, the side's, then the type check's.
 
     python -m cdcgen_dev.test_sessions [PYTEST_ARGS ...]
 """
@@ -38,6 +40,8 @@ SIDE_PATHS = (
 )
 #: The side session's output.
 SIDE_LOG = REPO_ROOT / "var" / "test-sessions" / "side.log"
+#: The type check's output.
+TYPECHECK_LOG = REPO_ROOT / "var" / "test-sessions" / "typecheck.log"
 
 
 def pytest_command(*args: str) -> list[str]:
@@ -53,23 +57,45 @@ def main_command(extra: Sequence[str] = ()) -> list[str]:
     return pytest_command(*extra, *(f"--ignore={path}" for path in SIDE_PATHS))
 
 
-def run(extra: Sequence[str] = (), log: Path = SIDE_LOG) -> int:
+def typecheck_command() -> list[str]:
+    """mypy with the project's settings (``pyproject.toml``), as ``make typecheck``."""
+    return [sys.executable, "-m", "mypy"]
+
+
+def run(
+    extra: Sequence[str] = (),
+    log: Path = SIDE_LOG,
+    typecheck: Sequence[str] | None = None,
+    typecheck_log: Path = TYPECHECK_LOG,
+) -> int:
+    """Both sessions and the type check (``typecheck``: its command, mypy by default)."""
     log.parent.mkdir(parents=True, exist_ok=True)
-    with log.open("w") as side_output:
-        side = subprocess.Popen(
-            side_command(extra), cwd=REPO_ROOT, stdout=side_output, stderr=subprocess.STDOUT
-        )
+    typecheck_log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("w") as side_output, typecheck_log.open("w") as typecheck_output:
+        beside = [
+            subprocess.Popen(command, cwd=REPO_ROOT, stdout=output, stderr=subprocess.STDOUT)
+            for command, output in (
+                (side_command(extra), side_output),
+                (list(typecheck or typecheck_command()), typecheck_output),
+            )
+        ]
         try:
             main_status = subprocess.run(main_command(extra), cwd=REPO_ROOT, check=False).returncode
-            side_status = side.wait()
+            side_status, typecheck_status = (process.wait() for process in beside)
         finally:
-            if side.poll() is None:  # interrupted: the side session ends with this one
-                side.terminate()
-                side.wait()
+            for process in beside:
+                if process.poll() is None:  # interrupted: what runs beside ends with this
+                    process.terminate()
+                    process.wait()
+    print(f"\n===== the type check, exit {typecheck_status} =====")
+    print(typecheck_log.read_text(), end="")
     print(f"\n===== the side session ({' '.join(SIDE_PATHS)}), exit {side_status} =====")
     print(log.read_text(), end="", flush=True)
-    print(f"===== main session exit {main_status}, side session exit {side_status} =====")
-    return main_status or side_status
+    print(
+        f"===== main session exit {main_status}, side session exit {side_status}, "
+        f"type check exit {typecheck_status} ====="
+    )
+    return main_status or side_status or typecheck_status
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -3,7 +3,10 @@ the side (its switch to three nodes would wait for the main session's end)."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
+
+import pytest
 
 from cdcgen.config import REPO_ROOT
 from cdcgen_dev.test_sessions import SIDE_PATHS, main_command, run, side_command
@@ -39,6 +42,22 @@ def test_every_side_path_exists_and_none_holds_a_cluster_test() -> None:
 
 def test_a_failing_session_fails_the_run_and_the_side_output_is_kept(tmp_path: Path) -> None:
     log = tmp_path / "side.log"
-    status = run(["--no-such-option"], log=log)  # a usage error in both sessions
-    assert status == 4  # pytest's exit status for it
+    passing = [sys.executable, "-c", "print('no issues')"]
+    status = run(["--no-such-option"], log=log, typecheck=passing, typecheck_log=tmp_path / "t")
+    assert status == 4  # pytest's exit status for a usage error, in both sessions
     assert "unrecognized arguments: --no-such-option" in log.read_text()
+    assert (tmp_path / "t").read_text() == "no issues\n"
+
+
+def test_a_failing_type_check_fails_a_run_whose_sessions_pass(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    failing = [sys.executable, "-c", "print('error: a type error'); raise SystemExit(1)"]
+    status = run(
+        ["--version"],  # both sessions pass at once
+        log=tmp_path / "side.log",
+        typecheck=failing,
+        typecheck_log=tmp_path / "typecheck.log",
+    )
+    assert status == 1
+    assert "error: a type error" in capsys.readouterr().out
