@@ -33,6 +33,7 @@ from cdcgen.core.clocks import NodeClock
 from cdcgen.core.generation import Generation
 from cdcgen.core.generation_arrays import GenerationArrays
 from cdcgen.core.lake_buckets import LakeBuckets
+from cdcgen.core.log_ttls import LogTtls, shortest
 from cdcgen.core.topology import TopologyDescription
 from cdcgen.core.watermark import BucketCheckpoint, TableProgress
 from cdcgen.core.windows import GenerationSpan, LakeWindow, TableState, Window
@@ -106,6 +107,7 @@ class MemoryCheckpointStore:
         self._checkpoints: dict[tuple[TableRef, datetime, int], BucketCheckpoint] = {}
         self._started: dict[TableRef, datetime] = {}
         self._watermarks: dict[TableRef, tuple[datetime, str, int | None]] = {}
+        self._ttls: dict[TableRef, tuple[datetime, LogTtls]] = {}
 
     def checkpoints(self, table: TableRef) -> list[BucketCheckpoint]:
         return [c for (t, _, _), c in sorted(self._checkpoints.items()) if t == table]
@@ -116,11 +118,14 @@ class MemoryCheckpointStore:
             started_at=progress.started_at,
             watermark=progress.watermark,
             checkpoints={(c.generation, c.bucket): c.checkpoint for c in self.checkpoints(table)},
+            log_ttls=progress.log_ttls,
         )
 
     def progress(self, table: TableRef) -> TableProgress:
         watermark, run_id, version = self._watermarks.get(table, (None, "", None))
-        return TableProgress(table, self._started.get(table), watermark, watermark, run_id, version)
+        ttls = self._ttls[table][1] if table in self._ttls else None
+        started = self._started.get(table)
+        return TableProgress(table, started, watermark, watermark, run_id, version, None, ttls)
 
     def record_start(self, table: TableRef, started_at: datetime, run_id: str = "") -> None:
         self.events.append(f"start {started_at.isoformat()}")
@@ -144,11 +149,23 @@ class MemoryCheckpointStore:
         watermark: datetime,
         run_id: str = "",
         lake_version: int | None = None,
+        log_ttls: LogTtls | None = None,
     ) -> None:
         self.events.append(f"watermark {watermark.isoformat()}")
         known = self._watermarks.get(table)
         if known is None or watermark > known[0]:
             self._watermarks[table] = (watermark, run_id, lake_version)
+        if log_ttls is not None:  # a newer watermark's record; at the same, the cautious
+            at, ttls = self._ttls.get(table, (watermark, log_ttls))
+            if watermark > at:
+                ttls = log_ttls
+            elif watermark == at:  # each cell as Cassandra keeps it: shorter, later
+                ttls = LogTtls(
+                    shortest(ttls.before, log_ttls.before),
+                    shortest(ttls.seen, log_ttls.seen),
+                    max(ttls.since, log_ttls.since),
+                )
+            self._ttls[table] = (max(at, watermark), ttls)
 
     def prune(self, table: TableRef, generations: Sequence[GenerationSpan]) -> int:
         watermark = self.progress(table).watermark
@@ -190,8 +207,9 @@ class CheckpointsFailingAfter:
         watermark: datetime,
         run_id: str = "",
         lake_version: int | None = None,
+        log_ttls: LogTtls | None = None,
     ) -> None:
-        self._store.save_watermark(table, watermark, run_id, lake_version)
+        self._store.save_watermark(table, watermark, run_id, lake_version, log_ttls)
 
     def prune(self, table: TableRef, generations: Sequence[GenerationSpan]) -> int:
         return self._store.prune(table, generations)

@@ -19,6 +19,7 @@ from cdcgen.core.clocks import NodeClock
 from cdcgen.core.generation import Generation
 from cdcgen.core.generation_arrays import GenerationArrays
 from cdcgen.core.lake_buckets import LakeBuckets
+from cdcgen.core.log_ttls import LogTtls
 from cdcgen.core.ring import Ring
 from cdcgen.core.topology import TopologyDescription
 from cdcgen.core.watermark import BucketCheckpoint, TableProgress
@@ -124,6 +125,7 @@ class CheckpointStore(Protocol):
         watermark: datetime,
         run_id: str = "",
         lake_version: int | None = None,
+        log_ttls: LogTtls | None = None,
     ) -> None: ...
 
     def prune(self, table: TableRef, generations: Sequence[GenerationSpan]) -> int: ...

@@ -12,7 +12,9 @@ scan of the log table, which only a test may do:
 * a run killed inside a Spark task (its reader factory wrapped to die after a stream)
   and another killed between jobs (its checkpoint store wrapped to die after two saves)
   both resume from their checkpoints with nothing lost or duplicated;
-* rows the workload misroutes fail the colocation check, each named in the report.
+* rows the workload misroutes fail the colocation check, each named in the report;
+* a CDC TTL raised after a run, then a run past the old TTL: the rows logged under it
+  are gone from the log, and the run fails naming that TTL rather than skip them.
 
 Spark runs locally on two cores with one shared session for the module.
 """
@@ -55,6 +57,7 @@ from cdcgen.changes.settings import ChangesSettings
 from cdcgen.config import PipelineConfig
 from cdcgen.core.cdc_log import LogPartitioner, TableRef
 from cdcgen.core.generation import SourceMode
+from cdcgen.core.log_ttls import LogTtls
 from cdcgen.core.watermark import BucketCheckpoint
 from cdcgen.core.windows import DataExpired, Interval, Mode, WindowKind
 from cdcgen.schema import SourceSchema
@@ -67,6 +70,7 @@ from cdcgen_dev.emulator import (
     orders_table,
     run_workload,
 )
+from cdcgen_dev.emulator.schema_changes import CdcOptions, alter_cdc_table
 from cdcgen_dev.emulator.schema_setup import drop_keyspaces
 from cdcgen_dev.sandbox import sandbox_config
 
@@ -117,7 +121,9 @@ def world(contact_points: tuple[str, ...]) -> Iterator[World]:
     client = connect(contact_points)
     schema = SourceSchema(PREFIX)
     drop_keyspaces(client, schema)
-    for name in ("ks", "t_main", "t_kill_local", "t_kill_s3", "t_bad", "t_state", "old_state"):
+    for name in (
+        "ks", "t_main", "t_kill_local", "t_kill_s3", "t_bad", "t_state", "old_state", "t_ttl"
+    ):  # fmt: skip
         client.session.execute(f"DROP KEYSPACE IF EXISTS {PREFIX}{name}", timeout=120)
     cluster = SandboxCluster(client, schema, ring_delay=RING_DELAY, leeway=LEEWAY)
     cluster.join_node(SourceMode.RAFT, shards=3, vnodes=4, seed=11)
@@ -453,6 +459,40 @@ def test_rows_failing_the_checks_are_quarantined_before_any_checkpoint(
     assert Path(output["report"]).is_file()
 
 
+def test_a_raised_cdc_ttl_does_not_hide_the_rows_that_expired_under_the_old_one(
+    spark: Any, world: World, tmp_path: Path
+) -> None:
+    """ScyllaDB writes each log row with the TTL in effect then. A table's CDC TTL raised
+    from 20 s to a day after a run, and the next run more than 20 s later: the rows logged
+    between the two under the old TTL are gone, and the run must say so (naming the TTL
+    that bounds them) instead of going by the day and skipping them silently."""
+    table = "orders_ttl"
+    create_cdc_table(world.cluster, orders_table(KEYSPACE, table=table, cdc_ttl=20))
+    config = world.config("t_ttl", tmp_path)
+    store = CqlCheckpointStore(world.client, config.target_keyspace)
+    store.ensure_schema()  # before the clock starts: schema changes can take seconds
+    settings = SETTINGS.with_overrides(expiry_margin=timedelta(milliseconds=500))
+    spec = WorkloadSpec(
+        keyspace=KEYSPACE, table=table, rate=50, duration=timedelta(seconds=1), keys=10, seed=41
+    )
+    start = datetime.now(UTC)
+    run_workload(world.cluster, spec)
+    middle = datetime.now(UTC) + timedelta(milliseconds=5)
+    time.sleep((LEEWAY + CONFIDENCE).total_seconds() + 0.2)  # let the windows close
+    first = run(spark, world, config, Interval(start, middle), table, settings)
+    assert first.rows_written > 0, first.to_json()
+    recorded = store.progress(TableRef(KEYSPACE, table)).log_ttls
+    assert recorded is not None and recorded.seen == 20
+    assert run_workload(world.cluster, replace(spec, seed=42)).log_rows > 0
+    end = datetime.now(UTC)
+    alter_cdc_table(world.cluster, KEYSPACE, table, CdcOptions(ttl=86_400))
+    time.sleep(21)  # the DAG paused past the old TTL: the log lost what it wrote since
+    log = f"{KEYSPACE}.{table}_scylla_cdc_log"
+    assert world.client.session.execute(f"SELECT COUNT(*) FROM {log}").one()[0] == 0
+    with pytest.raises(DataExpired, match=r"minus the CDC TTL \(0:00:20\)"):
+        run(spark, world, config, Interval(middle, end), table, settings)
+
+
 def test_state_only_moves_forward_and_prunes_what_the_watermark_implies(world: World) -> None:
     store = CqlCheckpointStore(world.client, f"{PREFIX}t_state")
     store.ensure_schema()
@@ -472,10 +512,23 @@ def test_state_only_moves_forward_and_prunes_what_the_watermark_implies(world: W
     store.save_watermark(table, new.start - timedelta(milliseconds=1))  # older: ignored
     progress = store.progress(table)
     assert (progress.started_at, progress.watermark) == (t0, new.start)
+    assert progress.log_ttls is None  # no run recorded any
     assert store.prune(table, [old, new]) == 1  # the old generation ends at the watermark
     assert store.checkpoints(table) == []
+    # What the runs know of the TTLs, written with the watermark: a newer watermark brings
+    # its record; at the same one each cell keeps the cautious value (the shorter TTL, 0 -
+    # none - the longest; the later ``since``); an older watermark's is ignored.
+    second = t0 + timedelta(seconds=1)
+    store.save_watermark(table, new.start, log_ttls=LogTtls(3600, 86_400, t0))
+    store.save_watermark(table, new.start, log_ttls=LogTtls(0, 3600, second))
+    assert store.table_state(table).log_ttls == LogTtls(3600, 3600, second)
+    store.save_watermark(table, new.start + timedelta(milliseconds=1), log_ttls=LogTtls(0, 0, t0))
+    store.save_watermark(table, new.start, log_ttls=LogTtls(60, 60, t0))  # older: ignored
+    assert store.progress(table).log_ttls == LogTtls(0, 0, t0)
     store.advance_watermark(table, new.start + timedelta(hours=1))  # re-bootstrap
     assert store.table_state(table).floor == new.start + timedelta(hours=1)
+    # What was known of the TTLs was about rows before it: forgotten.
+    assert store.progress(table).log_ttls == LogTtls(0, 0, new.start + timedelta(hours=1))
     assert [p.table for p in store.all_progress()] == [table]
     catalog = CdcCatalog(world.client, world.cluster.schema)
     (orders,) = [t for t in catalog.tables((KEYSPACE,)) if t.table == TableRef(KEYSPACE, "orders")]
@@ -483,7 +536,8 @@ def test_state_only_moves_forward_and_prunes_what_the_watermark_implies(world: W
 
 
 def test_state_tables_of_an_earlier_version_gain_the_lake_version(world: World) -> None:
-    """Tables created before versions were recorded get the column on first use."""
+    """Tables created before versions and TTLs were recorded get the columns on first
+    use, a read included."""
     keyspace = f"{PREFIX}old_state"
     session = world.client.session
     session.execute(
@@ -506,10 +560,12 @@ def test_state_tables_of_an_earlier_version_gain_the_lake_version(world: World) 
     )
     world.client.cluster.refresh_schema_metadata()
     store = CqlCheckpointStore(world.client, keyspace)
-    store.ensure_schema()
     table = TableRef(KEYSPACE, "orders")
+    # A reader may come first after an upgrade (a replication run, the maintenance DAG).
+    assert store.progress(table).watermark is None
     moment = world.start.replace(microsecond=0)
     store.save(table, [BucketCheckpoint(moment, 0, moment, lake_version=7)])
-    store.save_watermark(table, moment, "r", lake_version=7)
+    store.save_watermark(table, moment, "r", lake_version=7, log_ttls=LogTtls(60, 60, moment))
     assert [c.lake_version for c in store.checkpoints(table)] == [7]
     assert store.progress(table).lake_version == 7
+    assert store.progress(table).log_ttls == LogTtls(60, 60, moment)

@@ -44,6 +44,7 @@ from cdcgen.changes.settings import ChangesSettings
 from cdcgen.config import PipelineConfig
 from cdcgen.core.cdc_log import TableRef
 from cdcgen.core.lake_buckets import LakeBuckets
+from cdcgen.core.log_ttls import LogTtls
 from cdcgen.core.stream_id import StreamId
 from cdcgen.core.topology import Node, TopologyDescription, make_generation
 from cdcgen.core.watermark import BucketCheckpoint
@@ -335,6 +336,36 @@ def test_a_window_past_the_cdc_ttl_fails_before_anything_is_written(world: World
     with pytest.raises(DataExpired, match="Re-bootstrap"):
         world.extract(FIRST, cdc_ttl=timedelta(hours=1), now=T0 + timedelta(days=2))
     assert world.lake.writes == 0 and world.store.checkpoints(TABLE) == []
+
+
+def test_a_ttl_raised_since_the_last_run_still_bounds_the_rows_logged_before_it(
+    world: World,
+) -> None:
+    """ScyllaDB writes each log row with the TTL in effect then: raised from an hour to a
+    day after a run, the rows after that run's watermark may keep the hour until the
+    watermark passes the start of the first run that saw the day."""
+    hour, day = timedelta(hours=1), timedelta(days=1)
+    first_at = FIRST.end + timedelta(minutes=2)
+    world.extract(FIRST, cdc_ttl=hour, now=first_at)
+    assert world.store.progress(TABLE).log_ttls == LogTtls(3600, 3600, first_at)
+    nxt = Interval(FIRST.end, FIRST.end + timedelta(minutes=20))
+    with pytest.raises(DataExpired, match=r"minus the CDC TTL \(1:00:00\)"):
+        world.extract(nxt, cdc_ttl=day, now=FIRST.end + timedelta(hours=3))
+    assert world.store.progress(TABLE).watermark == FIRST.end  # nothing moved
+    # Within the hour the run goes ahead; the raise happened before it started, at most.
+    raised_by = FIRST.end + timedelta(minutes=30)
+    world.extract(nxt, cdc_ttl=day, now=raised_by)
+    assert world.store.progress(TABLE).log_ttls == LogTtls(3600, 86_400, raised_by)
+    # Its watermark is before that start: rows after it may still carry the hour.
+    later = Interval(nxt.end, nxt.end + timedelta(minutes=20))
+    with pytest.raises(DataExpired, match=r"\(1:00:00\)"):
+        world.extract(later, cdc_ttl=day, now=nxt.end + timedelta(hours=20))
+    # Once the watermark is past it, every row after was logged with the day.
+    world.extract(later, cdc_ttl=day, now=nxt.end + timedelta(minutes=30))
+    assert world.store.progress(TABLE).log_ttls == LogTtls(86_400, 86_400, raised_by)
+    last = Interval(later.end, later.end + timedelta(minutes=10))
+    world.extract(last, cdc_ttl=day, now=later.end + timedelta(hours=20))
+    world.assert_lake_holds_exactly(Interval(T0, last.end))
 
 
 # --- the whole run: checks and report -------------------------------------------------------

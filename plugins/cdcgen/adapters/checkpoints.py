@@ -5,7 +5,8 @@ Two tables, created on first use::
     cdc_bucket_checkpoints ((keyspace_name, table_name), generation, bucket)
         checkpoint, window_start, run_id, updated_at, lake_version
     cdc_table_progress ((keyspace_name, table_name))
-        started_at, watermark, watermark_updated_at, run_id, lake_version, rebootstrapped_at
+        started_at, watermark, watermark_updated_at, run_id, lake_version, rebootstrapped_at,
+        cdc_ttl_before, cdc_ttl_seen, cdc_ttl_since
 
 A bucket's checkpoint is the time up to which the rows of every stream of that lake
 bucket (in that generation) are durably in the lake; it is written only after the Spark
@@ -19,7 +20,13 @@ Writes are idempotent and only move forward, even when two writers race (a backf
 next to the scheduled run) and without lightweight transactions: each checkpoint and
 watermark cell is written ``USING TIMESTAMP`` of its own value in microseconds, so
 Cassandra's last-write-wins keeps the largest value whatever the order. ``started_at``
-uses the mirror image (``2^62 - value``) so the earliest start wins. A consequence of
+uses the mirror image (``2^62 - value``) so the earliest start wins. The ``cdc_ttl_*``
+cells (what the runs know of the TTLs of the log rows after the watermark:
+:class:`cdcgen.core.log_ttls.LogTtls`) are written with the watermark's timestamp, so a
+newer watermark brings its run's record. At the same watermark the cautious value must
+win, and Cassandra and ScyllaDB keep the larger of two cells with equal timestamps: the
+later ``since``, and the shorter TTL, which is why TTLs are stored mirrored
+(``2^31 - 1 - seconds``; 0 for no TTL, which loses to any). A consequence of
 value-derived write timestamps: state cannot be reset with a plain ``DELETE`` (later
 writes of older values would stay shadowed); start a table afresh under another target
 keyspace instead, or move it forward with :meth:`CqlCheckpointStore.advance_watermark`.
@@ -37,6 +44,7 @@ from typing import TYPE_CHECKING, Any
 from cdcgen.core.cdc_log import TableRef
 from cdcgen.core.identifiers import STATE_KEYSPACE_SETTING as STATE
 from cdcgen.core.identifiers import check_writable_keyspace
+from cdcgen.core.log_ttls import LogTtls
 from cdcgen.core.time import naive_as_utc, to_micros
 from cdcgen.core.watermark import BucketCheckpoint, TableProgress
 from cdcgen.core.windows import GenerationSpan, TableState
@@ -59,7 +67,8 @@ _DDL = {
     PROGRESS_TABLE: (
         "keyspace_name text, table_name text, started_at timestamp, watermark timestamp, "
         "watermark_updated_at timestamp, run_id text, lake_version bigint, "
-        "rebootstrapped_at timestamp, PRIMARY KEY ((keyspace_name, table_name))"
+        "rebootstrapped_at timestamp, cdc_ttl_before int, cdc_ttl_seen int, "
+        "cdc_ttl_since timestamp, PRIMARY KEY ((keyspace_name, table_name))"
     ),
 }
 
@@ -68,16 +77,38 @@ _ADDED_COLUMNS = (
     (CHECKPOINTS_TABLE, "lake_version", "bigint"),
     (PROGRESS_TABLE, "lake_version", "bigint"),
     (PROGRESS_TABLE, "rebootstrapped_at", "timestamp"),
+    (PROGRESS_TABLE, "cdc_ttl_before", "int"),
+    (PROGRESS_TABLE, "cdc_ttl_seen", "int"),
+    (PROGRESS_TABLE, "cdc_ttl_since", "timestamp"),
 )
 
 
 _PROGRESS_COLUMNS = (
-    "started_at, watermark, watermark_updated_at, run_id, lake_version, rebootstrapped_at"
+    "started_at, watermark, watermark_updated_at, run_id, lake_version, rebootstrapped_at, "
+    "cdc_ttl_before, cdc_ttl_seen, cdc_ttl_since"
 )
+#: TTLs are stored as this minus their seconds (see the module doc).
+_TTL_MIRROR = (1 << 31) - 1
 
 
 def _utc(value: datetime | None) -> datetime | None:
     return None if value is None else naive_as_utc(value)
+
+
+def _stored_ttl(seconds: int) -> int:
+    return 0 if seconds == 0 else _TTL_MIRROR - seconds
+
+
+def _ttl_of(stored: int) -> int:
+    return 0 if stored == 0 else _TTL_MIRROR - stored
+
+
+def _log_ttls(row: Any) -> LogTtls | None:
+    if row.cdc_ttl_since is None or row.cdc_ttl_before is None or row.cdc_ttl_seen is None:
+        return None
+    return LogTtls(
+        _ttl_of(row.cdc_ttl_before), _ttl_of(row.cdc_ttl_seen), naive_as_utc(row.cdc_ttl_since)
+    )
 
 
 def _progress(row: Any) -> TableProgress:
@@ -89,6 +120,7 @@ def _progress(row: Any) -> TableProgress:
         row.run_id or "",
         row.lake_version,
         _utc(row.rebootstrapped_at),
+        _log_ttls(row),
     )
 
 
@@ -128,11 +160,33 @@ class CqlCheckpointStore:
             self._client.session.execute(SimpleStatement(cql), timeout=DDL_TIMEOUT)
 
     def _add_missing_columns(self, tables: Mapping[str, Any]) -> None:
-        """Tables created by an earlier version lack the columns added since: add them."""
+        """Tables created by an earlier version lack the columns added since: add them
+        (another run adding the same column at the same moment is no error)."""
+        from cassandra import InvalidRequest
+
         for table, column, kind in _ADDED_COLUMNS:
             if column not in tables[table].columns:
                 cql = f"ALTER TABLE {self._name(table)} ADD {column} {kind}"
-                self._client.session.execute(cql, timeout=DDL_TIMEOUT)
+                try:
+                    self._client.session.execute(cql, timeout=DDL_TIMEOUT)
+                except InvalidRequest as refused:  # Cassandra: "conflicts with an existing
+                    if "exist" not in str(refused):  # column"; ScyllaDB: "already exists"
+                        raise
+
+    def _read_progress(self, cql: str, values: tuple[Any, ...] = ()) -> list[Any]:
+        """Rows of the progress table; a table an earlier version created first gains the
+        columns added since (a reader may come before any changes run after an upgrade)."""
+        from cassandra import InvalidRequest
+
+        try:
+            return list(self._client.session.execute(self._client.prepared(cql), values))
+        except InvalidRequest as refused:
+            # Cassandra: "Undefined column name x"; ScyllaDB: "Undefined name x in selection".
+            if not any(f"Undefined {n}name" in str(refused) for n in ("column ", "")):
+                raise
+        self._client.cluster.refresh_schema_metadata()
+        self.ensure_schema()
+        return list(self._client.session.execute(self._client.prepared(cql), values))
 
     # --- reads -------------------------------------------------------------------------
 
@@ -164,9 +218,10 @@ class CqlCheckpointStore:
         from cassandra import InvalidRequest
 
         try:
-            statement = self._client.prepared(
+            rows = self._read_progress(
                 f"SELECT keyspace_name, table_name, {_PROGRESS_COLUMNS} "
-                f"FROM {self._name(PROGRESS_TABLE)} WHERE keyspace_name = ? AND table_name = ?"
+                f"FROM {self._name(PROGRESS_TABLE)} WHERE keyspace_name = ? AND table_name = ?",
+                (table.keyspace, table.table),
             )
         except InvalidRequest as refused:
             # Cassandra: "keyspace/table ... does not exist"; ScyllaDB: "unconfigured table".
@@ -174,16 +229,14 @@ class CqlCheckpointStore:
             if "does not exist" in message or "unconfigured table" in message:
                 return TableProgress(table, None, None, None, "")
             raise
-        row = self._client.session.execute(statement, (table.keyspace, table.table)).one()
-        return TableProgress(table, None, None, None, "") if row is None else _progress(row)
+        return _progress(rows[0]) if rows else TableProgress(table, None, None, None, "")
 
     def all_progress(self) -> list[TableProgress]:
         """Every table's progress (the report's and users' overview)."""
-        statement = self._client.prepared(
+        rows = self._read_progress(
             f"SELECT keyspace_name, table_name, {_PROGRESS_COLUMNS} "
             f"FROM {self._name(PROGRESS_TABLE)}"
         )
-        rows = self._client.session.execute(statement)
         return sorted(map(_progress, rows), key=lambda p: p.table.qualified)
 
     def table_state(self, table: TableRef) -> TableState:
@@ -193,6 +246,7 @@ class CqlCheckpointStore:
             started_at=progress.started_at,
             watermark=progress.watermark,
             checkpoints={(c.generation, c.bucket): c.checkpoint for c in self.checkpoints(table)},
+            log_ttls=progress.log_ttls,
         )
 
     # --- writes ------------------------------------------------------------------------
@@ -243,35 +297,41 @@ class CqlCheckpointStore:
         watermark: datetime,
         run_id: str = "",
         lake_version: int | None = None,
+        log_ttls: LogTtls | None = None,
     ) -> None:
-        """Store a newer watermark with the lake version that holds it; an older one is
-        ignored (the write timestamp decides, for both cells alike)."""
+        """Store a newer watermark with the lake version that holds it and what its run
+        knows of the TTLs of the log rows after it (None records nothing); an older one
+        is ignored (the write timestamp decides, for every cell alike)."""
+        ttl = (
+            "" if log_ttls is None else ", cdc_ttl_before = ?, cdc_ttl_seen = ?, cdc_ttl_since = ?"
+        )
         statement = self._client.prepared(
             f"UPDATE {self._name(PROGRESS_TABLE)} USING TIMESTAMP ? "
-            "SET watermark = ?, watermark_updated_at = ?, run_id = ?, lake_version = ? "
+            f"SET watermark = ?, watermark_updated_at = ?, run_id = ?, lake_version = ?{ttl} "
             "WHERE keyspace_name = ? AND table_name = ?"
         )
-        self._client.session.execute(
-            statement,
-            (
-                to_micros(watermark),
-                watermark,
-                datetime.now(UTC),
-                run_id,
-                lake_version,
-                table.keyspace,
-                table.table,
-            ),
+        values: tuple[Any, ...] = (
+            to_micros(watermark),
+            watermark,
+            datetime.now(UTC),
+            run_id,
+            lake_version,
         )
+        if log_ttls is not None:
+            before, seen = _stored_ttl(log_ttls.before), _stored_ttl(log_ttls.seen)
+            values += (before, seen, log_ttls.since)
+        self._client.session.execute(statement, (*values, table.keyspace, table.table))
 
     def advance_watermark(self, table: TableRef, to: datetime, run_id: str = "rebootstrap") -> None:
         """Re-bootstrap: declare everything before ``to`` in the lake (from a snapshot).
 
         Every stream then resumes from ``to`` at least. Only moves forward. ``to`` is
         also recorded as ``rebootstrapped_at``: the lake has no changes of the gap, which
-        replication to a sink consistent before it must not skip silently.
+        replication to a sink consistent before it must not skip silently. What the runs
+        recorded of the TTLs is forgotten (no TTL known, since ``to``): it was about rows
+        before ``to``, and kept, a TTL raise would fail the next run again.
         """
-        self.save_watermark(table, to, run_id)
+        self.save_watermark(table, to, run_id, log_ttls=LogTtls(0, 0, to))
         statement = self._client.prepared(
             f"UPDATE {self._name(PROGRESS_TABLE)} USING TIMESTAMP ? SET rebootstrapped_at = ? "
             "WHERE keyspace_name = ? AND table_name = ?"

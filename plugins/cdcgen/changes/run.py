@@ -47,6 +47,7 @@ from cdcgen.changes.settings import ChangesSettings
 from cdcgen.changes.verdicts import checks_json, combined
 from cdcgen.config import PipelineConfig
 from cdcgen.core.cdc_log import TableRef
+from cdcgen.core.log_ttls import recorded_after_run, unextracted_ttl
 from cdcgen.core.planner import plan_windows
 from cdcgen.core.watermark import BucketCheckpoint, consistency_watermark
 from cdcgen.core.windows import DataExpired, Interval, Mode, Window, WindowPolicy
@@ -115,7 +116,9 @@ def extract_changes(
 ) -> ExtractionResult:
     """Steps 1 to 5 of a run (see the module doc). Windows that are not closed yet are
     returned in ``result.plan.pending``; raises ``DataExpired`` when a window is past
-    ``cdc_ttl`` (the table's CDC TTL, None when rows never expire)."""
+    the TTL of its rows: ``cdc_ttl`` (the table's CDC TTL now, None when rows never
+    expire), or a shorter one the runs recorded, which rows logged before a raise of it
+    keep (:mod:`cdcgen.core.log_ttls`)."""
     started = time.monotonic()
     phases = Phases()
     table, interval, mode = request.table, request.interval, request.mode
@@ -127,10 +130,17 @@ def extract_changes(
     clocks = ports.clocks.read_clocks()
     now = now or datetime.now(UTC)
     phases.mark("state")
+    ttl = unextracted_ttl(cdc_ttl, state.log_ttls, state.watermark)
+    if ttl != cdc_ttl:
+        log.warning(
+            "the CDC TTL of %s is %s now, but rows after its watermark may have been "
+            "logged with %s, which bounds what the log still holds of them",
+            table, cdc_ttl or "none", ttl,
+        )  # fmt: skip
     policy = WindowPolicy(
         leeway=config.generation_leeway,
         confidence_window=config.confidence_window,
-        ttl=cdc_ttl,
+        ttl=ttl,
         expiry_margin=settings.expiry_margin,
         buckets=lake.buckets(settings.buckets),
     )
@@ -149,7 +159,8 @@ def extract_changes(
         checkpointed = store.table_state(table)  # this run's saves included
         watermark = consistency_watermark(generations, checkpointed, policy.buckets)
         if watermark is not None:  # what the checkpoints certify is in the current version
-            store.save_watermark(table, watermark, request.run_id, lake.version())
+            ttls = recorded_after_run(cdc_ttl, state.log_ttls, now, watermark)
+            store.save_watermark(table, watermark, request.run_id, lake.version(), ttls)
             store.prune(table, generations)
     result.watermark = store.progress(table).watermark
     phases.mark("watermark")

@@ -19,6 +19,7 @@ from datetime import datetime
 
 from cdcgen.core.cdc_log import TableRef
 from cdcgen.core.lake_buckets import LakeBuckets
+from cdcgen.core.log_ttls import LogTtls
 from cdcgen.core.windows import GenerationSpan, TableState
 
 
@@ -50,6 +51,8 @@ class TableProgress:
     lake_version: int | None = None
     #: The latest re-bootstrap's point: the log had expired changes before it unread.
     rebootstrapped_at: datetime | None = None
+    #: The TTLs of the log rows after the watermark, as the runs recorded them.
+    log_ttls: LogTtls | None = None
 
     @property
     def complete_since(self) -> datetime | None:

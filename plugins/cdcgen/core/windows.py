@@ -37,6 +37,7 @@ from functools import cached_property
 
 from cdcgen.core.clocks import window_closes_at
 from cdcgen.core.lake_buckets import LakeBuckets
+from cdcgen.core.log_ttls import LogTtls
 from cdcgen.core.stream_id import StreamId
 from cdcgen.core.tablets import TabletStreamSet
 from cdcgen.core.time import as_utc, floor_ms, parse_time_label, time_label
@@ -238,6 +239,9 @@ class TableState:
     started_at: datetime | None = None
     watermark: datetime | None = None
     checkpoints: Mapping[tuple[datetime, int], datetime] = field(default_factory=dict)
+    #: The TTLs of the log rows after the watermark, as the runs recorded them; None
+    #: before any run did (:mod:`cdcgen.core.log_ttls`).
+    log_ttls: LogTtls | None = None
 
     @property
     def floor(self) -> datetime | None:
