@@ -59,17 +59,19 @@ def fresh_cluster(
     keyspaces: Sequence[str],
     seed: int,
     skew: timedelta = timedelta(0),
+    mode: SourceMode = SourceMode.RAFT,
 ) -> SandboxCluster:
-    """An emulated raft cluster of one node under ``prefix``, whatever an earlier run of
-    the module left (its prefixed keyspaces and ``keyspaces`` dropped first); ``skew``:
-    its node's clock against this process's, from the start."""
+    """An emulated cluster of one node under ``prefix`` (raft unless ``mode`` says
+    otherwise), whatever an earlier run of the module left (its prefixed keyspaces and
+    ``keyspaces`` dropped first); ``skew``: its node's clock against this process's,
+    from the start."""
     schema = SourceSchema(prefix)
     drop_keyspaces(client, schema)
     for keyspace in keyspaces:
         client.session.execute(f"DROP KEYSPACE IF EXISTS {keyspace}", timeout=DDL_TIMEOUT)
     cluster = SandboxCluster(client, schema, ring_delay=RING_DELAY, leeway=LEEWAY)
     now = datetime.now(UTC) + skew  # the node's clock when it joins
-    joined = cluster.join_node(SourceMode.RAFT, shards=2, vnodes=4, seed=seed, now=now)
+    joined = cluster.join_node(mode, shards=2, vnodes=4, seed=seed, now=now)
     if skew:
         cluster.set_clock_skew(joined.node.name, skew)
     return cluster

@@ -9,12 +9,24 @@ real Cassandra, bootstraps a sink from a snapshot, then takes random steps:
   deletes, collection element operations, with and without a TTL, on few keys;
 * schema changes: ``ALTER TABLE ADD`` of regular, static and collection columns,
   ``DROP`` of a data column, new CDC options (TTL, pre- and postimage);
-* a node joining: a new vnode generation about a second later, written across;
+* a node joining: a new vnode generation about a second later, written across (in a
+  tablets world, a node and no new streams);
+* tablets splitting in two or merging in pairs (a tablets world: its table's stream set
+  is drawn, one to four tablets at first): a new stream set about a second later, every
+  stream new, written across;
 * a changes run (the code the Spark job runs, on local Spark): then the lake equals a
   raw scan of the log row for row, value for value, and each row logged after a column
   was dropped holds null in it;
 * a replication run after a changes run: then the sink equals the source row for row,
-  write times included (:func:`replication_world.assert_sink_matches`).
+  write times included (:func:`replication_world.assert_sink_matches`);
+* a killed changes run: a read task's worker dies after a few streams, or the driver
+  after a few checkpointed jobs; the next run resumes, and the lake equals the log,
+  each row once;
+* a pause: a changes run as if the DAG had been paused until just before the CDC TTL
+  (the lake then equals the log) or past it (the run fails with :class:`DataExpired`,
+  naming what is lost and how to re-bootstrap, and neither the lake nor the checkpoints
+  move). The run's clock is moved, not the log's: the rows a real pause would lose are
+  still there for the runs after it.
 
 Each example ends with a changes run and a replication run and both checks. A failure
 prints the seed and the steps hypothesis shrank it to, as code to paste into a
@@ -23,7 +35,7 @@ regression test. ``make test`` runs a small budget with a fixed seed;
 random seed unless given).
 
 Not drawn yet: non-frozen lists (replication refuses them by name before copying,
-``test_replication_shapes.py``), tablets and their splits, pauses, killed processes.
+``test_replication_shapes.py``), nodes leaving, killed apply and publication processes.
 """
 
 from __future__ import annotations
@@ -41,6 +53,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
+from changes_fakes import CheckpointsFailingAfter, ReadersFailingAfter, ship_to_spark_workers
 from hypothesis import HealthCheck, seed, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
@@ -55,6 +68,7 @@ from replication_world import (
     COPY,
     DDL_TIMEOUT,
     LEEWAY,
+    SETTINGS,
     assert_sink_matches,
     create_sink_table,
     extract,
@@ -63,14 +77,21 @@ from replication_world import (
     world_config,
 )
 
+from cdcgen.adapters.checkpoints import CqlCheckpointStore
 from cdcgen.adapters.cql import CqlClient, connect
+from cdcgen.adapters.delta_tables import table_version
+from cdcgen.adapters.log_tables import describe_log_table
+from cdcgen.changes.job import reader_factory, table_adapters
 from cdcgen.changes.layout import read_delta, table_root
+from cdcgen.changes.run import ChangesRequest, extract_changes
 from cdcgen.config import PipelineConfig
 from cdcgen.core.cdc_log import BATCH_SEQ_NO, STREAM_ID, TIME, TableRef
 from cdcgen.core.cql_types import ParsedType
 from cdcgen.core.generation import SourceMode
+from cdcgen.core.log_ttls import shortest, unextracted_ttl
 from cdcgen.core.replication import quote
 from cdcgen.core.replication_plan import ReplicationError
+from cdcgen.core.windows import DataExpired, Interval, Mode
 from cdcgen.replication.run import Replication, bootstrap_sink, replicate, table_definition
 from cdcgen.spark.session import JobKind, job_session
 from cdcgen_dev.emulator import (
@@ -89,6 +110,7 @@ from cdcgen_dev.emulator.log_schema import (
     user_type_cql,
 )
 from cdcgen_dev.emulator.schema_changes import AddColumn, CdcOptions, DropColumn, alter_cdc_table
+from cdcgen_dev.emulator.tablets import resize_tablets, tablet_stream_sets
 
 pytestmark = pytest.mark.integration
 
@@ -108,6 +130,8 @@ _SEED = os.environ.get("CDCGEN_TORTURE_SEED", "") or "1"
 SEED = random.SystemRandom().randrange(1 << 32) if _SEED == "random" else int(_SEED)
 #: At most this many nodes join after the first (each a new generation).
 MAX_JOINS = 3
+#: A tablets world's table never grows past this many tablets.
+MAX_TABLETS = 16
 
 POINT = UserType("point", (Field("x", "double"), Field("y", "double")))
 PARTITION_KEY_TYPES = ("int", "bigint", "smallint", "text", "uuid", "timeuuid", "blob")
@@ -174,10 +198,20 @@ class World:
     table: TableRef
     sink: TableRef
     extracted_until: datetime
+    #: The table's tablet count in a tablets world; None: a vnodes keyspace.
+    tablets: int | None = None
     joins: int = 0
     added: itertools.count[int] = field(default_factory=itertools.count)
     #: Log keys that existed when each dropped column was dropped.
     before_drop: dict[str, set[LogKey]] = field(default_factory=dict)
+    #: Each CDC TTL (seconds, 0: none) the table had, from when: a log row keeps the one
+    #: in effect when it was logged.
+    ttl_changes: list[tuple[datetime, int]] = field(default_factory=list)
+
+    def shortest_ttl_since(self, moment: datetime) -> int:
+        """The shortest TTL a row logged after ``moment`` carries (0: none expires)."""
+        in_effect = [ttl for at, ttl in self.ttl_changes if at <= moment][-1:]
+        return shortest(*in_effect, *(ttl for at, ttl in self.ttl_changes if at > moment))
 
 
 def step(method: Callable[..., None]) -> Callable[..., None]:
@@ -204,14 +238,19 @@ class Torture(RuleBasedStateMachine):
 
     # --- the world ---------------------------------------------------------------------
 
-    @initialize(spec=table_specs(), cluster_seed=st.integers(0, 1 << 16))
-    def create_world(self, spec: BaseTableSpec, cluster_seed: int) -> None:
+    @initialize(
+        spec=table_specs(),
+        cluster_seed=st.integers(0, 1 << 16),
+        tablets=st.sampled_from([None, None, 1, 2, 4]),
+    )
+    def create_world(self, spec: BaseTableSpec, cluster_seed: int, tablets: int | None) -> None:
         res = self.resources
         client = res.client
-        cluster = fresh_cluster(
-            client, PREFIX, [KEYSPACE, SINK_KEYSPACE, f"{PREFIX}state"], seed=cluster_seed
-        )
-        create_cdc_table(cluster, spec)
+        mode = SourceMode.RAFT if tablets is None else SourceMode.TABLETS
+        keyspaces = [KEYSPACE, SINK_KEYSPACE, f"{PREFIX}state"]
+        cluster = fresh_cluster(client, PREFIX, keyspaces, seed=cluster_seed, mode=mode)
+        create_cdc_table(cluster, spec, tablets=tablets, seed=cluster_seed)
+        table = TableRef(KEYSPACE, spec.table)
         client.session.execute(
             f"CREATE KEYSPACE {SINK_KEYSPACE} WITH replication = "
             "{'class': 'SimpleStrategy', 'replication_factor': 1}",
@@ -222,12 +261,17 @@ class Torture(RuleBasedStateMachine):
             client.session.execute(cql, timeout=DDL_TIMEOUT)
         lake = res.lakes / f"lake-{time.monotonic_ns()}"
         config = world_config(PREFIX, res.contact_points, lake)
-        first = max(g.timestamp for g in cluster.generations())
+        if tablets is None:
+            first = max(g.timestamp for g in cluster.generations())
+        else:  # the table's own streams, which the changes runs are told to read
+            first = tablet_stream_sets(cluster, KEYSPACE, spec.table)[-1].timestamp
+            extra = {**config.extra, "cdc_tables": table.qualified}
+            config = config.with_overrides(source_mode=mode, extra=extra)
         wait_until(first + LEEWAY)  # writes before it operates are refused, as on ScyllaDB
-        table = TableRef(KEYSPACE, spec.table)
         self.world = World(
             cluster, config, spec, table, TableRef(SINK_KEYSPACE, spec.table),
-            extracted_until=datetime.now(UTC),
+            extracted_until=datetime.now(UTC), tablets=tablets,
+            ttl_changes=[(datetime.now(UTC) - timedelta(hours=1), spec.cdc_ttl)],
         )  # fmt: skip
         self.write_for_a_second(cluster_seed, ttl=None, keys=8)
         self.extract_and_check()  # a bootstrap needs the lake to hold the changes first
@@ -280,11 +324,28 @@ class Torture(RuleBasedStateMachine):
     @rule(node_seed=st.integers(0, 1 << 16))
     @step
     def join_node(self, node_seed: int) -> None:
-        """A node joins: a new generation soon, which the next writes cross into."""
+        """A node joins: a new generation soon, which the next writes cross into (in a
+        tablets world the table's streams stay: no cluster-wide generation)."""
         world = self.live()
-        joined = world.cluster.join_node(SourceMode.RAFT, shards=2, vnodes=4, seed=node_seed)
-        assert joined.generation is not None
+        mode = SourceMode.RAFT if world.tablets is None else SourceMode.TABLETS
+        joined = world.cluster.join_node(mode, shards=2, vnodes=4, seed=node_seed)
+        assert (joined.generation is None) == (world.tablets is not None)
         world.joins += 1
+
+    @precondition(lambda self: self.world is not None and self.world.tablets is not None)
+    @rule(split=st.booleans(), resize_seed=st.integers(0, 1 << 16))
+    @step
+    def split_or_merge_tablets(self, split: bool, resize_seed: int) -> None:
+        """Every tablet splits in two, or pairs merge: a new stream set soon, every
+        stream new, which the next writes cross into."""
+        world = self.live()
+        assert world.tablets is not None
+        if world.tablets == 1:
+            split = True
+        elif world.tablets >= MAX_TABLETS:
+            split = False
+        resize_tablets(world.cluster, KEYSPACE, world.spec.table, split=split, seed=resize_seed)
+        world.tablets = world.tablets * 2 if split else world.tablets // 2
 
     @rule()
     @step
@@ -297,6 +358,51 @@ class Torture(RuleBasedStateMachine):
     def replicate(self) -> None:
         """A changes run, then a replication run; the sink then equals the source."""
         self.replicate_and_check()
+
+    @rule(where=st.sampled_from(["read task", "driver"]), after=st.integers(1, 3))
+    @step
+    def killed_changes_run(self, where: str, after: int) -> None:
+        """A changes run killed part-way; the next one resumes from its checkpoints."""
+        world = self.live()
+        end = settle()
+        try:
+            if where == "read task":  # its Python worker dies after ``after`` streams
+                changes_run(self.resources, world, end, task_dies_after_streams=after)
+            else:  # the driver dies after ``after`` checkpointed jobs, one bucket each
+                changes_run(self.resources, world, end, driver_dies_after_saves=after)
+        except Exception as error:
+            if "injected fault" not in str(error):
+                raise
+        self.extract_and_check()
+
+    @rule(past_ttl=st.booleans())
+    @step
+    def pause(self, past_ttl: bool) -> None:
+        """A changes run after a pause to just before the TTL the runs go by, or past
+        the shortest TTL of a row not extracted yet (the run's clock moves on; the log
+        keeps its rows)."""
+        world = self.live()
+        store = CqlCheckpointStore(self.resources.client, world.config.checkpoint_keyspace)
+        end = settle()
+        if not past_ttl:  # the backlog since the last run, read as if that late
+            state = store.table_state(world.table)
+            current = timedelta(seconds=world.spec.cdc_ttl) if world.spec.cdc_ttl else None
+            bound = unextracted_ttl(current, state.log_ttls, state.watermark)
+            now = None if bound is None else world.extracted_until + bound * 0.9
+            changes_run(self.resources, world, end, now=now)
+            world.extracted_until = end
+            self.check_lake()
+            return
+        shortest_ttl = world.shortest_ttl_since(world.extracted_until)
+        if not shortest_ttl:
+            return  # no row expires: no pause is too long
+        lake_before = lake_version(world)
+        checkpoints_before = store.checkpoints(world.table)
+        now = world.extracted_until + timedelta(seconds=shortest_ttl, hours=1)
+        with pytest.raises(DataExpired, match=r"has expired.*(?i:re-bootstrap)"):
+            changes_run(self.resources, world, end, now=now)
+        assert lake_version(world) == lake_before
+        assert store.checkpoints(world.table) == checkpoints_before
 
     # --- the checks --------------------------------------------------------------------
 
@@ -337,6 +443,8 @@ class Torture(RuleBasedStateMachine):
     def alter(self, change: AddColumn | DropColumn | CdcOptions) -> None:
         world = self.live()
         world.spec = alter_cdc_table(world.cluster, KEYSPACE, world.spec.table, change)
+        if isinstance(change, CdcOptions) and change.ttl is not None:
+            world.ttl_changes.append((datetime.now(UTC), change.ttl))
 
     def extract_and_check(self) -> None:
         world = self.live()
@@ -356,6 +464,45 @@ class Torture(RuleBasedStateMachine):
         keys = len(world.spec.partition_key) + len(world.spec.clustering_key)
         source, sink = contents(client, world.table, columns), contents(client, world.sink, columns)
         assert_sink_matches(source, sink, keys)
+
+
+def changes_run(
+    resources: Resources,
+    world: World,
+    end: datetime,
+    *,
+    now: datetime | None = None,
+    task_dies_after_streams: int | None = None,
+    driver_dies_after_saves: int | None = None,
+) -> None:
+    """An incremental changes run from where the world's extraction got to, as the Spark
+    job builds it: as if at ``now``, or killed at the given point."""
+    client = resources.client
+    settings = SETTINGS
+    readers = None
+    if task_dies_after_streams is not None:
+        log_table = describe_log_table(
+            client, world.table, world.config.source_schema, settings.log_partitioner
+        )
+        readers = ReadersFailingAfter(
+            reader_factory(world.config, settings, log_table), task_dies_after_streams
+        )
+    if driver_dies_after_saves is not None:
+        settings = settings.with_overrides(buckets_per_job=1)
+    built = table_adapters(
+        client, resources.spark, world.config, settings, world.table, readers=readers
+    )
+    ports = built.ports(validate=False)
+    if driver_dies_after_saves is not None:
+        ports = replace(
+            ports, checkpoints=CheckpointsFailingAfter(ports.checkpoints, driver_dies_after_saves)
+        )
+    request = ChangesRequest(world.table, Interval(world.extracted_until, end), Mode.INCREMENTAL)
+    extract_changes(request, ports, world.config, settings, cdc_ttl=built.log_table.ttl, now=now)
+
+
+def lake_version(world: World) -> int | None:
+    return table_version(table_root(world.config.lake_path, world.table))
 
 
 def wait_until(moment: datetime) -> None:
@@ -395,6 +542,7 @@ def test_a_random_world_through_the_pipeline(
     contact_points: tuple[str, ...], tmp_path_factory: pytest.TempPathFactory
 ) -> None:
     client = connect(contact_points)
+    ship_to_spark_workers()  # the fault wrappers run inside Spark tasks
     Torture.resources = Resources(
         client,
         job_session(JobKind.CHANGES_EXTRACT, "cdcgen-torture"),
