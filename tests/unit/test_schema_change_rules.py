@@ -4,6 +4,8 @@ to the sink or keeps replaying (``cdcgen.replication.sink_columns``)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from cdcgen.core.cdc_log import TableRef
@@ -15,7 +17,7 @@ from cdcgen.replication.sink_columns import (
 )
 from cdcgen.replication.sink_schema import SinkSchemaError, sink_shape
 from cdcgen_dev.emulator.cql_types import InvalidTableSpec
-from cdcgen_dev.emulator.log_schema import Column, log_columns, orders_table
+from cdcgen_dev.emulator.log_schema import Column, Field, UserType, log_columns, orders_table
 from cdcgen_dev.emulator.schema_changes import (
     AddColumn,
     CdcOptions,
@@ -50,6 +52,19 @@ def test_alters_cql_refuses_are_refused_by_name() -> None:
         altered_spec(spec, AddColumn(Column("v", "int")))
     with pytest.raises(InvalidTableSpec, match="CDC TTL must be >= 0"):
         altered_spec(spec, CdcOptions(ttl=-1))
+
+
+def test_a_non_frozen_user_type_column_is_not_dropped_in_the_sandbox() -> None:
+    """Found by the torture test (seed 4153993561): Cassandra refuses to drop it ("Cannot
+    drop non-frozen column c1 of user type point"), ScyllaDB does not; the sandbox says
+    so by name instead of failing in the middle of an ALTER."""
+    point = UserType("point", (Field("x", "double"), Field("y", "double")))
+    orders = replace(orders_table("ks"), user_types=(point,))
+    spec = altered_spec(orders, AddColumn(Column("where", "point")))
+    with pytest.raises(InvalidTableSpec, match="cannot drop where, a non-frozen user type"):
+        altered_spec(spec, DropColumn("where"))
+    frozen = altered_spec(orders, AddColumn(Column("at", "frozen<point>")))
+    assert altered_spec(frozen, DropColumn("at")) == orders
 
 
 def test_new_cdc_options_are_kept_with_the_definition() -> None:

@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from cdcgen_dev.emulator.cql_types import InvalidTableSpec
+from cdcgen_dev.emulator.cql_types import InvalidTableSpec, TypeKind
 from cdcgen_dev.emulator.log_schema import (
     BaseTableSpec,
     Column,
@@ -76,6 +76,12 @@ class CdcOptions:
 SchemaChange = AddColumn | DropColumn | CdcOptions
 
 
+def droppable_here(column: Column) -> bool:
+    """Whether the sandbox can drop ``column``: Cassandra refuses a non-frozen user type
+    column (it cannot record its type among the dropped columns); ScyllaDB does not."""
+    return not (column.type.kind is TypeKind.UDT and column.type.is_multi_cell)
+
+
 def altered_spec(spec: BaseTableSpec, change: SchemaChange) -> BaseTableSpec:
     """The table's definition after ``change``; refuses what CQL refuses, by name.
 
@@ -98,6 +104,12 @@ def altered_spec(spec: BaseTableSpec, change: SchemaChange) -> BaseTableSpec:
     if isinstance(change, DropColumn):
         if change.name in {c.name for c in spec.key_columns}:
             raise InvalidTableSpec(f"{where}: key column {change.name} cannot be dropped")
+        if any(c.name == change.name and not droppable_here(c) for c in spec.columns):
+            raise InvalidTableSpec(
+                f"{where}: the sandbox's Cassandra cannot drop {change.name}, a non-frozen "
+                'user type column ("Cannot drop non-frozen column"); ScyllaDB can, so the '
+                "sandbox cannot play this change"
+            )
         return replace(spec, columns=tuple(c for c in spec.columns if c.name != change.name))
     return replace(
         spec,
