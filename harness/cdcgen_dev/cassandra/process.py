@@ -43,6 +43,11 @@ def is_running(pid: int, marker: str) -> bool:
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")
     except OSError:
         return False
+    if not cmdline:
+        # Cassandra's main thread ends once the node has started, its other threads
+        # run on: a leader that exited between the two reads has no command line left
+        # to show, and reads as a zombie now.
+        return _state(pid) in ("Z", "X") and _still_exiting(pid)
     return marker.encode() in cmdline and b"CassandraDaemon" in cmdline
 
 
