@@ -110,6 +110,23 @@ def test_a_topology_leased_by_another_process_is_not_displaced(tmp_path: Path) -
         other_session.wait()
 
 
+def test_a_start_that_fails_half_way_is_still_the_sessions_to_stop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A CI run's start of the second node failed while the node ran on; unmarked, the
+    session took it for a developer's sandbox, started it again at its end and left it
+    running. A topology a session starts is marked as its own before it starts."""
+    from cdcgen_dev.cassandra.cluster import Sandbox
+
+    def failing_up(self: Sandbox) -> None:
+        raise SandboxError("node2 (127.0.0.2) exited during start-up")
+
+    monkeypatch.setattr(Sandbox, "up", failing_up)
+    with pytest.raises(SandboxError, match="exited during start-up"):
+        SandboxUser(tmp_path, wait=0).use("second")
+    assert auto_marker(tmp_path, "second").exists()
+
+
 def test_the_second_topology_is_a_cluster_of_its_own_on_127_0_0_2(tmp_path: Path) -> None:
     second = topology("second", tmp_path)
     (node,) = second.nodes

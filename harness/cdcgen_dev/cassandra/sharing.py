@@ -54,10 +54,14 @@ class SandboxUser:
         (``"second"``).
         """
         sandbox = Sandbox(nodes, state_dir=self.state_dir)
-        self._lease_displacing_others(sandbox.topology.name)
-        result = sandbox.up()
-        if result.started:
-            self._marker(sandbox.topology.name).touch()
+        name = sandbox.topology.name
+        self._lease_displacing_others(name)
+        if not topology_runs(name, self.state_dir):
+            # Marked before it starts: a start that fails half-way (a node left running)
+            # is still this session's to stop, never restored as a developer's.
+            self._marker(name).touch()
+        if sandbox.up().started:
+            self._marker(name).touch()
         return sandbox
 
     def use_running(self, default_nodes: int = 1) -> Sandbox:
