@@ -71,7 +71,6 @@ from replication_world import (
     SETTINGS,
     assert_sink_matches,
     create_sink_table,
-    extract,
     fresh_cluster,
     settle,
     world_config,
@@ -83,6 +82,7 @@ from cdcgen.adapters.delta_tables import table_version
 from cdcgen.adapters.log_tables import describe_log_table
 from cdcgen.changes.job import reader_factory, table_adapters
 from cdcgen.changes.layout import read_delta, table_root
+from cdcgen.changes.result import ExtractionResult
 from cdcgen.changes.run import ChangesRequest, extract_changes
 from cdcgen.config import PipelineConfig
 from cdcgen.core.cdc_log import BATCH_SEQ_NO, STREAM_ID, TIME, TableRef
@@ -387,16 +387,13 @@ class Torture(RuleBasedStateMachine):
         keeps its rows)."""
         world = self.live()
         store = CqlCheckpointStore(self.resources.client, world.config.checkpoint_keyspace)
-        end = settle()
         if not past_ttl:  # the backlog since the last run, read as if that late
             state = store.table_state(world.table)
             current = timedelta(seconds=world.spec.cdc_ttl) if world.spec.cdc_ttl else None
             bound = unextracted_ttl(current, state.log_ttls, state.watermark)
-            now = None if bound is None else world.extracted_until + bound * 0.9
-            changes_run(self.resources, world, end, now=now)
-            world.extracted_until = end
-            self.check_lake()
+            self.extract_and_check(None if bound is None else world.extracted_until + bound * 0.9)
             return
+        end = settle()
         shortest_ttl = world.shortest_ttl_since(world.extracted_until)
         if not shortest_ttl:
             return  # no row expires: no pause is too long
@@ -450,10 +447,12 @@ class Torture(RuleBasedStateMachine):
         if isinstance(change, CdcOptions) and change.ttl is not None:
             world.ttl_changes.append((datetime.now(UTC), change.ttl))
 
-    def extract_and_check(self) -> None:
+    def extract_and_check(self, now: datetime | None = None) -> None:
+        """A changes run up to now (as if at ``now``); the lake then equals the log."""
         world = self.live()
         end = settle()
-        extract(self.resources.spark, world.config, world.table, world.extracted_until, end)
+        result = changes_run(self.resources, world, end, now=now)
+        assert result.watermark is not None, result
         world.extracted_until = end
         self.check_lake()
 
@@ -478,7 +477,7 @@ def changes_run(
     now: datetime | None = None,
     task_dies_after_streams: int | None = None,
     driver_dies_after_saves: int | None = None,
-) -> None:
+) -> ExtractionResult:
     """An incremental changes run from where the world's extraction got to, as the Spark
     job builds it: as if at ``now``, or killed at the given point."""
     client = resources.client
@@ -502,7 +501,9 @@ def changes_run(
             ports, checkpoints=CheckpointsFailingAfter(ports.checkpoints, driver_dies_after_saves)
         )
     request = ChangesRequest(world.table, Interval(world.extracted_until, end), Mode.INCREMENTAL)
-    extract_changes(request, ports, world.config, settings, cdc_ttl=built.log_table.ttl, now=now)
+    return extract_changes(
+        request, ports, world.config, settings, cdc_ttl=built.log_table.ttl, now=now
+    )
 
 
 def lake_version(world: World) -> int | None:
