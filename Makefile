@@ -24,12 +24,15 @@ test: setup lint
 
 # The seeded torture test (tests/integration/test_torture.py) with a larger budget than
 # make test's: BUDGET examples of up to STEPS steps each, from seed SEED (a random one,
-# printed, unless given).
+# printed, unless given). REPRODUCE=<blob> runs again the one example a failure's
+# @reproduce_failure line names.
 BUDGET ?= 20
 STEPS ?= 12
 SEED ?= random
+REPRODUCE ?=
 torture: setup
 	CDCGEN_TORTURE_EXAMPLES=$(BUDGET) CDCGEN_TORTURE_STEPS=$(STEPS) CDCGEN_TORTURE_SEED=$(SEED) \
+		CDCGEN_TORTURE_REPRODUCE='$(REPRODUCE)' \
 		$(LEFT_BEHIND) $(BIN)/pytest -p no:cacheprovider -s tests/integration/test_torture.py
 
 lint: setup

@@ -18,7 +18,8 @@ real Cassandra, bootstraps a sink from a snapshot, then takes random steps:
   raw scan of the log row for row, value for value, and each row logged after a column
   was dropped holds null in it;
 * a replication run after a changes run: then the sink equals the source row for row,
-  write times included (:func:`replication_world.assert_sink_matches`);
+  write times included, static columns partition for partition
+  (:func:`assert_sink_follows`);
 * a killed changes run: a read task's worker dies after a few streams, or the driver
   after a few checkpointed jobs; the next run resumes, and the lake equals the log,
   each row once;
@@ -32,7 +33,8 @@ Each example ends with a changes run and a replication run and both checks. A fa
 prints the seed and the steps hypothesis shrank it to, as code to paste into a
 regression test. ``make test`` runs a small budget with a fixed seed;
 ``make torture BUDGET=N STEPS=K SEED=S`` runs ``N`` examples of up to ``K`` steps (a
-random seed unless given).
+random seed unless given); ``REPRODUCE=<blob>`` runs again the one example a failure's
+``@reproduce_failure`` line names.
 
 Not drawn yet: non-frozen lists (replication refuses them by name before copying,
 ``test_replication_shapes.py``), nodes leaving, killed apply and publication processes.
@@ -54,7 +56,7 @@ from typing import Any, ClassVar
 
 import pytest
 from changes_fakes import CheckpointsFailingAfter, ReadersFailingAfter, ship_to_spark_workers
-from hypothesis import HealthCheck, seed, settings
+from hypothesis import HealthCheck, __version__, reproduce_failure, seed, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
     RuleBasedStateMachine,
@@ -71,6 +73,7 @@ from replication_world import (
     SETTINGS,
     assert_sink_matches,
     create_sink_table,
+    extract,
     fresh_cluster,
     settle,
     world_config,
@@ -101,6 +104,7 @@ from cdcgen_dev.emulator import (
     orders_table,
     run_workload,
 )
+from cdcgen_dev.emulator.log_rows import Operation
 from cdcgen_dev.emulator.log_schema import (
     BaseTableSpec,
     Column,
@@ -134,6 +138,8 @@ STEPS = int(os.environ.get("CDCGEN_TORTURE_STEPS", "6"))
 #: draws one (printed, with the steps of a failure).
 _SEED = os.environ.get("CDCGEN_TORTURE_SEED", "") or "1"
 SEED = random.SystemRandom().randrange(1 << 32) if _SEED == "random" else int(_SEED)
+#: The blob of a failure's ``@reproduce_failure`` line: that one example is run again.
+REPRODUCE = os.environ.get("CDCGEN_TORTURE_REPRODUCE", "")
 #: At most this many nodes join after the first (each a new generation).
 MAX_JOINS = 3
 #: A tablets world's table never grows past this many tablets.
@@ -463,10 +469,7 @@ class Torture(RuleBasedStateMachine):
         job = Replication(world.table, world.sink)
         record = replicate(world.config, client, client, job, "apply")
         assert record["status"] == "ok" and not record["rejected"], record
-        columns = current_columns(client, world.table)
-        keys = len(world.spec.partition_key) + len(world.spec.clustering_key)
-        source, sink = contents(client, world.table, columns), contents(client, world.sink, columns)
-        assert_sink_matches(source, sink, keys)
+        assert_sink_follows(client, world.table, world.sink)
 
 
 def changes_run(
@@ -523,8 +526,20 @@ def wait_until(moment: datetime) -> None:
     time.sleep(max(0.0, (moment - datetime.now(UTC)).total_seconds()))
 
 
-def current_columns(client: CqlClient, table: TableRef) -> tuple[list[str], list[str], list[str]]:
-    """The source table's key columns, data columns, and those CQL reads a write time of."""
+@dataclass(frozen=True)
+class Shape:
+    """The source table's columns as the sink check reads them: the partition key, the
+    clustering key, the static and the regular data columns, and which data columns CQL
+    reads a write time of (the atomic ones)."""
+
+    partition: list[str]
+    clustering: list[str]
+    static: list[str]
+    regular: list[str]
+    atomic: frozenset[str]
+
+
+def shape_of(client: CqlClient, table: TableRef) -> Shape:
     definition = table_definition(client, table)
     assert definition is not None
     udts = definition.user_types
@@ -533,23 +548,53 @@ def current_columns(client: CqlClient, table: TableRef) -> tuple[list[str], list
         kind = ParsedType.parse(text)
         return kind.frozen or (kind.name not in ("set", "list", "map") and kind.name not in udts)
 
-    keys = [*definition.partition_key, *definition.clustering_key]
     data = list(definition.data_columns)
-    return keys, data, [c for c in data if is_atomic(definition.types[c])]
+    return Shape(
+        list(definition.partition_key),
+        list(definition.clustering_key),
+        [c for c in data if c in definition.static],
+        [c for c in data if c not in definition.static],
+        frozenset(c for c in data if is_atomic(definition.types[c])),
+    )
+
+
+def assert_sink_follows(client: CqlClient, source: TableRef, sink: TableRef) -> None:
+    """The sink equals the source, with write times, over the source's current columns.
+
+    Static columns are compared per partition, the rest per row: a partition's statics
+    show in each of its rows, and a row the sink keeps and the source no longer shows
+    (:func:`replication_world.assert_sink_matches`: a bootstrap's row marker, or a row
+    whose only values were in a column dropped since, which the sink keeps) shows them
+    too."""
+    shape = shape_of(client, source)
+    if shape.static:
+        partitions = shape.partition, shape.static
+        assert_sink_matches(
+            contents(client, source, *partitions, shape.atomic),
+            contents(client, sink, *partitions, shape.atomic),
+            len(shape.partition),
+        )
+    keys = [*shape.partition, *shape.clustering]
+    assert_sink_matches(
+        contents(client, source, keys, shape.regular, shape.atomic),
+        contents(client, sink, keys, shape.regular, shape.atomic),
+        len(keys),
+    )
 
 
 def contents(
-    client: CqlClient, table: TableRef, columns: tuple[list[str], list[str], list[str]]
+    client: CqlClient, table: TableRef, keys: list[str], data: list[str], atomic: frozenset[str]
 ) -> list[tuple[Any, ...]]:
-    """Every row of ``table``: the source's columns (a sink keeps dropped ones too), then
-    the write time of each atomic one, as text, sorted."""
-    keys, data, atomic = columns
-    selected = [quote(c) for c in (*keys, *data)] + [f"WRITETIME({quote(c)})" for c in atomic]
+    """Each distinct value of ``keys`` in ``table``, with its ``data`` columns and the write
+    time of each atomic one, as text, sorted. A row with null clustering columns, which
+    CQL shows for a partition of static values only, counts as no row."""
+    timed = [c for c in data if c in atomic]
+    selected = [quote(c) for c in (*keys, *data)] + [f"WRITETIME({quote(c)})" for c in timed]
     rows = client.session.execute(
         f"SELECT {', '.join(selected)} FROM {quote(table.keyspace)}.{quote(table.table)}",
         timeout=60,
     )
-    return sorted(tuple(repr(v) for v in row) for row in rows)
+    return sorted({tuple(repr(v) for v in row) for row in rows if None not in row[: len(keys)]})
 
 
 def test_a_random_world_through_the_pipeline(
@@ -564,9 +609,12 @@ def test_a_random_world_through_the_pipeline(
         tmp_path_factory.mktemp("torture"),
     )
     print(f"torture: seed {SEED}, {EXAMPLES} example(s) of up to {STEPS} steps")
+    machine = seed(SEED)(Torture)
+    if REPRODUCE:
+        machine = reproduce_failure(__version__, REPRODUCE.encode())(machine)
     try:
         run_state_machine_as_test(
-            seed(SEED)(Torture),
+            machine,
             settings=settings(
                 max_examples=EXAMPLES,
                 stateful_step_count=STEPS,
@@ -596,5 +644,84 @@ def test_a_bootstrap_before_any_changes_run_names_the_dag_to_run(
         config = world_config(prefix, contact_points, tmp_path / "lake")
         with pytest.raises(ReplicationError, match=r"lake holds its changes none yet.*cdc_changes"):
             bootstrap_sink(config, client, client, Replication(source, sink), "bootstrap")
+    finally:
+        client.close()
+
+
+def test_a_row_whose_values_were_all_in_a_dropped_column_stays_on_the_sink(
+    contact_points: tuple[str, ...], tmp_path: Path
+) -> None:
+    """Found by the torture test (seed 4153993561, 3 examples of up to 8 steps): an
+    ``UPDATE`` writes no row marker, so a row whose values were all in a column dropped
+    since is gone from the source, and stays on the sink, which keeps the column. Its
+    partition's static values show in it: the sink check compared them per row and took
+    the row for a difference. It now compares statics per partition, and still sees a
+    static value that differs."""
+    prefix = "t_tortdrop_"
+    source, sink = TableRef(f"{prefix}ks", "rows"), TableRef(f"{prefix}sink", "rows")
+    spec = BaseTableSpec(
+        keyspace=source.keyspace,
+        table=source.table,
+        partition_key=(Column("pk", "int"),),
+        clustering_key=(Column("ck", "int"),),
+        columns=(Column("s", "text", static=True), Column("c0", "int"), Column("c1", "int")),
+    )
+    client = connect(contact_points)
+    try:
+        keyspaces = [source.keyspace, sink.keyspace, f"{prefix}state"]
+        cluster = fresh_cluster(client, prefix, keyspaces, seed=17)
+        create_cdc_table(cluster, spec)
+        client.session.execute(
+            f"CREATE KEYSPACE {sink.keyspace} WITH replication = "
+            "{'class': 'SimpleStrategy', 'replication_factor': 1}",
+            timeout=DDL_TIMEOUT,
+        )
+        client.session.execute(base_table_cql(replace(spec, keyspace=sink.keyspace)))
+        wait_until(max(g.timestamp for g in cluster.generations()) + LEEWAY)
+        config = world_config(prefix, contact_points, tmp_path / "lake")
+        spark = job_session(JobKind.CHANGES_EXTRACT, "cdcgen-torture")
+        job = Replication(source, sink)
+
+        def write(operation: Operation) -> None:
+            writes = WorkloadSpec(
+                source.keyspace, source.table, rate=30, duration=timedelta(seconds=1),
+                keys=30, seed=3, mix={operation: 1.0},
+            )  # fmt: skip
+            assert run_workload(cluster, writes).writes
+
+        # A bootstrap's copy writes row markers: it copies an empty table (the first
+        # changes delete partitions), so that every row on the sink is an UPDATE's.
+        start = datetime.now(UTC)
+        write(Operation.PARTITION_DELETE)
+        end = settle()
+        extract(spark, config, source, start, end)
+        bootstrap_sink(config, client, client, job, "bootstrap", settings=COPY)
+        write(Operation.UPDATE)
+
+        def apply(run_id: str) -> None:
+            record = replicate(config, client, client, job, run_id)
+            assert record["status"] == "ok" and not record["rejected"], record
+
+        # Replicated before the drop: the log loses a dropped column with its values.
+        start, end = end, settle()
+        assert extract(spark, config, source, start, end) > 0
+        apply("before-drop")
+        alter_cdc_table(cluster, source.keyspace, source.table, DropColumn("c0"))
+        extract(spark, config, source, end, settle())
+        apply("after-drop")
+
+        kept = client.session.execute(f"SELECT pk, ck, s, c0, c1 FROM {sink.qualified}")
+        shown = {
+            (r.pk, r.ck) for r in client.session.execute(f"SELECT pk, ck FROM {source.qualified}")
+        }
+        only_dropped = [r for r in kept if (r.pk, r.ck) not in shown]
+        assert only_dropped and all(r.c0 is not None and r.c1 is None for r in only_dropped)
+        assert any(r.s is not None for r in only_dropped), "no static value shows in them"
+        assert_sink_follows(client, source, sink)
+
+        row = only_dropped[0]
+        client.session.execute(f"UPDATE {sink.qualified} SET s = 'other' WHERE pk = %s", (row.pk,))
+        with pytest.raises(AssertionError):
+            assert_sink_follows(client, source, sink)
     finally:
         client.close()
