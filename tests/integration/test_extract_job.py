@@ -11,13 +11,16 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from cdcgen.config import PipelineConfig
-from cdcgen.core.ring import Ring
+from cdcgen.core.generation import Generation
+from cdcgen.core.ring import RAFT_RING, Ring
 from cdcgen.core.topology import Node, make_generation
 from cdcgen.core.topology_json import description_to_json, nodes_to_json
 from cdcgen.extract.description_json import columns_to_json
 from cdcgen.extract.lake import artifact_at
+from cdcgen.extract.rings import LakeRingRecords
 from cdcgen.extract.spark_extract import read_streams
 from cdcgen.jobs.extract_generation import build_parser, run
+from cdcgen.validation.generation_suite import validate_generation
 from cdcgen_dev.sandbox import sandbox_config
 
 if TYPE_CHECKING:
@@ -66,6 +69,38 @@ def test_job_writes_the_partition_and_a_rerun_replaces_it_identically(
     again = artifact_at(partition)
     assert set(again.files).isdisjoint(artifact.files)  # the commit replaced the files
     assert read_streams(spark, again).orderBy("entry_index", "shard").collect() == rows
+
+
+def test_a_ring_first_read_after_a_node_left_is_the_generations_but_for_its_ranges(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """ScyllaDB makes no generation when a node leaves. A pipeline that first reads the
+    ring after a leave (deployed on a cluster that lost nodes since its last join)
+    records a ring short of the generation's range ends: the job records them as the
+    left nodes' and the generation passes, but for the left ranges' stream counts."""
+    gone = Node("c", 4, 12, (-(10**17), 7 * 10**17))
+    description = description_to_json(make_generation([*NODES, gone], random.Random(9)))
+    (tmp_path / "d.json").write_text(json.dumps(description))
+    lake = tmp_path / "lake"
+    generation = Generation(datetime(2026, 11, 22, 10, 0, tzinfo=UTC), "gen-left")
+    live = Ring.of_nodes(NODES, RAFT_RING)
+    assert LakeRingRecords(lake).record(generation, live)
+    argv = [
+        "--description", str(tmp_path / "d.json"), "--generation-ts", "2026-11-22T10:00:00Z",
+        "--generation-id", generation.id, "--lake", str(lake),
+    ]  # fmt: skip
+    artifact = artifact_at(Path(run(argv)["partition"]))
+    ring = artifact.read_ring()
+    assert ring is not None and ring.vnode_count == 5 and ring.left_tokens == 2
+    assert "2 of nodes that left since" in ring.describe()
+    config = sandbox_config("t_extract_", lake_path=lake, report_dir=tmp_path / "docs")
+    result = validate_generation(config, artifact, spark=spark, previous=None)
+    assert result.passed, result.summary
+    assert "2 nodes, 5 tokens, 2 of nodes that left since" in result.summary
+
+    # Against the live ring as it was read, the generation is refused: not optimal.
+    refused = validate_generation(config, artifact, spark=spark, nodes=live, previous=None)
+    assert {c.check for c in refused.failures} >= {"entry count equals the ring's vnode count"}
 
 
 def test_the_dag_names_the_generation_and_the_job_reads_everything_else_from_its_env() -> None:

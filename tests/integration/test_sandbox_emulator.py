@@ -57,6 +57,7 @@ from cdcgen_dev.emulator import (
 from cdcgen_dev.emulator.clocks import SandboxClockReader
 from cdcgen_dev.emulator.partition import int_key_token
 from cdcgen_dev.emulator.schema_setup import ddl, drop_keyspaces
+from cdcgen_dev.emulator.state import EmulatorError
 from cdcgen_dev.emulator.tablets import tablet_stream_sets
 from cdcgen_dev.emulator.verify import (
     check_log_routing,
@@ -409,6 +410,61 @@ def test_workload_rows_follow_the_generations(sandbox: SandboxCluster, client: C
     )
     assert misrouted.misrouted > 0
     assert len(check.misplaced) == misrouted.misrouted
+
+
+# --- nodes leaving --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", [SourceMode.RAFT, SourceMode.GOSSIP])
+def test_a_node_leaves_without_a_new_generation(
+    sandbox: SandboxCluster, client: CqlClient, mode: SourceMode
+) -> None:
+    """A decommission takes the node out of the ring the pipeline reads, makes no
+    generation, and writes go on into the operating one, routed as before."""
+    for seed in (61, 62, 63):
+        sandbox.join_node(mode, shards=2, vnodes=4, seed=seed)
+    keyspace = f"{sandbox.schema.keyspace_prefix}ks"
+    spec = orders_table(keyspace, cdc_ttl=600)
+    create_cdc_table(sandbox, spec)
+    generations = sandbox.generations()
+    reader = (RaftRingReader if mode is SourceMode.RAFT else GossipRingReader)(
+        client, sandbox.schema
+    )
+    before = reader.read_ring()
+    assert before is not None and len(before.nodes) == 3
+
+    left = sandbox.leave_node("node2", mode)
+    after = reader.read_ring()
+    assert after is not None and len(after.nodes) == 2
+    assert set(after.owners()) == set(before.owners()) - set(left.tokens)
+    assert sandbox.generations() == generations
+    assert [n.name for n in sandbox.nodes()] == ["node1", "node3"]
+    with pytest.raises(EmulatorError, match="no sandbox node named 'node2'"):
+        sandbox.leave_node("node2", mode)
+
+    wait_until(generations[-1].timestamp + LEEWAY)
+    report = run_workload(
+        sandbox, WorkloadSpec(keyspace, rate=200, duration=timedelta(seconds=1), seed=64)
+    )
+    assert report.writes and report.failed == 0 and not report.rejected, report.to_json()
+    assert list(report.log_rows_by_generation) == [generations[-1].timestamp]
+    source = source_for(client, config_for(sandbox, mode))
+    check = check_log_routing(
+        spec, read_log_rows(client, spec), timeline_stream_at(timeline_from(source))
+    )
+    assert check.ok and check.rows == report.log_rows, (check.misplaced[:3], check.bad_batches[:3])
+
+    # The next node to join gets a name of its own, and a new generation.
+    joined = sandbox.join_node(mode, shards=2, vnodes=4, seed=65)
+    assert joined.node.name == "node4" and joined.generation is not None
+    sandbox.leave_node("node1", mode)
+    sandbox.leave_node("node3", mode)
+    with pytest.raises(EmulatorError, match="node4 is the cluster's last node"):
+        sandbox.leave_node("node4", mode)
+    ring = reader.read_ring()
+    assert ring is not None and [n.tokens for n in ring.nodes] == [
+        tuple(sorted(joined.node.tokens))
+    ]
 
 
 # --- clocks ---------------------------------------------------------------------------------

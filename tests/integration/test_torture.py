@@ -10,7 +10,8 @@ real Cassandra, bootstraps a sink from a snapshot, then takes random steps:
 * schema changes: ``ALTER TABLE ADD`` of regular, static and collection columns,
   ``DROP`` of a data column, new CDC options (TTL, pre- and postimage);
 * a node joining: a new vnode generation about a second later, written across (in a
-  tablets world, a node and no new streams);
+  tablets world, a node and no new streams); a node leaving (decommissioned): no new
+  generation, the other nodes coordinate the writes;
 * tablets splitting in two or merging in pairs (a tablets world: its table's stream set
   is drawn, one to four tablets at first): a new stream set about a second later, every
   stream new, written across;
@@ -23,6 +24,9 @@ real Cassandra, bootstraps a sink from a snapshot, then takes random steps:
 * a killed changes run: a read task's worker dies after a few streams, or the driver
   after a few checkpointed jobs; the next run resumes, and the lake equals the log,
   each row once;
+* a killed replication run: it dies after a few acknowledged chunks, before its slice's
+  progress is saved; the next run applies the slice again, and the sink equals the
+  source;
 * a pause: a changes run as if the DAG had been paused until just before the CDC TTL
   (the lake then equals the log) or past it (the run fails with :class:`DataExpired`,
   naming what is lost and how to re-bootstrap, and neither the lake nor the checkpoints
@@ -37,11 +41,14 @@ random seed unless given); ``REPRODUCE=<blob>`` runs again the one example a fai
 ``@reproduce_failure`` line names.
 
 Not drawn yet: non-frozen lists (replication refuses them by name before copying,
-``test_replication_shapes.py``), nodes leaving, killed apply and publication processes.
+``test_replication_shapes.py``), and the generations pipeline (validation and
+publication, killed publications included, which ``test_generation_validation.py``,
+``test_publisher*.py`` and the generations DAG's end-to-end tests cover).
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import itertools
 import os
@@ -55,7 +62,12 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
-from changes_fakes import CheckpointsFailingAfter, ReadersFailingAfter, ship_to_spark_workers
+from changes_fakes import (
+    CheckpointsFailingAfter,
+    InjectedFault,
+    ReadersFailingAfter,
+    ship_to_spark_workers,
+)
 from hypothesis import HealthCheck, __version__, reproduce_failure, seed, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
@@ -96,6 +108,7 @@ from cdcgen.core.replication import quote
 from cdcgen.core.replication_plan import ReplicationError
 from cdcgen.core.windows import DataExpired, Interval, Mode
 from cdcgen.replication.run import Replication, bootstrap_sink, replicate, table_definition
+from cdcgen.replication.settings import ReplicationSettings
 from cdcgen.spark.session import JobKind, job_session
 from cdcgen_dev.emulator import (
     SandboxCluster,
@@ -144,6 +157,8 @@ REPRODUCE = os.environ.get("CDCGEN_TORTURE_REPRODUCE", "")
 MAX_JOINS = 3
 #: A tablets world's table never grows past this many tablets.
 MAX_TABLETS = 16
+#: A killed apply's settings: slices and chunks of a few rows, so that it dies part-way.
+SMALL_SLICES = ReplicationSettings(slice_rows=40, chunk_rows=10)
 
 POINT = UserType("point", (Field("x", "double"), Field("y", "double")))
 PARTITION_KEY_TYPES = ("int", "bigint", "smallint", "text", "uuid", "timeuuid", "blob")
@@ -213,6 +228,7 @@ class World:
     #: The table's tablet count in a tablets world; None: a vnodes keyspace.
     tablets: int | None = None
     joins: int = 0
+    leaves: int = 0
     added: itertools.count[int] = field(default_factory=itertools.count)
     #: Log keys that existed when each dropped column was dropped.
     before_drop: dict[str, set[LogKey]] = field(default_factory=dict)
@@ -232,6 +248,7 @@ def step(method: Callable[..., None]) -> Callable[..., None]:
     @functools.wraps(method)
     def run(self: Any, **kwargs: Any) -> None:
         self.steps_done = False
+        self.taken.append(method.__name__)
         method(self, **kwargs)
         self.steps_done = True
 
@@ -247,6 +264,8 @@ class Torture(RuleBasedStateMachine):
         #: False from the start of a step until it ends well: a failed example is not
         #: checked again at its teardown (the step's own error is the one to report).
         self.steps_done = False
+        #: The rules this example took, in order (printed at its end).
+        self.taken: list[str] = []
 
     # --- the world ---------------------------------------------------------------------
 
@@ -295,6 +314,9 @@ class Torture(RuleBasedStateMachine):
     def teardown(self) -> None:
         if self.world is not None and self.steps_done:  # every example ends with both checks
             self.replicate_and_check()
+            world = self.world
+            kind = "vnodes" if world.tablets is None else f"{world.tablets} tablets"
+            print(f"torture: {world.spec.table} ({kind}) ended well after", ", ".join(self.taken))
 
     # --- the steps ---------------------------------------------------------------------
 
@@ -342,6 +364,20 @@ class Torture(RuleBasedStateMachine):
         assert (joined.generation is None) == (world.tablets is not None)
         world.joins += 1
 
+    @precondition(lambda self: self.world is not None and self.world.joins > self.world.leaves)
+    @rule(data=st.data())
+    @step
+    def leave_node(self, data: st.DataObject) -> None:
+        """A node is decommissioned: ScyllaDB makes no generation for it, the operating
+        one (or the table's stream set) goes on, and the other nodes coordinate."""
+        world = self.live()
+        mode = SourceMode.RAFT if world.tablets is None else SourceMode.TABLETS
+        generations = world.cluster.generations()
+        names = [node.name for node in world.cluster.nodes()]
+        world.cluster.leave_node(data.draw(st.sampled_from(names), label="node"), mode)
+        assert world.cluster.generations() == generations
+        world.leaves += 1
+
     @precondition(lambda self: self.world is not None and self.world.tablets is not None)
     @rule(split=st.booleans(), resize_seed=st.integers(0, 1 << 16))
     @step
@@ -384,6 +420,26 @@ class Torture(RuleBasedStateMachine):
             if "injected fault" not in str(error):
                 raise
         self.extract_and_check()
+
+    @rule(after=st.integers(1, 3))
+    @step
+    def killed_apply(self, after: int) -> None:
+        """A replication run dies once ``after`` chunks of a few rows are acknowledged,
+        before its slice's progress is saved; the next run applies that slice again, and
+        the sink equals the source."""
+        world = self.live()
+        self.extract_and_check()
+        client = self.resources.client
+        acknowledged = itertools.count(1)
+
+        def dies(rows: object) -> None:
+            if next(acknowledged) >= after:
+                raise InjectedFault("injected fault: the apply died after acknowledged chunks")
+
+        job = Replication(world.table, world.sink)
+        with contextlib.suppress(InjectedFault):
+            replicate(world.config, client, client, job, "killed", SMALL_SLICES, on_applied=dies)
+        self.replicate_and_check()
 
     @rule(past_ttl=st.booleans())
     @step

@@ -21,7 +21,7 @@ def test_every_subcommand_is_registered_with_help(
     parser: argparse.ArgumentParser, capsys: pytest.CaptureFixture[str]
 ) -> None:
     names = [
-        "join-node", "create-table", "workload", "skew-clock", "mark-node", "clocks",
+        "join-node", "leave-node", "create-table", "workload", "skew-clock", "mark-node", "clocks",
         "rewrite-v1", "split-tablets", "merge-tablets", "show",
     ]  # fmt: skip
     assert len(SUBCOMMANDS) == len(names)
@@ -39,6 +39,13 @@ def test_join_node_options(parser: argparse.ArgumentParser) -> None:
     )
     assert (args.mode, args.shards, args.ignore_msb, args.vnodes) == ("gossip", 4, 12, 16)
     assert args.fault == ["ring-gap:2"] and args.seed == 7
+
+
+def test_leave_node_names_the_node(parser: argparse.ArgumentParser) -> None:
+    args = parser.parse_args(["leave-node", "node2", "--mode", "tablets"])
+    assert (args.name, args.mode) == ("node2", "tablets")
+    with pytest.raises(SystemExit):
+        parser.parse_args(["leave-node"])
 
 
 def test_unknown_fault_is_a_user_error_before_connecting(parser: argparse.ArgumentParser) -> None:

@@ -20,6 +20,7 @@ from cdcgen.core.ring import (
     ring_from_json,
     ring_from_rows,
     ring_to_json,
+    with_left_nodes,
 )
 from cdcgen.core.topology import InvalidTopology, Node, make_generation
 from cdcgen.extract.description_columns import DescriptionColumns
@@ -146,3 +147,43 @@ def test_ring_verdict_of_a_run() -> None:
     )
     assert ring_verdict([_outcome(True, ran, failed)]) == "failed"
     assert ring_verdict([_outcome(False, ("stream IDs unique", True))]) == "not run"
+
+
+# --- nodes that left after the generation was made ---------------------------------------
+
+
+def test_a_ring_short_of_range_ends_gets_them_as_the_left_nodes() -> None:
+    """A node left after the generation was made: its range ends are recorded as the
+    left nodes', the ring's own nodes keep their shard counts, and the entries of the
+    left ranges are ring tokens whose stream count is not checked."""
+    nodes = [Node("a", 2, 12, (-100, 300)), Node("b", 3, 12, (100,)), Node("c", 4, 12, (200,))]
+    description = make_generation(nodes, random.Random(5))
+    live = Ring.of_nodes(nodes[:2], RAFT_RING)
+
+    ring = with_left_nodes(live, description.range_ends)
+    assert ring.vnode_count == 4 and ring.left_tokens == 1 and ring.shards_known
+    assert (
+        ring.describe()
+        == "system.topology: 2 nodes, 4 tokens, 1 of nodes that left since, 5 shards"
+    )
+    assert ring_from_json(ring_to_json(ring)) == ring
+    entries = entries_table(DescriptionColumns.from_description(description), ring).to_pylist()
+    assert all(e["is_ring_token"] for e in entries)
+    assert {e["range_end"]: e["owner_shard_count"] for e in entries} == {
+        -100: 2,
+        100: 3,
+        200: None,
+        300: 2,
+    }
+
+
+def test_a_ring_the_generation_does_not_refine_is_left_as_it_is() -> None:
+    """A ring token that is no range end (a node joined without a new generation) or the
+    very ring the generation was made for: nothing to add, the checks judge."""
+    nodes = [Node("a", 2, 12, (-100, 300)), Node("b", 3, 12, (100,))]
+    description = make_generation(nodes, random.Random(5))
+    made_for = Ring.of_nodes(nodes, RAFT_RING)
+    joined = Ring.of_nodes([*nodes, Node("c", 4, 12, (200,))], RAFT_RING)
+    coarser_and_other = Ring.of_nodes([Node("a", 2, 12, (-100, 250))], RAFT_RING)
+    for ring in (made_for, joined, coarser_and_other, Ring((), RAFT_RING)):
+        assert with_left_nodes(ring, description.range_ends) is ring

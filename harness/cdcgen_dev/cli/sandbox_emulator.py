@@ -220,6 +220,34 @@ def join_node_command(args: argparse.Namespace) -> int:
     return 0
 
 
+# --- leave-node -----------------------------------------------------------------------------
+
+
+def add_leave_node(commands: SubParsers) -> None:
+    parser = _parser(
+        commands,
+        "leave-node",
+        "decommission a simulated ScyllaDB node; no new CDC generation",
+        "Remove a simulated node from the ring as a decommission does: in raft and tablets "
+        "modes its system.topology row stays, 'left' and without tokens; in gossip and v1 "
+        "modes it leaves system.peers. ScyllaDB makes no new generation when a node leaves: "
+        "the operating one goes on, no longer optimal for the ring.",
+    )
+    parser.add_argument("name", help="the node to remove (nodeN)")
+    parser.add_argument("--mode", choices=MODES, default="raft", help="how the ring is stored")
+    _add_connection(parser)
+    parser.set_defaults(func=leave_node_command)
+
+
+def leave_node_command(args: argparse.Namespace) -> int:
+    from cdcgen.core.generation import SourceMode
+
+    with _emulator(args) as cluster:
+        node = cluster.leave_node(args.name, SourceMode(args.mode))
+    _print({"node": node.name, "left": True, "tokens": len(node.tokens)})
+    return 0
+
+
 # --- create-table ---------------------------------------------------------------------------
 
 
@@ -545,6 +573,7 @@ def show_command(args: argparse.Namespace) -> int:
 
 SUBCOMMANDS: tuple[Callable[[SubParsers], None], ...] = (
     add_join_node,
+    add_leave_node,
     add_create_table,
     add_workload,
     add_skew_clock,

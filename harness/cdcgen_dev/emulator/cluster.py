@@ -15,6 +15,7 @@ unreachable) and has its own clock: the host's clock plus a configurable skew.
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
 import uuid
@@ -41,6 +42,7 @@ from cdcgen_dev.emulator.faults import GenerationFault
 from cdcgen_dev.emulator.metadata_writers import (
     write_gossip_generation,
     write_gossip_ring,
+    write_left_node,
     write_raft_generation,
     write_topology_nodes,
     write_v1_generation,
@@ -52,6 +54,7 @@ from cdcgen_dev.emulator.state import (
     EmulatorError,
     GenerationRecord,
     SimNode,
+    delete_node,
     load_generations,
     load_nodes,
     save_generation,
@@ -77,6 +80,12 @@ class JoinResult:
     node: SimNode
     generation: GenerationRecord | None
     description: TopologyDescription | None
+
+
+def next_node_name(nodes: Sequence[SimNode]) -> str:
+    """``node<n>`` for the first ``n`` past the node count that no node has (one left)."""
+    taken = {n.name for n in nodes}
+    return next(f"node{n}" for n in itertools.count(len(nodes) + 1) if f"node{n}" not in taken)
 
 
 def random_tokens(count: int, taken: set[int], rng: random.Random) -> tuple[int, ...]:
@@ -192,7 +201,7 @@ class SandboxCluster:
         self.setup(legacy_v1=mode is SourceMode.V1)
         rng = random.Random(seed)
         existing = self.nodes()
-        name = name or f"node{len(existing) + 1}"
+        name = name or next_node_name(existing)
         if any(n.name == name for n in existing):
             raise EmulatorError(f"a sandbox node named {name!r} already exists")
         if vnodes < 1 and not tokens:
@@ -236,6 +245,27 @@ class SandboxCluster:
         record = self._write_generation(mode, timestamp, description, faults, rng)
         save_generation(self.client, self.schema, record)
         return JoinResult(node, record, description)
+
+    def leave_node(self, name: str, mode: SourceMode) -> SimNode:
+        """Decommission a node: it leaves the ring, and no new generation is made.
+
+        ScyllaDB makes a generation only when a node joins ("stream IDs will only change
+        if you join a new node to the cluster", docs/features/cdc): the operating one
+        still colocates, its ranges refining the ring's coarser vnodes, but it is no
+        longer optimal for the ring (``is_cdc_generation_optimal``). The node's row of
+        ``system.topology`` stays, ``left`` and without tokens; a gossip ring loses it.
+        """
+        mode = SourceMode(mode)
+        node = self.node(name)
+        remaining = [n for n in self.nodes() if n.name != name]
+        if not remaining:
+            raise EmulatorError(f"{name} is the cluster's last node: it cannot leave")
+        delete_node(self.client, self.schema, name)
+        if mode in (SourceMode.RAFT, SourceMode.TABLETS):
+            write_left_node(self.client, self.schema, node)
+        else:
+            write_gossip_ring(self.client, self.schema, remaining, left=[node])
+        return node
 
     def _next_timestamp(self, coordinator_clock: datetime) -> datetime:
         committed = [g for g in self.generations() if g.committed]

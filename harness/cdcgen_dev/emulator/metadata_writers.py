@@ -94,13 +94,40 @@ def _join_request_id(node: SimNode) -> UUID:
     return timeuuid_from_micros(micros, random.Random(node.host_id.int))
 
 
-def write_gossip_ring(client: CqlClient, schema: SourceSchema, nodes: Sequence[SimNode]) -> None:
+def write_left_node(client: CqlClient, schema: SourceSchema, node: SimNode) -> None:
+    """A decommissioned node's row of ``system.topology``: ``left``, without tokens (the
+    row stays, keyed by its host ID)."""
+    execute(
+        client,
+        f"UPDATE {schema.name(Table.TOPOLOGY)} SET node_state = 'left', tokens = null, "
+        "num_tokens = 0 WHERE key = ? AND host_id = ?",
+        (TOPOLOGY_KEY, node.host_id),
+    )
+
+
+def _peer_address(index: int) -> str:
+    return f"127.1.{(index + 1) // 256}.{(index + 1) % 256}"
+
+
+def write_gossip_ring(
+    client: CqlClient,
+    schema: SourceSchema,
+    nodes: Sequence[SimNode],
+    left: Sequence[SimNode] = (),
+) -> None:
     """Every node's tokens as a gossip cluster's ``system.local`` / ``system.peers`` show
     them to a client connected to the first node: that node in ``local``, the others in
     ``peers`` (keyed by address; the simulated nodes share the sandbox's few hosts, so
-    each peer gets an address of its own under 127.1.0.0/16)."""
+    each peer gets an address of its own under 127.1.0.0/16). The ``left`` nodes' peer
+    rows go: the addresses past the remaining peers'."""
     if not nodes:
         return
+    for index in range(len(nodes) - 1, len(nodes) - 1 + len(left)):
+        execute(
+            client,
+            f"DELETE FROM {schema.name(Table.PEERS)} WHERE peer = ?",
+            (_peer_address(index),),
+        )
     first, *peers = nodes
     execute(
         client,
@@ -121,7 +148,7 @@ def write_gossip_ring(client: CqlClient, schema: SourceSchema, nodes: Sequence[S
         "release_version, tokens) VALUES (?, ?, ?, ?, ?, ?)",
         (
             (
-                f"127.1.{(i + 1) // 256}.{(i + 1) % 256}",
+                _peer_address(i),
                 node.host_id,
                 SANDBOX_DATACENTER,
                 SANDBOX_RACK,

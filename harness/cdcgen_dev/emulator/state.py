@@ -167,6 +167,10 @@ def save_node(client: CqlClient, schema: SourceSchema, node: SimNode) -> None:
     )
 
 
+def delete_node(client: CqlClient, schema: SourceSchema, name: str) -> None:
+    execute(client, f"DELETE FROM {state_table(schema, SANDBOX_NODES)} WHERE name = ?", (name,))
+
+
 def load_nodes(client: CqlClient, schema: SourceSchema) -> list[SimNode]:
     """Every simulated node, in join order (then name)."""
     rows = execute(client, f"SELECT * FROM {state_table(schema, SANDBOX_NODES)}")

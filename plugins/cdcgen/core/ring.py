@@ -41,7 +41,10 @@ GOSSIP_RING = "system.local + system.peers"
 GIVEN_RING = "a topology file"
 
 #: ``node_state`` values whose tokens are not (or no longer) part of the ring.
-STATES_WITHOUT_RING_TOKENS = frozenset({"left", "none"})
+LEFT = "left"
+STATES_WITHOUT_RING_TOKENS = frozenset({LEFT, "none"})
+#: The one node :func:`with_left_nodes` gives the range ends of nodes that left.
+LEFT_NODES = "nodes that left"
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,8 +87,14 @@ class Ring:
 
     @property
     def shards_known(self) -> bool:
-        """Whether every node's shard count was read (raft: yes; gossip: no)."""
-        return all(node.shard_count is not None for node in self.nodes)
+        """Whether every node's shard count was read (raft: yes; gossip: no); the range
+        ends of nodes that left (:func:`with_left_nodes`) have none to read."""
+        return all(node.shard_count is not None for node in self.nodes if node.state != LEFT)
+
+    @property
+    def left_tokens(self) -> int:
+        """Range ends of nodes that left after the generation was made."""
+        return sum(len(node.tokens) for node in self.nodes if node.state == LEFT)
 
     def owners(self) -> dict[int, RingNode]:
         """Every ring token and the node owning it; a token owned twice is an error."""
@@ -107,13 +116,15 @@ class Ring:
 
     def describe(self) -> str:
         """One line for logs and reports: where it came from, nodes, tokens, shards."""
+        nodes = [n for n in self.nodes if n.state != LEFT]
         shards = (
-            f"{sum(n.shard_count or 0 for n in self.nodes)} shards"
+            f"{sum(n.shard_count or 0 for n in nodes)} shards"
             if self.shards_known
             else "shard counts not stored"
         )
+        left = f", {self.left_tokens} of nodes that left since" if self.left_tokens else ""
         seen = f", read {self.seen_at.isoformat(timespec='seconds')}" if self.seen_at else ""
-        return f"{self.source}: {len(self.nodes)} nodes, {self.vnode_count} tokens, {shards}{seen}"
+        return f"{self.source}: {len(nodes)} nodes, {self.vnode_count} tokens{left}, {shards}{seen}"
 
 
 def ring_from_rows(
@@ -135,6 +146,27 @@ def ring_from_rows(
             raise InvalidTopology(f"node {name}: {exc}") from None
         nodes.append(RingNode(name, tokens, shard_count, ignore_msb, state))
     return Ring(tuple(sorted(nodes, key=lambda n: n.name)), source, seen_at)
+
+
+def with_left_nodes(ring: Ring, range_ends: Iterable[int]) -> Ring:
+    """The ring a generation was made for, as far as a ring read after nodes left shows it.
+
+    ScyllaDB makes a generation when a node joins, never when one leaves: the operating
+    one goes on, its ranges refining the ring's now coarser vnodes, so writes stay
+    colocated. A ring first read after such a leave (a pipeline deployed on a cluster
+    that lost nodes since its last join) has every token as a range end of the
+    generation, and lacks some of its range ends. Those go to one node in state ``left``
+    whose shard count is unknown: the generation is then checked against the ring it was
+    made for, but for the stream counts of those ranges. A ring with a token that is no
+    range end is returned as it is: the generation does not refine it, and the checks
+    against it fail as they should.
+    """
+    tokens = set(ring.owners())
+    ends = set(range_ends)
+    if not tokens or not tokens < ends:
+        return ring
+    left = RingNode(LEFT_NODES, tuple(sorted(ends - tokens)), state=LEFT)
+    return Ring((*ring.nodes, left), ring.source, ring.seen_at)
 
 
 def ring_differences(recorded: Ring, other: Ring) -> list[str]:

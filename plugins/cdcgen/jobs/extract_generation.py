@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 from cdcgen.adapters.lake_store import LakeLocation
 from cdcgen.config import PipelineConfig
 from cdcgen.core.generation import CorruptGeneration, Generation
-from cdcgen.core.ring import Ring, ring_from_json
+from cdcgen.core.ring import Ring, ring_from_json, with_left_nodes
 from cdcgen.core.time import InvalidTimestamp, from_millis, parse_moment
 from cdcgen.extract.description_columns import DescriptionColumns
 from cdcgen.extract.description_json import read_description_file
@@ -165,8 +165,11 @@ def run(argv: Sequence[str] | None = None, config: PipelineConfig | None = None)
         ring: Ring | None
         if args.topology:  # given: the recorded ring is not read
             ring = ring_from_json(json.loads(Path(args.topology).read_text(encoding="utf-8")))
-        else:
-            ring = LakeRingRecords(lake).recorded(generation) if not generation.table else None
+        elif generation.table:
+            ring = None
+        else:  # read live, maybe after nodes left: the range ends say what it lacks
+            recorded = LakeRingRecords(lake).recorded(generation)
+            ring = with_left_nodes(recorded, columns.range_ends.tolist()) if recorded else None
         return columns, source_problem, ring
 
     kind = JobKind.GENERATION_EXTRACT
