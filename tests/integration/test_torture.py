@@ -27,13 +27,18 @@ real Cassandra, bootstraps a sink from a snapshot, then takes random steps:
 * a killed replication run: it dies after a few acknowledged chunks, before its slice's
   progress is saved; the next run applies the slice again, and the sink equals the
   source;
+* a generations run (detect, extract, validate, publish), maybe with its publisher
+  killed among a generation's stream rows or before its timestamp row (then every
+  generation a consumer sees is whole, and the next run completes it): the description
+  tables then hold exactly the emulated cluster's generations, stream for stream;
 * a pause: a changes run as if the DAG had been paused until just before the CDC TTL
   (the lake then equals the log) or past it (the run fails with :class:`DataExpired`,
   naming what is lost and how to re-bootstrap, and neither the lake nor the checkpoints
   move). The run's clock is moved, not the log's: the rows a real pause would lose are
   still there for the runs after it.
 
-Each example ends with a changes run and a replication run and both checks. A failure
+Each example ends with a changes run and a replication run and both checks, and in a
+vnodes world a generations run and its check. A failure
 prints the seed and the steps hypothesis shrank it to, as code to paste into a
 regression test. ``make test`` runs a small budget with a fixed seed;
 ``make torture BUDGET=N STEPS=K SEED=S`` runs ``N`` examples of up to ``K`` steps (a
@@ -41,9 +46,8 @@ random seed unless given); ``REPRODUCE=<blob>`` runs again the one example a fai
 ``@reproduce_failure`` line names.
 
 Not drawn yet: non-frozen lists (replication refuses them by name before copying,
-``test_replication_shapes.py``), and the generations pipeline (validation and
-publication, killed publications included, which ``test_generation_validation.py``,
-``test_publisher*.py`` and the generations DAG's end-to-end tests cover).
+``test_replication_shapes.py``); the publication of a tablets world's stream sets
+(``test_publisher.py``).
 """
 
 from __future__ import annotations
@@ -59,7 +63,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 import pytest
 from changes_fakes import (
@@ -94,7 +98,9 @@ from replication_world import (
 from cdcgen.adapters.checkpoints import CqlCheckpointStore
 from cdcgen.adapters.cql import CqlClient, connect
 from cdcgen.adapters.delta_tables import table_version
+from cdcgen.adapters.generation_sources import VnodePublication, generation_ports
 from cdcgen.adapters.log_tables import describe_log_table
+from cdcgen.adapters.publisher import CqlDescriptionPublisher
 from cdcgen.changes.job import reader_factory, table_adapters
 from cdcgen.changes.layout import read_delta, table_root
 from cdcgen.changes.result import ExtractionResult
@@ -107,6 +113,13 @@ from cdcgen.core.log_ttls import shortest, unextracted_ttl
 from cdcgen.core.replication import quote
 from cdcgen.core.replication_plan import ReplicationError
 from cdcgen.core.windows import DataExpired, Interval, Mode
+from cdcgen.extract.lake import LocalGenerationLake
+from cdcgen.extract.rings import LakeRingRecords
+from cdcgen.jobs.extract_generation import arguments
+from cdcgen.jobs.extract_generation import run as extract_generation
+from cdcgen.pipeline.detect import detect
+from cdcgen.pipeline.publish import PublicationOutcome, publish_in_order
+from cdcgen.pipeline.validate import validate
 from cdcgen.replication.run import Replication, bootstrap_sink, replicate, table_definition
 from cdcgen.replication.settings import ReplicationSettings
 from cdcgen.spark.session import JobKind, job_session
@@ -315,6 +328,9 @@ class Torture(RuleBasedStateMachine):
         if self.world is not None and self.steps_done:  # every example ends with both checks
             self.replicate_and_check()
             world = self.world
+            if world.tablets is None:  # a tablets world's stream sets: test_publisher.py
+                generations_run(self.resources.client, world)
+                assert_published_as_emulated(self.resources.client, world)
             kind = "vnodes" if world.tablets is None else f"{world.tablets} tablets"
             print(f"torture: {world.spec.table} ({kind}) ended well after", ", ".join(self.taken))
 
@@ -441,6 +457,23 @@ class Torture(RuleBasedStateMachine):
             replicate(world.config, client, client, job, "killed", SMALL_SLICES, on_applied=dies)
         self.replicate_and_check()
 
+    @precondition(lambda self: self.world is not None and self.world.tablets is None)
+    @rule(dies=st.sampled_from([None, "streams", "timestamp"]))
+    @step
+    def publish_generations(self, dies: Literal["streams", "timestamp"] | None) -> None:
+        """A generations run (detect, extract, validate, publish), or one whose publisher
+        dies half-way through a generation's stream rows or before its timestamp row:
+        consumers then see no generation in part, and the next run completes it. The
+        description tables then hold exactly the emulated cluster's generations."""
+        world = self.live()
+        if dies is not None:
+            with contextlib.suppress(InjectedFault):
+                generations_run(self.resources.client, world, dies=dies)
+            assert_visible_generations_whole(self.resources.client, world)
+        outcome = generations_run(self.resources.client, world)
+        assert not outcome.held_back, outcome
+        assert_published_as_emulated(self.resources.client, world)
+
     @rule(past_ttl=st.booleans())
     @step
     def pause(self, past_ttl: bool) -> None:
@@ -563,6 +596,88 @@ def changes_run(
     return extract_changes(
         request, ports, world.config, settings, cdc_ttl=built.log_table.ttl, now=now
     )
+
+
+class DyingPublisher(CqlDescriptionPublisher):
+    """A publisher process that dies half-way through a generation's stream rows, or
+    once they are all written, before the timestamp row that makes it visible."""
+
+    def __init__(
+        self, client: CqlClient, config: PipelineConfig, dies: Literal["streams", "timestamp"]
+    ) -> None:
+        super().__init__(client, config)
+        self.dies = dies
+
+    def _write_stream_batches(self, when: datetime, rows: Any) -> None:
+        if self.dies == "streams":
+            super()._write_stream_batches(when, rows[: len(rows) // 2])
+            raise InjectedFault("injected fault: the publisher died among the stream rows")
+        super()._write_stream_batches(when, rows)
+
+    def write_timestamp(self, timestamp: datetime) -> None:
+        raise InjectedFault("injected fault: the publisher died before the timestamp row")
+
+
+def generations_run(
+    client: CqlClient, world: World, *, dies: Literal["streams", "timestamp"] | None = None
+) -> PublicationOutcome:
+    """A run of the generations DAG's tasks, in process, once every committed generation
+    has started on every node (the DAG's wait): detect (recording the live ring with the
+    newest generation at first sight), extract with the Spark job, validate with the GX
+    suites (a rejected generation fails the step), publish in order; with ``dies``, by
+    a :class:`DyingPublisher`."""
+    config = world.config
+    committed = [g.timestamp for g in world.cluster.generations() if g.committed]
+    wait_until(max(committed) + LEEWAY)
+    ports = generation_ports(client, config)
+    rings = LakeRingRecords(config.lake_path)
+    chosen = [
+        s.generation
+        for s in detect(ports.source, ports.publisher, None, ring=ports.ring, rings=rings)
+    ]
+    validations = []
+    for generation in chosen:
+        extract_generation(arguments(generation), config)
+        validations.append(validate(config, generation))
+    publisher = ports.publisher
+    if dies is not None:
+        publisher = VnodePublication(DyingPublisher(client, config, dies))
+    return publish_in_order(
+        chosen,
+        validations,
+        source=ports.source,
+        publisher=publisher,
+        lake=LocalGenerationLake(config.lake_path),
+        target_keyspace=config.target_keyspace,
+    )
+
+
+def emulated_streams(world: World) -> dict[datetime, dict[int, frozenset[bytes]]]:
+    """The emulated cluster's committed generations: each range end's streams."""
+    return {
+        g.timestamp: {
+            e.range_end: frozenset(s.raw for s in e.streams) for e in g.description().entries
+        }
+        for g in world.cluster.generations()
+        if g.committed
+    }
+
+
+def assert_published_as_emulated(client: CqlClient, world: World) -> None:
+    """The description tables hold exactly the emulated cluster's generations."""
+    published = CqlDescriptionPublisher(client, world.config)
+    truth = emulated_streams(world)
+    assert published.published_timestamps() == set(truth)
+    for timestamp, streams in truth.items():
+        assert published.read_streams(timestamp) == streams, timestamp
+
+
+def assert_visible_generations_whole(client: CqlClient, world: World) -> None:
+    """Each generation a consumer can see (its timestamp row) has every stream row."""
+    published = CqlDescriptionPublisher(client, world.config)
+    truth = emulated_streams(world)
+    for timestamp in published.published_timestamps():
+        assert published.read_streams(timestamp) == truth[timestamp], timestamp
 
 
 def lake_version(world: World) -> int | None:
