@@ -5,8 +5,8 @@ clock, for a JVM, for Cassandra. One session leaves a core idle for much of the 
 so the suite is cut in two fixed parts that run side by side:
 
 * the *side* session: the unit tests, the two longest end-to-end scenarios (the demo
-  in every source mode and the changes DAG) and the torture test's small budget, none
-  of them a ``cluster`` test;
+  in every source mode and the changes DAG), the torture test's small budget and the
+  tablets churn, none of them a ``cluster`` test;
 * the *main* session: everything else (``--ignore`` of exactly the side's paths, so
   every test runs in exactly one session), the ``cluster`` tests last, as always.
 
@@ -36,6 +36,7 @@ SIDE_PATHS = (
     "tests/e2e/test_demo.py",
     "tests/e2e/test_changes_dag.py",
     "tests/integration/test_torture.py",
+    "tests/integration/test_tablets_churn.py",
     "tests/unit",
 )
 #: The side session's output.

@@ -92,11 +92,11 @@ def test_a_ring_first_read_after_a_node_left_is_the_generations_but_for_its_rang
     artifact = artifact_at(Path(run(argv)["partition"]))
     ring = artifact.read_ring()
     assert ring is not None and ring.vnode_count == 5 and ring.left_tokens == 2
-    assert "2 of nodes that left since" in ring.describe()
+    assert "5 tokens (2 of them of nodes that left since)" in ring.describe()
     config = sandbox_config("t_extract_", lake_path=lake, report_dir=tmp_path / "docs")
     result = validate_generation(config, artifact, spark=spark, previous=None)
     assert result.passed, result.summary
-    assert "2 nodes, 5 tokens, 2 of nodes that left since" in result.summary
+    assert "2 nodes, 5 tokens (2 of them of nodes that left since)" in result.summary
 
     # Against the live ring as it was read, the generation is refused: not optimal.
     refused = validate_generation(config, artifact, spark=spark, nodes=live, previous=None)

@@ -454,7 +454,8 @@ def test_a_node_leaves_without_a_new_generation(
     )
     assert check.ok and check.rows == report.log_rows, (check.misplaced[:3], check.bad_batches[:3])
 
-    # The next node to join gets a name of its own, and a new generation.
+    # The next node to join is named past the nodes there are (node3 is), and a join
+    # makes a new generation again.
     joined = sandbox.join_node(mode, shards=2, vnodes=4, seed=65)
     assert joined.node.name == "node4" and joined.generation is not None
     sandbox.leave_node("node1", mode)

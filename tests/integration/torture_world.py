@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import itertools
 import time
+from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
 from changes_fakes import CheckpointsFailingAfter, InjectedFault, ReadersFailingAfter
-from lake_forms import LogKey
+from lake_forms import LogKey, lake_form, scan_log
 from replication_world import LEEWAY, SETTINGS, assert_sink_matches
 
 from cdcgen.adapters.cql import CqlClient
@@ -25,11 +27,11 @@ from cdcgen.adapters.generation_sources import VnodePublication, generation_port
 from cdcgen.adapters.log_tables import describe_log_table
 from cdcgen.adapters.publisher import CqlDescriptionPublisher
 from cdcgen.changes.job import reader_factory, table_adapters
-from cdcgen.changes.layout import table_root
+from cdcgen.changes.layout import read_delta, table_root
 from cdcgen.changes.result import ExtractionResult
 from cdcgen.changes.run import ChangesRequest, extract_changes
 from cdcgen.config import PipelineConfig
-from cdcgen.core.cdc_log import TableRef
+from cdcgen.core.cdc_log import BATCH_SEQ_NO, STREAM_ID, TIME, TableRef
 from cdcgen.core.cql_types import ParsedType
 from cdcgen.core.log_ttls import shortest
 from cdcgen.core.replication import quote
@@ -200,6 +202,34 @@ def assert_visible_generations_whole(client: CqlClient, world: World) -> None:
     truth = emulated_streams(world)
     for timestamp in published.published_timestamps():
         assert published.read_streams(timestamp) == truth[timestamp], timestamp
+
+
+def assert_lake_equals_log(
+    client: CqlClient,
+    config: PipelineConfig,
+    table: TableRef,
+    before_drop: Mapping[str, set[LogKey]] | None = None,
+) -> None:
+    """The lake's changes table equals a raw scan of the log: every log row once, value
+    for value; a column dropped since (``before_drop``: the log keys that existed when
+    it was) null in each row logged after the drop."""
+    log, types = scan_log(client, table)
+    rows = read_delta(table_root(config.lake_path, table)).to_pylist()
+    keys = [(r[STREAM_ID], r[TIME], r[BATCH_SEQ_NO]) for r in rows]
+    assert [k for k, n in Counter(keys).items() if n > 1] == [], "rows in the lake twice"
+    assert set(keys) == set(log), (
+        f"{len(set(log) - set(keys))} log row(s) not in the lake, "
+        f"{len(set(keys) - set(log))} lake row(s) not in the log"
+    )
+    lake = dict(zip(keys, rows, strict=True))
+    for key, source in log.items():
+        row = lake[key]
+        for name, value in source.items():
+            if name != TIME:
+                assert row[name] == lake_form(types[name], value), (key, name)
+        for name, before in (before_drop or {}).items():
+            if key not in before:  # logged after the drop: the lake's column is null
+                assert row.get(name) is None, (key, name)
 
 
 def lake_version(world: World) -> int | None:

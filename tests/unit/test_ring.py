@@ -162,19 +162,34 @@ def test_a_ring_short_of_range_ends_gets_them_as_the_left_nodes() -> None:
 
     ring = with_left_nodes(live, description.range_ends)
     assert ring.vnode_count == 4 and ring.left_tokens == 1 and ring.shards_known
-    assert (
-        ring.describe()
-        == "system.topology: 2 nodes, 4 tokens, 1 of nodes that left since, 5 shards"
+    assert ring.describe() == (
+        "system.topology: 2 nodes, 4 tokens (1 of them of nodes that left since), 5 shards"
     )
     assert ring_from_json(ring_to_json(ring)) == ring
     entries = entries_table(DescriptionColumns.from_description(description), ring).to_pylist()
     assert all(e["is_ring_token"] for e in entries)
-    assert {e["range_end"]: e["owner_shard_count"] for e in entries} == {
-        -100: 2,
-        100: 3,
-        200: None,
-        300: 2,
-    }
+    owners = {e["range_end"]: (e["owner"], e["owner_shard_count"]) for e in entries}
+    assert owners == {-100: ("a", 2), 100: ("b", 3), 200: (None, None), 300: ("a", 2)}
+
+
+def test_a_generation_whose_nodes_of_different_shard_counts_left_passes_validation(
+    tmp_path: Path,
+) -> None:
+    """Two nodes left, of 4 and 5 shards: their ranges have no owner to agree with, so
+    the generation passes every check, against the ring it was made for."""
+    from cdcgen.validation.generation_suite import validate_description
+
+    rng = random.Random(8)
+    nodes = [Node(n, shards, 12, tuple(rng.randrange(-(2**63), 2**63) for _ in range(4)))
+             for n, shards in (("a", 2), ("b", 3), ("c", 4), ("d", 5))]  # fmt: skip
+    description = make_generation(nodes, random.Random(9))
+    ring = with_left_nodes(Ring.of_nodes(nodes[:2], RAFT_RING), description.range_ends)
+    result = validate_description(
+        None, DescriptionColumns.from_description(description), report_dir=tmp_path,
+        nodes=ring, engine="sql",
+    )  # fmt: skip
+    assert result.passed, result.summary
+    assert "(8 of them of nodes that left since)" in result.summary
 
 
 def test_a_ring_the_generation_does_not_refine_is_left_as_it_is() -> None:

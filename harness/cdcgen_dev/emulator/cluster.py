@@ -83,7 +83,8 @@ class JoinResult:
 
 
 def next_node_name(nodes: Sequence[SimNode]) -> str:
-    """``node<n>`` for the first ``n`` past the node count that no node has (one left)."""
+    """``node<n>`` for the first ``n`` past the node count that no node has. A left
+    node's name may come back: the nodes' rows are keyed by host ID, which is new."""
     taken = {n.name for n in nodes}
     return next(f"node{n}" for n in itertools.count(len(nodes) + 1) if f"node{n}" not in taken)
 

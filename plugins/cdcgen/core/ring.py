@@ -92,6 +92,11 @@ class Ring:
         return all(node.shard_count is not None for node in self.nodes if node.state != LEFT)
 
     @property
+    def live_nodes(self) -> tuple[RingNode, ...]:
+        """The nodes the ring was read with (not the range ends of nodes that left)."""
+        return tuple(node for node in self.nodes if node.state != LEFT)
+
+    @property
     def left_tokens(self) -> int:
         """Range ends of nodes that left after the generation was made."""
         return sum(len(node.tokens) for node in self.nodes if node.state == LEFT)
@@ -116,13 +121,13 @@ class Ring:
 
     def describe(self) -> str:
         """One line for logs and reports: where it came from, nodes, tokens, shards."""
-        nodes = [n for n in self.nodes if n.state != LEFT]
+        nodes = self.live_nodes
         shards = (
             f"{sum(n.shard_count or 0 for n in nodes)} shards"
             if self.shards_known
             else "shard counts not stored"
         )
-        left = f", {self.left_tokens} of nodes that left since" if self.left_tokens else ""
+        left = f" ({self.left_tokens} of them of nodes that left since)" if self.left_tokens else ""
         seen = f", read {self.seen_at.isoformat(timespec='seconds')}" if self.seen_at else ""
         return f"{self.source}: {len(nodes)} nodes, {self.vnode_count} tokens{left}, {shards}{seen}"
 
@@ -151,15 +156,18 @@ def ring_from_rows(
 def with_left_nodes(ring: Ring, range_ends: Iterable[int]) -> Ring:
     """The ring a generation was made for, as far as a ring read after nodes left shows it.
 
-    ScyllaDB makes a generation when a node joins, never when one leaves: the operating
-    one goes on, its ranges refining the ring's now coarser vnodes, so writes stay
-    colocated. A ring first read after such a leave (a pipeline deployed on a cluster
-    that lost nodes since its last join) has every token as a range end of the
-    generation, and lacks some of its range ends. Those go to one node in state ``left``
-    whose shard count is unknown: the generation is then checked against the ring it was
-    made for, but for the stream counts of those ranges. A ring with a token that is no
-    range end is returned as it is: the generation does not refine it, and the checks
-    against it fail as they should.
+    ScyllaDB makes a generation when a node joins, not when one leaves (only an
+    operator's ``nodetool checkAndRepairCdcStreams`` replaces the no longer optimal
+    one): the operating one goes on, its ranges refining the ring's now coarser vnodes,
+    so writes stay colocated. A ring first read after such a leave (a pipeline deployed
+    on a cluster that lost nodes since its last join) has every token as a range end of
+    the generation, and lacks some of its range ends. Those go to one pseudo node in
+    state ``left``, of no known shard count and owning no range (the checks of a range
+    against its owner skip them): the generation is then checked against the ring it was
+    made for, but for those ranges' stream counts. Range ends that are no node's token
+    cannot be told from them then. A ring with a token that is no range end is returned
+    as it is: the generation does not refine it, and the checks against it fail as they
+    should.
     """
     tokens = set(ring.owners())
     ends = set(range_ends)

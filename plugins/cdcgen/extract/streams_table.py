@@ -24,7 +24,7 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
-from cdcgen.core.ring import Ring
+from cdcgen.core.ring import LEFT, Ring
 from cdcgen.core.stream_id import INDEX_SHIFT, MAX_INDEX, RANDOM_SHIFT, STREAM_ID_SIZE
 from cdcgen.core.time import generation_timestamp, to_millis
 from cdcgen.core.token_arrays import expected_first_tokens
@@ -162,7 +162,8 @@ def entries_table(
         ring = np.array(sorted(owners), dtype=np.int64)
         is_ring = np.isin(columns.range_ends, ring)
         found = [owners.get(end) for end in columns.range_ends.tolist()]
-        owner_names = [node.name if node else None for node in found]
+        # A range end of nodes that left is a ring token of no known owner.
+        owner_names = [node.name if node and node.state != LEFT else None for node in found]
         owner_shards = np.array(
             [node.shard_count or 0 if node else 0 for node in found], dtype=np.int32
         )

@@ -92,8 +92,8 @@ def ring_and_counts(
     counts = GenerationCounts(
         entries=artifact.entry_count,
         streams=artifact.stream_count,
-        nodes=len(ring.nodes) if ring else 0,
-        shards=sum(n.shard_count or 0 for n in ring.nodes) if ring else 0,
+        nodes=len(ring.live_nodes) if ring else 0,
+        shards=sum(n.shard_count or 0 for n in ring.live_nodes) if ring else 0,
     )
     arrays = columns.to_arrays()
     if arrays is None:
