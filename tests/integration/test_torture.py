@@ -373,11 +373,17 @@ class Torture(RuleBasedStateMachine):
         """A changes run, then a replication run; the sink then equals the source."""
         self.replicate_and_check()
 
-    @rule(where=st.sampled_from(["read task", "driver"]), after=st.integers(1, 3))
+    @rule(
+        where=st.sampled_from(["read task", "driver"]),
+        after=st.integers(1, 3),
+        writes_seed=st.integers(0, 1 << 16),
+    )
     @step
-    def killed_changes_run(self, where: str, after: int) -> None:
-        """A changes run killed part-way; the next one resumes from its checkpoints."""
+    def killed_changes_run(self, where: str, after: int, writes_seed: int) -> None:
+        """Writes, then a changes run killed part-way over them; the next one resumes
+        from its checkpoints."""
         world = self.live()
+        self.write_for_a_second(writes_seed, ttl=None, keys=8)
         end = settle()
         killed = False
         try:
@@ -392,13 +398,14 @@ class Torture(RuleBasedStateMachine):
         self.say_if_killed(killed)
         self.extract_and_check()
 
-    @rule(after=st.integers(1, 3))
+    @rule(after=st.integers(1, 3), writes_seed=st.integers(0, 1 << 16))
     @step
-    def killed_apply(self, after: int) -> None:
-        """A replication run dies once ``after`` chunks of a few rows are acknowledged,
-        before its slice's progress is saved; the next run applies that slice again, and
-        the sink equals the source."""
+    def killed_apply(self, after: int, writes_seed: int) -> None:
+        """Writes, then a replication run over them that dies once ``after`` chunks of a
+        few rows are acknowledged, before its slice's progress is saved; the next run
+        applies that slice again, and the sink equals the source."""
         world = self.live()
+        self.write_for_a_second(writes_seed, ttl=None, keys=8)
         self.extract_and_check()
         client = self.resources.client
         acknowledged = itertools.count(1)
