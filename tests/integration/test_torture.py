@@ -385,17 +385,11 @@ class Torture(RuleBasedStateMachine):
         world = self.live()
         self.write_for_a_second(writes_seed, ttl=None, keys=8)
         end = settle()
-        killed = False
-        try:
-            if where == "read task":  # its Python worker dies after ``after`` streams
-                changes_run(self.resources, world, end, task_dies_after_streams=after)
-            else:  # the driver dies after ``after`` checkpointed jobs, one bucket each
-                changes_run(self.resources, world, end, driver_dies_after_saves=after)
-        except Exception as error:
-            if "injected fault" not in str(error):
-                raise
-            killed = True
-        self.say_if_killed(killed)
+        if where == "read task":  # its Python worker dies after ``after`` streams
+            kill = functools.partial(changes_run, task_dies_after_streams=after)
+        else:  # the driver dies after ``after`` checkpointed jobs, one bucket each
+            kill = functools.partial(changes_run, driver_dies_after_saves=after)
+        self.run_to_its_kill(lambda: kill(self.resources, world, end))
         self.extract_and_check()
 
     @rule(after=st.integers(1, 3), writes_seed=st.integers(0, 1 << 16))
@@ -415,12 +409,11 @@ class Torture(RuleBasedStateMachine):
                 raise InjectedFault("injected fault: the apply died after acknowledged chunks")
 
         job = Replication(world.table, world.sink)
-        try:
-            replicate(world.config, client, client, job, "killed", SMALL_SLICES, on_applied=dies)
-        except InjectedFault:
-            self.say_if_killed(True)
-        else:
-            self.say_if_killed(False)
+        self.run_to_its_kill(
+            lambda: replicate(
+                world.config, client, client, job, "killed", SMALL_SLICES, on_applied=dies
+            )
+        )
         self.replicate_and_check()
 
     @precondition(lambda self: self.world is not None and self.world.tablets is None)
@@ -433,12 +426,7 @@ class Torture(RuleBasedStateMachine):
         description tables then hold exactly the emulated cluster's generations."""
         world = self.live()
         if dies is not None:
-            try:
-                generations_run(self.resources.client, world, dies=dies)
-            except InjectedFault:
-                self.say_if_killed(True)
-            else:
-                self.say_if_killed(False)
+            self.run_to_its_kill(lambda: generations_run(self.resources.client, world, dies=dies))
             assert_visible_generations_whole(self.resources.client, world)
         outcome = generations_run(self.resources.client, world)
         assert not outcome.held_back, outcome
@@ -478,9 +466,17 @@ class Torture(RuleBasedStateMachine):
 
     # --- what the steps do ------------------------------------------------------------
 
-    def say_if_killed(self, killed: bool) -> None:
-        """Marks the step in the printed list: a kill only happens where there is work."""
-        self.taken[-1] += " (killed)" if killed else " (nothing to kill)"
+    def run_to_its_kill(self, run: Callable[[], object]) -> None:
+        """A run an injected fault may kill (raised as is, or wrapped by Spark), marked
+        in the printed list of steps: a kill only happens where there is work."""
+        try:
+            run()
+        except Exception as error:
+            if "injected fault" not in str(error):
+                raise
+            self.taken[-1] += " (killed)"
+        else:
+            self.taken[-1] += " (nothing to kill)"
 
     def live(self) -> World:
         assert self.world is not None

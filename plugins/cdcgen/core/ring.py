@@ -89,7 +89,7 @@ class Ring:
     def shards_known(self) -> bool:
         """Whether every node's shard count was read (raft: yes; gossip: no); the range
         ends of nodes that left (:func:`with_left_nodes`) have none to read."""
-        return all(node.shard_count is not None for node in self.nodes if node.state != LEFT)
+        return all(node.shard_count is not None for node in self.live_nodes)
 
     @property
     def live_nodes(self) -> tuple[RingNode, ...]:
