@@ -15,6 +15,8 @@ import time
 from pathlib import Path
 
 _CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+#: How long a live process may show an empty command line (see ``is_running``).
+_NO_COMMAND_LINE_GRACE = 2.0
 
 
 def read_pid(pid_file: Path) -> int | None:
@@ -34,21 +36,26 @@ def remove_pid(pid_file: Path) -> None:
 
 def is_running(pid: int, marker: str) -> bool:
     """True if ``pid`` is a live (non-zombie) process whose command line holds ``marker``."""
-    state = _state(pid)
-    if state is None:
-        return False
-    if state in ("Z", "X"):
-        return _still_exiting(pid)
-    try:
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")
-    except OSError:
-        return False
-    if not cmdline:
-        # Cassandra's main thread ends once the node has started, its other threads
-        # run on: a leader that exited between the two reads has no command line left
-        # to show, and reads as a zombie now.
-        return _state(pid) in ("Z", "X") and _still_exiting(pid)
-    return marker.encode() in cmdline and b"CassandraDaemon" in cmdline
+    deadline = time.monotonic() + _NO_COMMAND_LINE_GRACE
+    while True:
+        state = _state(pid)
+        if state is None:
+            return False
+        if state in ("Z", "X"):
+            return _still_exiting(pid)
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")
+        except OSError:
+            return False
+        if cmdline:
+            return marker.encode() in cmdline and b"CassandraDaemon" in cmdline
+        # A live process shows no command line for two moments: its exec is under way
+        # (Popen returns once the exec closed its error pipe, before the kernel has set
+        # the new program's arguments up), or its leader thread exits this instant
+        # (Cassandra's main thread ends once the node has started; read again, a zombie).
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.01)
 
 
 def uptime_seconds(pid: int) -> float | None:
