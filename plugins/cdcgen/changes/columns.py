@@ -48,8 +48,6 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 __all__ = [
-    "EXTRA_COLUMNS",
-    "PARTITION_VALUES",
     "ColumnSpec",
     "LakeBatchBuilder",
     "Placement",
@@ -58,9 +56,6 @@ __all__ = [
     "lake_schema",
     "text_columns",
 ]
-
-EXTRA_COLUMNS = ("write_time", "operation_name", "base_token")
-PARTITION_VALUES = ("date", "generation", "window", "bucket")
 
 
 @dataclass(frozen=True)

@@ -189,17 +189,14 @@ def ring_differences(recorded: Ring, other: Ring) -> list[str]:
     return found
 
 
-def ring_for(is_newest: bool, recorded: Ring | None, live: Ring | None) -> tuple[Ring | None, str]:
+def ring_for(recorded: Ring | None) -> tuple[Ring | None, str]:
     """The ring a generation is validated against, and why, in words.
 
-    The ring recorded with the generation wins (it is the one it was made from, seen
-    when the generation was first the newest); otherwise the newest committed generation
-    takes the live ring; an older one without a record has no known ring.
+    That is the ring recorded with the generation (the one it was made from, seen when
+    the generation was first the newest); a generation without a record has no known ring.
     """
     if recorded is not None:
         return recorded, f"the ring recorded with this generation ({recorded.describe()})"
-    if is_newest and live is not None:
-        return live, f"the live ring ({live.describe()})"
     return None, (
         "no ring was recorded with this generation (no run saw it as the newest committed "
         "one), so the checks against the ring did not run"

@@ -25,7 +25,7 @@ from cdcgen.core.topology import Node
 from cdcgen.extract.description_columns import DescriptionColumns
 from cdcgen.extract.lake import ArtifactError, GenerationArtifact
 from cdcgen.extract.lake_writes import write_generation
-from cdcgen.extract.streams_table import STREAMS_SCHEMA, entries_table
+from cdcgen.extract.streams_table import STREAMS_SCHEMA
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -38,18 +38,6 @@ def read_streams(spark: SparkSession, artifact: GenerationArtifact) -> DataFrame
     version of the table holds (resolved by delta-rs, so Spark has no log to replay)."""
     files = [path.spark_uri for path in artifact.files]
     return spark.read.schema(_spark_schema(STREAMS_SCHEMA)).parquet(*files)
-
-
-def streams_frame(spark: SparkSession, table: pa.Table) -> DataFrame:
-    """A DataFrame from an in-memory Arrow table (small tables: CLI checks, tests)."""
-    return spark.createDataFrame(table)
-
-
-def entries_frame(
-    spark: SparkSession, columns: DescriptionColumns, nodes: Sequence[Node] | Ring | None = None
-) -> DataFrame:
-    """One row per entry (a few thousand at most): small enough to pass through Arrow."""
-    return spark.createDataFrame(entries_table(columns, nodes))
 
 
 @dataclass(frozen=True)

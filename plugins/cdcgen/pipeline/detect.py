@@ -54,7 +54,7 @@ def detect(
     )
     if rings is not None:
         for selection in chosen:
-            _, why = ring_for(False, rings.recorded(selection.generation), None)
+            _, why = ring_for(rings.recorded(selection.generation))
             log.info("%s: %s", selection.generation.label, why)
     return chosen
 

@@ -235,9 +235,6 @@ RULES: tuple[RowRule, ...] = (
 
 RULES_BY_EXPECTATION: Mapping[str, RowRule] = {rule.expectation: rule for rule in RULES}
 
-#: Rules that need the previous generation's stream IDs beside the batch.
-NEEDS_PREVIOUS = frozenset({"expect_no_stream_reused_from_previous_generation"})
-
 
 def rules_of(expectations: list[str] | tuple[str, ...], batch: Batch) -> list[RowRule]:
     """The rules among ``expectations`` (suite types; built-in ones have none) on ``batch``."""

@@ -205,7 +205,7 @@ def _validate(
     skipped = [f"{suite.name}: {name}" for suite in suites for name in suite.skipped]
     ring_note = ""
     if batches.layout == "vnodes":
-        chosen, why = ring_for(False, ring, None)
+        chosen, why = ring_for(ring)
         ring_note = f"validated against {why}" if chosen else why
     summary = summary_text(f"generation {label}", checks, skipped, index)
     return ValidationResult(

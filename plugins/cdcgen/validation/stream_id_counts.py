@@ -14,9 +14,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-#: The columns of the counts table; an ID not in it occurs once and is new.
-COUNT_COLUMNS = ("stream_id", "occurrences", "reused")
-
 
 def stream_id_counts(
     current: pa.ChunkedArray | pa.Array, previous: pa.ChunkedArray | pa.Array | None
