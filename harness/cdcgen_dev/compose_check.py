@@ -49,7 +49,7 @@ def _sources_digest() -> str:
 
 
 def build(binary: Path = BINARY) -> Path:
-    """The compiled checker, rebuilt when ``tools/compose-check`` changed (about 20 s
+    """The compiled checker, rebuilt when ``tools/compose-check`` changed (a Go build,
     and the pinned modules' download the first time)."""
     stamp = binary.with_suffix(".sha256")
     want = _sources_digest()

@@ -13,7 +13,7 @@ so the suite is cut in two fixed parts that run side by side:
 The sessions share what was built to be shared: the Cassandra sandbox through its pid
 leases (the main session's switch to the three-node cluster waits until the side
 session has released the single node), the e2e Airflow template home through a lock on
-its migration. The type check (mypy, a minute and a half of one core on a fresh clone)
+its migration. The type check (mypy, long on a fresh clone)
 runs beside them while they start their sandboxes, instead of before them. The main
 session prints as it goes; the side session's output and the type check's are kept in
 ``var/test-sessions/`` and printed after it. The exit status is the first failing

@@ -25,7 +25,7 @@ MAIN_CLASS = "org.apache.cassandra.service.CassandraDaemon"
 DEFAULT_HEAP = "1G"
 # Cassandra mlockall()s its memory at start-up (it succeeds as root), which
 # makes every committed heap page resident. Committing only this much up front
-# keeps an idle node near 0.7 GB RSS instead of ~1.5 GB; the heap grows on demand.
+# keeps an idle node's resident memory low; the heap grows on demand.
 INITIAL_HEAP_MB = 256
 
 # Popen objects of nodes this process started. Holding them keeps Python from

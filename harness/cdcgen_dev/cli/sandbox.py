@@ -56,7 +56,7 @@ def add_parser(commands: SubParsers, name: str, *, help: str, description: str) 
 def sandbox_errors() -> Iterator[None]:
     """Print a SandboxError's details (e.g. the node's log tail), re-raise as CliError."""
     # Imported here: every cdcgen command loads this module (its entry point), and the
-    # sandbox package brings cassandra-driver, 0.16 s of every command's start-up.
+    # sandbox package brings cassandra-driver, a cost to every command's start-up.
     from cdcgen_dev.cassandra import SandboxError
 
     try:

@@ -136,7 +136,7 @@ def _stored_arrays(stored: list[RawRow], shard_ordered: bool) -> GenerationArray
     """The fast path's columns from the rows, or None where it cannot take them.
 
     Each range's blobs are checked and joined while they are in the cache (1.6M blobs
-    as one flat list cost ~0.1 s more, walked three times); one ``b"".join`` over them
+    as one flat list cost more, walked three times); one ``b"".join`` over them
     all would also first allocate a Py_buffer (80 bytes) per blob.
     """
     ends: list[int] = []

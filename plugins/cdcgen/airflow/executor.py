@@ -4,7 +4,7 @@ Airflow 3's LocalExecutor forks its workers from the scheduler when it starts, a
 each worker forks the process a task runs in (a bare ``os.fork`` on Linux). Whatever
 the scheduler has imported by then is in every task's memory, shared copy-on-write,
 without being imported again. :func:`cdcgen.airflow.preload.preload` imports what the
-generation tasks need, about 3 s per task otherwise, once when the scheduler starts.
+generation tasks need once, when the scheduler starts, instead of in every task.
 
 Configure it with ``AIRFLOW__CORE__EXECUTOR=cdcgen.airflow.executor.PreloadingLocalExecutor``
 (docker-compose.yaml and the development stack do). Nothing else differs from the

@@ -2,7 +2,7 @@
 
 The count suite compares, per stream and window, the rows in the lake with the rows in
 the source. Counting one ``COUNT(*)`` query per stream (:func:`.row_frames.source_counts_frame`)
-costs what the per-stream extraction cost: at 150,000 streams, minutes of queries. When
+costs what the per-stream extraction cost: a round trip for every one of them. When
 the extraction itself scanned ranges (the same rule, :func:`cdcgen.core.read_strategy.choose_read`),
 the counts do too: each Spark task scans its token ranges for the stream and time columns
 alone, places each row with the run's :class:`~.window_index.WindowIndex` (exactly as the

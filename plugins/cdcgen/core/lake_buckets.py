@@ -5,9 +5,9 @@ rule decides what one Spark task writes. A token-range scan (the change extracti
 range strategy) reads partitions in token order, so when a bucket is a slice of the
 ring (``ring``) a task scanning inside one slice writes to one bucket: one Parquet file
 per window. When buckets hash the stream ID (``crc32``, the first layout) every range
-holds streams of every bucket, and each task writes buckets x windows small files: a
-73,728-stream backlog of 16 windows over 8 buckets ran at 23.1 s against 15.6 s with one
-bucket (``benchmarks/bench_changes.py --shards 72 --vnodes 1024 --backlog``).
+holds streams of every bucket, and each task writes buckets x windows small files, so a
+backlog over several buckets runs markedly slower than over one (measured with
+``benchmarks/bench_changes.py --shards 72 --vnodes 1024 --backlog``).
 
 The token is the log table's own partitioner's (ScyllaDB's CDC partitioner: the stream
 ID's first 8 bytes; Murmur3 in a sandbox kept by Apache Cassandra), given as

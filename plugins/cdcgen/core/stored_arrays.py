@@ -2,7 +2,7 @@
 
 ScyllaDB keeps each range's streams in shard order, but a ``set<blob>`` comes back
 sorted by bytes; :func:`cdcgen.core.topology.order_streams_by_shard` recovers the order
-one stream at a time, which for the seed's 1,638,400 streams is most of a minute. This
+one stream at a time, which for the seed's 1,638,400 streams is slow. This
 module gives the same answer for whole columns: shard ``j`` of a range gets the stream
 whose token is ``find_first_token_for_shard(start, end, j, ...)``, streams sharing a
 token (the shards with no token in the range, all on ``range_end``) taken in byte order
@@ -60,7 +60,7 @@ def arrays_from_stored(
     # Stream rows gathered in range-end order (rows as stored may come in any order).
     entry_of_row = np.repeat(np.arange(entries, dtype=np.int64), per_entry)
     position = np.arange(offsets[-1], dtype=np.int64) - offsets[:-1][entry_of_row]
-    # Whole 16-byte rows as one void item each: gathers and scatters ~3x faster.
+    # Whole 16-byte rows as one void item each: gathers and scatters much faster.
     source = np.ascontiguousarray(stream_bytes).view(_ROW).reshape(-1)
     rows = source[source_offsets[:-1][order][entry_of_row] + position]
     if not shard_ordered:
@@ -119,8 +119,8 @@ def _placed_by_ring(
     """:func:`_shard_positions` without 3-key sorts, for rows as a ``set<blob>`` returns
     them, or None (then the general sorts decide).
 
-    Measured on 1.6M streams, the two lexsorts took ~0.35 s; these single-key stable
-    sorts take ~6 ms because their keys are already nearly sorted. A token's distance
+    These single-key stable sorts are far quicker than the two lexsorts because their
+    keys are already nearly sorted. A token's distance
     along the ring from the start of entry 0's range orders valid rows by entry (ranges
     partition the ring), and in a range it is byte order rotated, so one stable sort puts
     the streams in (entry, ring position, remaining bytes) order, ties kept in byte

@@ -216,8 +216,8 @@ def expected_first_tokens(
     if not valid.any():
         return result, valid
     if valid.all() and (count == count.flat[0]).all() and (ignore == ignore.flat[0]).all():
-        # One configuration (the common generation): no grouping, no gathers (~60 ms of
-        # 170 ms at 1.6M rows).
+        # One configuration (the common generation): no grouping, no gathers (a good
+        # part of the general path's time).
         shards, ignore_msb = int(count.flat[0]), int(ignore.flat[0])
         return find_first_token_for_shard_array(start, end, shard_a, shards, ignore_msb), valid
     rows = np.flatnonzero(valid.ravel())

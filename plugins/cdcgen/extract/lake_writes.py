@@ -10,7 +10,7 @@ The order is what makes a killed extraction harmless:
    previous ones: before it, readers see the previous extraction, after it the new one.
 
 Why pyarrow writes the files and delta-rs only commits them: the 1,638,400-stream
-generation takes 0.4 s with pyarrow against 0.8 s through ``write_deltalake`` (which
+generation is written faster with pyarrow than through ``write_deltalake`` (which
 also computes column statistics nobody filters on: readers select a partition), and
 the commit is then a step of its own, the point where an extraction becomes visible.
 
@@ -61,7 +61,7 @@ from cdcgen.extract.lake import (
 from cdcgen.extract.streams_table import STREAMS_SCHEMA, flatten_generation, timestamp_millis
 
 ROWS_PER_FILE = 262_144
-"""About 9 MB of Parquet per file: enough files for both local cores to read in parallel."""
+"""Rows per Parquet file: enough files for both local cores to read in parallel."""
 WRITERS = max(2, min(4, os.cpu_count() or 1))
 """Threads of one extraction: the documents beside the flattening, then Parquet files."""
 UNIQUE_COLUMNS = (
@@ -72,8 +72,8 @@ UNIQUE_COLUMNS = (
     "expected_first_token",
 )
 """(Nearly) one value per stream: pyarrow would build a dictionary for each, see it
-overflow and throw it away; without it their files are smaller and encode in 60% of
-the time (the other columns repeat a few values and keep theirs)."""
+overflow and throw it away; without it their files are smaller and encode faster
+(the other columns repeat a few values and keep theirs)."""
 NO_STATISTICS = ("generation_id", "stream_id", "stream_id_hex")
 """Text and blob columns get no min/max: a file is one row group of random IDs, whose
 bounds would skip nothing, and readers select partitions, not values."""

@@ -2,10 +2,9 @@
 
 Sessions come from :mod:`cdcgen.spark.session` (one configuration per job kind).
 
-Measured on 2 cores with the 1,638,400-stream generation (benchmarks/
-bench_generation_pipeline.py): writing the flattened Arrow table with pyarrow and
-reading it back with Spark costs about a second plus the read, whereas
-``spark.createDataFrame(arrow_table).write.parquet`` took about a minute (the table is
+With a large generation (``benchmarks/bench_generation_pipeline.py`` measures one),
+writing the flattened Arrow table with pyarrow and reading it back with Spark is far
+quicker than ``spark.createDataFrame(arrow_table).write.parquet`` (the table is
 shipped to the JVM in small Arrow batches, one task each). So pyarrow writes the
 Parquet files of a generation's commit (:func:`cdcgen.extract.lake_writes.write_generation`)
 and Spark reads exactly the files of that version: the DataFrame validation runs on is

@@ -228,8 +228,8 @@ def _hex_array(columns: DescriptionColumns) -> pa.Array:
 
 def _repeated(text: str, count: int) -> pa.Array:
     """``text`` on every row. Built on one buffer: pyarrow's ``take`` would do it, but
-    its first call in a process sets up kernels for 0.15-0.3 s, and the extract job is a
-    first caller."""
+    its first call in a process sets up kernels, a cost of its own, and the extract job
+    is a first caller."""
     data = text.encode("utf-8")
     return _fixed_width_strings(data * count, len(data), count)
 

@@ -7,7 +7,7 @@ records the same generation again with ``published=True``.  The ring picture is
 drawn from the extracted description when it is a valid one; a corrupt
 description gets counts only.  Publish takes the ring and counts from the record
 validate wrote in the same DAG run: what is published is exactly what was validated,
-so reading and drawing 1.6M streams again (about 2 s) would only repeat it.
+so reading and drawing 1.6M streams again would only repeat it.
 """
 
 from __future__ import annotations

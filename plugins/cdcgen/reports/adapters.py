@@ -66,8 +66,8 @@ def ring_from_arrays(
 
 def _draws_stream_dots(streams: int) -> bool:
     """Whether the ring picture draws these streams' dots, so the record needs their
-    tokens: a 1.6M-stream generation's would make its record 30 MB, read again by every
-    rebuild of the site, for a picture that shows none of them."""
+    tokens: a 1.6M-stream generation's would make its record tens of megabytes, read
+    again by every rebuild of the site, for a picture that shows none of them."""
     return streams <= MAX_STREAM_DOTS
 
 

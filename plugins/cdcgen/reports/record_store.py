@@ -1,7 +1,7 @@
 """Where run records live on disk: ``runs/<key>.json``, their rings in ``runs/rings/``.
 
-A generation's ring (an entry per range: 25,600 in the seed's large cluster, 1.4 MB of
-JSON) is the same in every record of that generation, and only its page draws it. Kept
+A generation's ring (an entry per range: 25,600 in the seed's large cluster, megabytes
+of JSON) is the same in every record of that generation, and only its page draws it. Kept
 inline, every task that records a run re-read every ring of the site's history to draw
 the index, so recording grew with the history. The ring is therefore kept once, in a
 file named by the SHA-256 of its JSON (writing it again is a no-op), and the record
@@ -31,8 +31,8 @@ _DIGEST = re.compile(r"[0-9a-f]{64}")
 
 #: The ring last read from or written to a ring file, with that file's digest. Publish
 #: records the generation again with the ring validate's record gave it: the very same
-#: object is known to be in that file, and is not encoded (1.6M tokens: 0.3 s) and
-#: hashed again to find so.
+#: object is known to be in that file, and is not encoded (1.6M tokens) and hashed
+#: again to find so.
 _last_ring: tuple[tuple[Any, ...], str] | None = None
 
 

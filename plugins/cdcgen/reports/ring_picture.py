@@ -26,7 +26,7 @@ MAX_STREAM_DOTS = 6000
 #: Beyond this many ranges the ring draws :data:`RING_ARCS` equal arcs instead, each
 #: coloured by the node owning its middle token. A range of the seed's 25,600-range ring
 #: is a tenth of a pixel wide on the picture; a path (and tooltip) per range made the
-#: page 5 MB and took a third of a second to draw, for the same pixels.
+#: page heavy and slow to draw, for the same pixels.
 MAX_RANGE_ARCS = 2048
 RING_ARCS = 1024
 

@@ -1,7 +1,7 @@
 """The long-lived Spark Connect server that generation extracts and validations run on.
 
-A generation's Spark work is a read-back count and one flag pass: about a second on a
-warm JVM, against 4 s to start a driver and 1-2 s more for its cold first job. A server
+A generation's Spark work is a read-back count and one flag pass: on a warm JVM, less
+than it takes to start a driver, let alone to run that driver's cold first job. A server
 started once and left running (a service beside the cluster, like the Spark master)
 takes both off every generation: the jobs connect to it with ``$CDCGEN_SPARK_REMOTE``
 (:func:`cdcgen.spark.session.remote_for`) and start no JVM of their own.

@@ -4,11 +4,9 @@ A read task allocates and drops millions of small objects (the driver's rows, th
 UUIDs and byte strings), so CPython's collector runs often, and each of its full
 collections walks every object alive in the process: PySpark, pyarrow, numpy, the
 cassandra-driver and the worker's shared session, none of which ever becomes garbage.
-Measured over the 4,096-stream table of ``benchmarks/bench_changes.py`` (501,667 rows
-placed by the range task): in one process, 10.3 s against 8.7 s with the heap frozen;
-in Spark (``local[2]``, six timed rounds each, same data), the extraction's median went
-from 10.6 to 9.7 s. Workers are reused across jobs, so a raw scan run in the same
-session gains as well (its median went from 15.3 to 12.6 s in those rounds).
+With the heap frozen, a range task's extraction over a table of
+``benchmarks/bench_changes.py`` runs measurably faster, in one process and in Spark.
+Workers are reused across jobs, so a raw scan run in the same session gains as well.
 
 :func:`freeze_once` freezes (``gc.freeze``) what the worker holds when its first task
 has set up: imports, the shared session, the task's builder. It runs once per worker

@@ -4,8 +4,8 @@ The flag pass (:mod:`.flag_sql`) reads every stream once; what it keeps is small
 engines run the same query:
 
 * ``sql``: SQLite in this process (:func:`cdcgen.validation.sqlite_batches.flag_streams`).
-  Nothing to start, so a description of a few thousand streams is checked in well under
-  a second; but it loads every row through Python, which at a million streams costs
+  Nothing to start, so a description of a few thousand streams is checked quickly;
+  but it loads every row through Python, which at a million streams costs
   more than Spark's scan.
 * ``spark``: a Spark session (:func:`flag_on_spark`) reads the lake partition itself,
   column-pruned, and returns only the offending rows as Arrow.

@@ -141,7 +141,7 @@ def _load_when_used(name: str) -> None:
     """Make module ``name`` load on its first attribute access instead of on import.
 
     GX's KL-divergence expectation imports ``scipy.stats`` (and with it scipy.spatial
-    and scipy.linalg) when GX is imported, about a second of the three GX takes, for
+    and scipy.linalg) when GX is imported, a large part of GX's import time, for
     an expectation no suite here uses. Deferred, it loads only if something uses it.
     """
     if name in sys.modules:

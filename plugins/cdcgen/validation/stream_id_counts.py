@@ -3,8 +3,8 @@
 These two facts are what the ID rules of :mod:`.generation_rules` compare
 (``occurrences > 1``, ``reused``). They are computed here, once, for both flag engines,
 with pyarrow's hash kernels over the ID column alone: at 1.6 million streams (and as
-many previous IDs) that takes about a second, where hashing the same 16-byte keys in a
-Spark shuffle cost several CPU seconds. Only the IDs for which the facts differ from
+many previous IDs) that is much cheaper than hashing the same 16-byte keys in a
+Spark shuffle. Only the IDs for which the facts differ from
 "once here, new" are kept (usually none), so the table joined back is tiny.
 """
 
@@ -54,8 +54,8 @@ def _all_distinct(
 ) -> bool:
     """Whether the IDs of ``current`` and ``previous`` together are surely all distinct:
     true only if all are 16 bytes and no two share their low eight bytes, the random
-    and index bits. Sorting those as integers takes a fifth of the hash kernel's time at
-    1.6M IDs; when it cannot tell (other lengths, a shared low half), the kernel decides.
+    and index bits. Sorting those as integers costs far less than the hash kernel; when
+    it cannot tell (other lengths, a shared low half), the kernel decides.
     """
     parts = [_combined(current)] + ([] if previous is None else [_combined(previous)])
     halves = []
