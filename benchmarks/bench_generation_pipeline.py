@@ -173,7 +173,7 @@ def main() -> None:
     with MemorySampler(also=server) as memory:
         with stage("detect"):
             from cdcgen.adapters.generation_sources import connected_generation_ports
-            from cdcgen.extract.rings import LakeRingRecords
+            from cdcgen.extract.ring_records import LakeRingRecords
             from cdcgen.pipeline.detect import detect
 
             with connected_generation_ports(config) as ports:

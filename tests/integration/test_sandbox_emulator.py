@@ -22,7 +22,7 @@ from cdcgen.adapters.clocks import CqlClockReader
 from cdcgen.adapters.cql import CqlClient, connect
 from cdcgen.adapters.description_rows import tablets_description
 from cdcgen.adapters.generation_sources import source_for
-from cdcgen.adapters.rings import GossipRingReader, RaftRingReader
+from cdcgen.adapters.ring_reader import GossipRingReader, RaftRingReader
 from cdcgen.adapters.tablet_sources import TabletsStreamSource
 from cdcgen.adapters.v1_sources import V1GenerationSource, detect_legacy_mode
 from cdcgen.adapters.vnode_sources import (

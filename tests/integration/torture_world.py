@@ -37,7 +37,7 @@ from cdcgen.core.log_ttls import shortest
 from cdcgen.core.replication import quote
 from cdcgen.core.windows import Interval, Mode
 from cdcgen.extract.lake import LocalGenerationLake
-from cdcgen.extract.rings import LakeRingRecords
+from cdcgen.extract.ring_records import LakeRingRecords
 from cdcgen.jobs.extract_generation import arguments
 from cdcgen.jobs.extract_generation import run as extract_generation
 from cdcgen.pipeline.detect import detect

@@ -24,7 +24,7 @@ from cdcgen.core.ring import (
 )
 from cdcgen.core.topology import InvalidTopology, Node, make_generation
 from cdcgen.extract.description_columns import DescriptionColumns
-from cdcgen.extract.rings import LakeRingRecords
+from cdcgen.extract.ring_records import LakeRingRecords
 from cdcgen.extract.streams_table import entries_table
 from cdcgen.pipeline.detect import detect
 from cdcgen.pipeline.outcomes import ValidationOutcome

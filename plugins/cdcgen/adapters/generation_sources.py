@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from cdcgen.adapters.publisher import CqlDescriptionPublisher
-from cdcgen.adapters.rings import ring_reader_for
+from cdcgen.adapters.ring_reader import ring_reader_for
 from cdcgen.adapters.tablet_publisher import TabletsPublisher
 from cdcgen.adapters.tablet_sources import TabletsStreamSource
 from cdcgen.adapters.vnode_sources import (

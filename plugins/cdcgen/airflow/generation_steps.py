@@ -52,7 +52,7 @@ def detect(
     it would re-publish every generation once more, one interval later.)
     """
     from cdcgen.adapters.generation_sources import connected_generation_ports
-    from cdcgen.extract.rings import LakeRingRecords
+    from cdcgen.extract.ring_records import LakeRingRecords
     from cdcgen.jobs.extract_generation import arguments
     from cdcgen.pipeline.detect import detect as detect_generations
 

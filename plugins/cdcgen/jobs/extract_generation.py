@@ -150,7 +150,7 @@ def run(argv: Sequence[str] | None = None, config: PipelineConfig | None = None)
 
     ``config`` defaults to the ``CDCGEN_*`` environment.
     """
-    from cdcgen.extract.rings import LakeRingRecords
+    from cdcgen.extract.ring_records import LakeRingRecords
     from cdcgen.extract.spark_extract import extract_generation
     from cdcgen.spark.session import job_session, remote_for
 
