@@ -17,9 +17,13 @@ from typing import Any, ClassVar, Self, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
+from cdcgen.core.errors import TerminalError
 
-class ConfigError(ValueError):
+
+class ConfigError(TerminalError, ValueError):
     """A setting has a value the pipeline cannot use; the message names the setting."""
+
+    summary = "configuration refused"
 
 
 def env(name: str, default: Any = ..., **kwargs: Any) -> Any:

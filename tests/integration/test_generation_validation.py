@@ -32,7 +32,7 @@ from cdcgen.extract.lake_writes import write_generation
 from cdcgen.extract.spark_extract import extract_generation
 from cdcgen.extract.streams_table import flatten_generation
 from cdcgen.validation.generation_suite import validate_description, validate_generation
-from cdcgen.validation.results import GenerationInvalid, ValidationResult
+from cdcgen.validation.results import ValidationFailed, ValidationResult
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -81,7 +81,7 @@ def test_a_valid_generation_passes_every_check(
     assert result.report_index == tmp_path / "reports" / extracted.artifact.label / "index.html"
     assert result.report_index.is_file()
     assert list(result.report_index.parent.glob("validations/*/*/*/*.html"))
-    assert result.raise_if_failed(GenerationInvalid) is result
+    assert result.raise_if_failed(ValidationFailed) is result
 
 
 def test_ranges_too_small_for_every_shard_pass_by_the_range_end_rule(
@@ -306,8 +306,8 @@ def test_failures_are_exactly_the_corrupted_rules(corrupted: Corrupted) -> None:
     swapped = data["entries"][_entry_with_distinct_first_tokens(_generation(2), 1)]["streams"][0]
     assert swapped in result.summary  # the offending stream is named by its hex
     assert result.report_index.is_file()
-    with pytest.raises(GenerationInvalid, match="shard colocation"):
-        result.raise_if_failed(GenerationInvalid)
+    with pytest.raises(ValidationFailed, match="shard colocation"):
+        result.raise_if_failed(ValidationFailed)
 
 
 def test_unsorted_range_ends_fail_the_ordering_check(spark: SparkSession, tmp_path: Path) -> None:

@@ -21,6 +21,7 @@ from cdcgen.changes.layout import (
     list_windows,
 )
 from cdcgen.cli import main
+from cdcgen.core.errors import ExitCode
 from cdcgen.core.generation_arrays import build_generation_arrays
 from cdcgen.core.ring import Ring
 from cdcgen.core.topology import Node
@@ -105,5 +106,5 @@ def test_a_parquet_lake_is_converted_in_place_with_every_row(
 def test_migrating_a_lake_without_changes_names_the_folder(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(["lake", "migrate", "--lake", str(tmp_path / "nowhere")]) == 2
+    assert main(["lake", "migrate", "--lake", str(tmp_path / "nowhere")]) == ExitCode.USAGE
     assert "nowhere does not exist" in capsys.readouterr().err

@@ -16,6 +16,7 @@ import pytest
 
 from cdcgen.adapters.cql import CqlClient
 from cdcgen.cli import main
+from cdcgen.core.errors import ExitCode
 from cdcgen.core.generation import SourceMode
 from cdcgen.core.time import to_millis
 from cdcgen.core.topology_json import description_to_json
@@ -89,16 +90,16 @@ def test_publish_applies_the_dags_checks_and_force_only_republishes(
 
     # The newer generation first: an older one is not public yet.
     status, said = publish(partitions[1], stamps[1])
-    assert status == 2 and "older generation" in said
+    assert status == ExitCode.TERMINAL and "older generation" in said
     assert stamps[0].isoformat(timespec="milliseconds") in said
     # A partition under another generation's timestamp.
     status, said = publish(partitions[0], stamps[1])
-    assert status == 2 and "the description is that of generation" in said
+    assert status == ExitCode.TERMINAL and "the description is that of generation" in said
     # A timestamp the source never committed.
     other = tmp_path / "description.json"
     other.write_text(json.dumps(description_to_json(descriptions[0])))
     status, said = publish(str(other), stamps[0] + timedelta(milliseconds=1))
-    assert status == 2 and "is committed on the source" in said
+    assert status == ExitCode.TERMINAL and "is committed on the source" in said
     assert published(client, target_keyspace) == {}  # nothing of any of them reached the target
 
     for partition, stamp, generation_id in zip(partitions, stamps, ids, strict=True):
@@ -108,9 +109,9 @@ def test_publish_applies_the_dags_checks_and_force_only_republishes(
     entries = [len(description) for description in descriptions]
     assert published(client, target_keyspace) == dict(zip(stamps, entries, strict=True))
     status, said = publish(partitions[0], stamps[0])
-    assert status == 2 and "already published; force" in said
+    assert status == ExitCode.TERMINAL and "already published; force" in said
     status, said = publish(partitions[0], stamps[0], "--force")
     assert status == 0, said
     # --force re-publishes; it does not lift the other checks.
     status, said = publish(partitions[0], stamps[1], "--force")
-    assert status == 2 and "the description is that of generation" in said
+    assert status == ExitCode.TERMINAL and "the description is that of generation" in said

@@ -40,6 +40,7 @@ from replication_world import (
 from cdcgen.adapters.cql import CqlClient, connect
 from cdcgen.config import PipelineConfig
 from cdcgen.core.cdc_log import TableRef
+from cdcgen.core.errors import ExitCode
 from cdcgen.core.replication_plan import ReplicationError
 from cdcgen.replication.run import Replication, bootstrap_sink, replicate
 from cdcgen.replication.sink_state import PROGRESS, CqlSinkState
@@ -125,10 +126,10 @@ def test_a_sink_that_is_the_source_is_refused_and_the_source_kept(world: World) 
     args = ["bootstrap", "--table", TABLE.qualified, "--sink-keyspace", KEYSPACE, "--replace"]
     for extra in ([], ["--dry-run"]):
         done = cli(world.config, *args, *extra)
-        assert done.returncode == 2, done.stdout + done.stderr
+        assert done.returncode == ExitCode.TERMINAL, done.stdout + done.stderr
         assert f"the sink {TABLE} is the source table itself" in done.stderr
     apply = cli(world.config, "apply", "--table", TABLE.qualified, "--sink-keyspace", KEYSPACE)
-    assert apply.returncode == 2 and "source table itself" in apply.stderr
+    assert apply.returncode == ExitCode.TERMINAL and "source table itself" in apply.stderr
     assert contents(world.client, TABLE) == before
     keyspace = world.client.cluster.metadata.keyspaces[KEYSPACE]
     assert PROGRESS not in keyspace.tables  # no state written on the source either

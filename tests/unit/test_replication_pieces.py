@@ -135,12 +135,13 @@ def test_the_bootstrap_task_skips_a_table_planned_without_one_and_never_retries_
     )
 
     from cdcgen.airflow.spark_submit import CdcSparkSubmitOperator, ReplicationBootstrapOperator
+    from cdcgen.core.errors import ExitCode
 
     def submit_ending(code: int) -> object:
-        def execute(self: object, context: object) -> None:
+        def submit(self: object, *args: object) -> None:
             raise AirflowException(f"Cannot execute: spark-submit ... Error code is: {code}.")
 
-        return execute
+        return submit
 
     skipped = ReplicationBootstrapOperator(task_id="skipped", application="job.py")
     with pytest.raises(AirflowSkipException):
@@ -148,10 +149,10 @@ def test_the_bootstrap_task_skips_a_table_planned_without_one_and_never_retries_
     task = ReplicationBootstrapOperator(
         task_id="bootstrap", application="job.py", application_args=["--table", "ks.t"]
     )
-    monkeypatch.setattr(CdcSparkSubmitOperator, "execute", submit_ending(2))
+    monkeypatch.setattr(CdcSparkSubmitOperator, "_submit", submit_ending(ExitCode.TERMINAL))
     with pytest.raises(AirflowFailException, match="refused"):  # terminal: no retry
         task.execute({})
-    monkeypatch.setattr(CdcSparkSubmitOperator, "execute", submit_ending(4))
+    monkeypatch.setattr(CdcSparkSubmitOperator, "_submit", submit_ending(ExitCode.TRANSIENT))
     with pytest.raises(AirflowException) as stopped:  # transient: the retry resumes
         task.execute({})
     assert not isinstance(stopped.value, AirflowFailException)

@@ -14,6 +14,7 @@ import pytest
 from pydantic import SecretStr
 
 from cdcgen.config import ConfigError
+from cdcgen.core.errors import ExitCode
 from cdcgen.spark.connect_channel import AUTHORIZATION, channel_builder, is_loopback
 from cdcgen.spark.connect_server import (
     SPARK_TOKEN_ENV,
@@ -114,7 +115,7 @@ def test_the_server_does_not_start_without_a_token(
         raise AssertionError("the server was started without a token")
 
     monkeypatch.setattr("os.execve", started)  # were it to start, this process would go
-    assert main(["--port", "15099"]) == 2
+    assert main(["--port", "15099"]) == ExitCode.TERMINAL
     error = capsys.readouterr().err
     assert f"{TOKEN_ENV} or {TOKEN_FILE_ENV}: not set" in error
     assert error.count("\n") == 1

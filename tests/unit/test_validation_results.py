@@ -11,7 +11,7 @@ from cdcgen.validation.results import (
     SUMMARY_ROWS,
     ChangesInvalid,
     CheckOutcome,
-    GenerationInvalid,
+    ValidationFailed,
     ValidationResult,
     row_text,
     summary_text,
@@ -97,15 +97,15 @@ def test_summary_text_names_failures_their_first_rows_skips_and_reports() -> Non
 def test_failures_and_the_gate_the_caller_names() -> None:
     good = ValidationResult(True, [CheckOutcome("s", "e", "c", True, 0)], INDEX, "fine")
     assert good.failures == [] and good.skipped == [] and good.page is None
-    assert good.raise_if_failed(GenerationInvalid) is good
+    assert good.raise_if_failed(ChangesInvalid) is good
     bad = ValidationResult(False, [*good.checks, _failed(1)], INDEX, "it broke")
     assert bad.failures == [_failed(1)]
-    with pytest.raises(GenerationInvalid, match="it broke") as generation:
-        bad.raise_if_failed(GenerationInvalid)
-    assert generation.value.result is bad
+    with pytest.raises(ValidationFailed, match="it broke") as failed:
+        bad.raise_if_failed(ValidationFailed)
+    assert failed.value.result is bad and not isinstance(failed.value, ChangesInvalid)
     with pytest.raises(ChangesInvalid) as changes:
         bad.raise_if_failed(ChangesInvalid)
-    assert changes.value.output is None and not isinstance(changes.value, GenerationInvalid)
+    assert changes.value.output is None and changes.value.result is bad
 
 
 # --- suites -------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ import uuid
 from typing import TYPE_CHECKING
 
 from cdcgen.adapters.lake_store import LakeLocation, LakeRoot
+from cdcgen.core.errors import TerminalError
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -21,7 +22,7 @@ if TYPE_CHECKING:
 DELTA_LOG = "_delta_log"
 
 
-class DeltaLogError(Exception):
+class DeltaLogError(TerminalError):
     """Terminal: a table's log does not hold what a write or a reader expects."""
 
 
@@ -83,7 +84,7 @@ def commit_version(root: LakeRoot, marker: str, since: int | None) -> int:
     The commits after ``since`` are read one by one from their files, whose names are
     their versions. Not from delta-rs's ``history()``: while another process commits,
     it numbers the commits it lists off by one now and then (seen here with three
-    writers, once in a few commits).
+    writers).
 
     A write that changes nothing (no rows, and no file to replace) makes no commit at
     all in Delta: then the version is the last one there, which holds the same rows

@@ -19,25 +19,30 @@ from __future__ import annotations
 
 from typing import Any
 
+from cdcgen.core.errors import CdcgenError, ExitCode, TerminalError, TransientError
+
 #: How ScyllaDB's ``rate_limit_exception`` message starts (``exceptions/exceptions.cc``).
 RATE_LIMITED = "Per-partition rate limit reached"
 
 
-class ConnectionFailed(Exception):
+class ConnectionFailed(TransientError):
     """Transient: no node of the cluster answered."""
 
 
-class AccessRefused(Exception):
+class AccessRefused(TerminalError):
     """Terminal: the nodes refused our credentials or we refused their certificate.
 
     Another attempt meets the same answer, so nothing retries it or polls on: the
     message names each host and its reason, once.
     """
 
+    summary = "cluster refused access"
 
-class ReplicasUnavailable(Exception):
-    """Terminal once retries are spent: too few replicas alive for the consistency level;
-    the message names the level, the counts and the nodes the driver sees down."""
+
+class ReplicasUnavailable(TransientError):
+    """Too few replicas alive for the consistency level, once a call's own retries are
+    spent; the message names the level, the counts and the nodes the driver sees down.
+    Transient for the task: its retry, minutes later, may find the nodes back."""
 
 
 def hosts_down(cluster: Any) -> list[str]:
@@ -91,7 +96,9 @@ def refusals(exc: BaseException) -> list[str]:
 
 
 def is_transient(exc: BaseException) -> bool:
-    """True for failures a later attempt may not meet (see the module doc)."""
+    """True for failures a later attempt may not meet (see the module doc): the package's
+    own errors by their kind, the driver's by the list below; anything else (a bug) is
+    not retried by the calls that retry a statement."""
     from cassandra import (
         AuthenticationFailed,
         CoordinationFailure,
@@ -108,6 +115,8 @@ def is_transient(exc: BaseException) -> bool:
         ServerError,
     )
 
+    if isinstance(exc, CdcgenError):
+        return isinstance(exc, TransientError)
     if isinstance(exc, ConfigurationException):
         return str(getattr(exc, "message", exc)).startswith(RATE_LIMITED)
     if isinstance(exc, NoHostAvailable):
@@ -128,3 +137,24 @@ def is_transient(exc: BaseException) -> bool:
         TimeoutError,
     )
     return isinstance(exc, transient)
+
+
+def is_terminal(exc: BaseException) -> bool:
+    """Whether a task fails at once on ``exc`` rather than being retried: the one rule.
+
+    The package's errors say it by their kind (:mod:`cdcgen.core.errors`), the driver's by
+    :func:`is_transient` (an invalid query, a missing table, a refused login are
+    terminal). Anything else, a library's own failure or a bug, is left to the task's
+    retries, as Airflow does: nothing says that it is terminal, and a failure that was in
+    fact transient should not fail the run.
+    """
+    if isinstance(exc, CdcgenError):
+        return isinstance(exc, TerminalError)
+    if type(exc).__module__.split(".", 1)[0] == "cassandra":
+        return not is_transient(exc)
+    return False
+
+
+def exit_code(exc: BaseException) -> ExitCode:
+    """The exit status of a job or command that ends on ``exc``."""
+    return ExitCode.TERMINAL if is_terminal(exc) else ExitCode.TRANSIENT

@@ -27,7 +27,7 @@ from cdcgen.adapters.vnode_sources import (
     RaftGenerationSource,
 )
 from cdcgen.core.cdc_log import TableRef
-from cdcgen.core.generation import Generation, MetadataError, SourceMode
+from cdcgen.core.generation import Generation, GenerationChanged, SourceMode
 from cdcgen.core.time import to_millis
 
 if TYPE_CHECKING:
@@ -99,7 +99,7 @@ class TabletPublication:
         ]
         validated = {bytes(blob) for _, streams in rows for blob in streams}
         if len(views) != 1 or {s.raw for s in views[0].current} != validated:
-            raise MetadataError(
+            raise GenerationChanged(
                 f"{generation.label}: the source's stream set is no longer the one validated; "
                 "run the generation again"
             )

@@ -23,6 +23,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from cdcgen.adapters.writes import DEFAULT_BATCH_BYTES, IdempotentWriter, batches_by_size
+from cdcgen.core.errors import TerminalError
 from cdcgen.core.identifiers import SCYLLA_DISTRIBUTED, check_writable_keyspace
 from cdcgen.core.time import generation_timestamp, naive_as_utc
 from cdcgen.core.topology import TopologyDescription
@@ -52,8 +53,9 @@ TIMESTAMPS = Table.CDC_GENERATION_TIMESTAMPS.name_only
 StreamRows = Sequence[tuple[int, Sequence[bytes]]]
 
 
-class PublishError(Exception):
-    """Base class of publication failures."""
+class PublishError(TerminalError):
+    """A generation the target cannot take as it is (no rows, a range end twice); the
+    base of publication failures."""
 
 
 class PublishConflict(PublishError):
@@ -254,7 +256,7 @@ def _check_conflict(
     """Refuse to overwrite: every existing row must be one of the wanted rows, unchanged.
 
     Only the existing rows' streams are hashed: a first publication has none, and
-    hashing 1.6M streams for nothing cost half a second."""
+    hashing 1.6M streams for nothing is a cost worth skipping."""
     problems = []
     for end, streams in existing.items():
         if end not in wanted:

@@ -19,21 +19,22 @@ from datetime import timedelta
 from typing import TypeVar
 
 from cdcgen.adapters.errors import is_transient, unavailable
+from cdcgen.core.errors import CdcgenError, TerminalError, TransientError
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
 
-class StreamReadError(Exception):
+class StreamReadError(CdcgenError):
     """A stream window could not be read; the message names the stream and window."""
 
 
-class TransientReadError(StreamReadError):
+class TransientReadError(TransientError, StreamReadError):
     """Still failing after every retry; a later attempt (task retry, DAG retry) may work."""
 
 
-class TerminalReadError(StreamReadError):
+class TerminalReadError(TerminalError, StreamReadError):
     """Retrying cannot help (bad query, missing table, no permission)."""
 
 

@@ -37,11 +37,10 @@ def changes_summary(
     params: Mapping[str, Any], run_id: str, planned: Sequence[Mapping[str, Any]] | None
 ) -> dict[str, Any]:
     """Every table's result in one summary; fails the run naming each table that failed."""
-    from airflow.sdk.exceptions import AirflowFailException
-
     from cdcgen.pipeline import changes
+    from cdcgen.pipeline.run_summary import RunIncomplete
 
     summary = changes.changes_run_summary(run_config(params), run_id, planned)
     if summary["problems"]:
-        raise AirflowFailException("changes run incomplete: " + "; ".join(summary["problems"]))
+        raise RunIncomplete("; ".join(summary["problems"]))
     return summary

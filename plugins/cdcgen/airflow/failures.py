@@ -1,9 +1,13 @@
-"""Failures that no retry can fix end the task at once, however many retries it has.
+"""A terminal error ends the task at once, however many retries it has; a transient one
+is left to them.
 
-A task's ``retries`` are for a cluster that is briefly unreachable. A refused password
-or an untrusted certificate is answered the same way every time, and so is a setting
-that is wrong (a malformed Spark Connect URL, an unreadable password or token file):
-retrying only delays the one message that names the cause, so it fails the task for good.
+A task's ``retries`` are for what may not happen again: a cluster briefly unreachable, a
+copy stopped part-way. A refused password, a setting that is wrong, corrupt metadata, a
+generation that failed validation are answered the same way every time: retrying only
+delays the one message that names the cause. The error's kind decides
+(:func:`cdcgen.adapters.errors.is_terminal`, from :mod:`cdcgen.core.errors`), never the
+task that met it: every task body, sensor and operator of the package goes through
+:func:`fail_fast`, and the Spark jobs say the same with their exit status.
 """
 
 from __future__ import annotations
@@ -12,28 +16,26 @@ from collections.abc import Callable
 from functools import wraps
 from typing import ParamSpec, TypeVar
 
-from cdcgen.adapters.errors import AccessRefused
-from cdcgen.env_settings import ConfigError
+from cdcgen.adapters.errors import is_terminal
+from cdcgen.core.errors import TerminalError
 
 P = ParamSpec("P")
 R = TypeVar("R")
 
 
 def fail_fast(step: Callable[P, R]) -> Callable[P, R]:
-    """``step``, with :class:`AccessRefused` and :class:`ConfigError` turned into
-    ``AirflowFailException``."""
+    """``step``, with a terminal error turned into ``AirflowFailException`` (not retried)."""
 
     @wraps(step)
     def run(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
             return step(*args, **kwargs)
-        except AccessRefused as exc:
+        except Exception as exc:
+            if not is_terminal(exc):
+                raise
             from airflow.sdk.exceptions import AirflowFailException
 
-            raise AirflowFailException(f"cluster refused access (not retried): {exc}") from exc
-        except ConfigError as exc:
-            from airflow.sdk.exceptions import AirflowFailException
-
-            raise AirflowFailException(f"configuration refused (not retried): {exc}") from exc
+            headline = exc.headline() if isinstance(exc, TerminalError) else type(exc).__name__
+            raise AirflowFailException(f"{headline} (not retried): {exc}") from exc
 
     return run

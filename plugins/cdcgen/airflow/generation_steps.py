@@ -84,9 +84,8 @@ def detect(
 
 @fail_fast
 def validate(params: Mapping[str, Any], generation: Any, ti: Any) -> dict[str, Any]:
-    """Validate; on failure record the outcome (Data Docs path) and fail without retrying."""
-    from airflow.sdk.exceptions import AirflowFailException
-
+    """Validate; on failure record the outcome (Data Docs path) and fail (a rejection is
+    terminal: the same description fails the same checks)."""
     from cdcgen.pipeline.outcomes import GenerationRejected
     from cdcgen.pipeline.validate import validate as validate_generation
 
@@ -99,7 +98,7 @@ def validate(params: Mapping[str, Any], generation: Any, ti: Any) -> dict[str, A
         )
     except GenerationRejected as exc:
         ti.xcom_push(key=VALIDATION_KEY, value=to_xcom(exc.outcome))
-        raise AirflowFailException(str(exc)) from exc
+        raise
     result: dict[str, Any] = to_xcom(outcome)
     ti.xcom_push(key=VALIDATION_KEY, value=result)
     return result
@@ -194,11 +193,10 @@ def summarize_run(
     the run's state: it fails, after writing the summary, when detection failed or any
     detected generation was not published.
     """
-    from airflow.sdk.exceptions import AirflowFailException
-
     from cdcgen.pipeline.publish import PublicationOutcome
     from cdcgen.pipeline.run_summary import (
         SUMMARIES_DIR,
+        RunIncomplete,
         generations_run_summary,
         write_summary,
     )
@@ -211,7 +209,7 @@ def summarize_run(
     )
     write_summary(Path(config.report_dir) / SUMMARIES_DIR, run_id, summary)
     if summary["problems"]:
-        raise AirflowFailException("run incomplete: " + "; ".join(summary["problems"]))
+        raise RunIncomplete("; ".join(summary["problems"]))
     return summary
 
 

@@ -2,8 +2,8 @@
 
 Each Airflow task runs in a process of its own, and a generation's tasks import the
 same heavy libraries every time: Great Expectations with this project's expectations
-(1.8-2.6 s of pure Python on the benchmark machine, see :mod:`cdcgen.validation.gx_runner`),
-the Spark Connect client (0.5 s), pandas and the pipeline's own modules. A process
+(seconds of pure Python, see :mod:`cdcgen.validation.gx_runner`), the Spark Connect
+client, pandas and the pipeline's own modules. A process
 that imports them once and then forks the tasks (:mod:`cdcgen.airflow.executor`) gives
 every task that time back. ``benchmarks/bench_generation_pipeline.py`` calls
 :func:`preload` before its stages for the same reason, so what it measures is what a
@@ -17,6 +17,8 @@ from __future__ import annotations
 import importlib
 import threading
 import time
+
+from cdcgen.core.errors import TerminalError
 
 #: Imported by name, so this module sits above none of them in the layers.
 TASK_MODULES: tuple[str, ...] = (
@@ -36,7 +38,7 @@ TASK_MODULES: tuple[str, ...] = (
 )
 
 
-class PreloadError(RuntimeError):
+class PreloadError(TerminalError, RuntimeError):
     """An import started a thread: forking the process would copy it half-done."""
 
 

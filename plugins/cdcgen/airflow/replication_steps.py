@@ -19,29 +19,28 @@ bootstrapped.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cdcgen.airflow.connections import SINK_CONN_ID
 from cdcgen.airflow.failures import fail_fast
 from cdcgen.airflow.generation_steps import run_config
 from cdcgen.airflow.hooks import CdcSourceHook
+from cdcgen.env_settings import ConfigError
+
+if TYPE_CHECKING:
+    from cdcgen.replication.run import Mode
 
 
 def _sink(params: Mapping[str, Any]) -> tuple[Any, str, list[str]]:
     """The sink's configuration, its keyspace and the tables to replicate, the run's
     Params within what the connection configures."""
-    from airflow.sdk.exceptions import AirflowFailException
-
     sink = CdcSourceHook(cdc_conn_id=SINK_CONN_ID).get_config()
-    try:
-        keyspace, tables = sink_targets(
-            str(sink.extra.get("sink_keyspace") or ""),
-            str(sink.extra.get("replicated_tables") or ""),
-            str(params.get("sink_keyspace") or ""),
-            str(params.get("tables") or ""),
-        )
-    except ValueError as exc:
-        raise AirflowFailException(str(exc)) from exc
+    keyspace, tables = sink_targets(
+        str(sink.extra.get("sink_keyspace") or ""),
+        str(sink.extra.get("replicated_tables") or ""),
+        str(params.get("sink_keyspace") or ""),
+        str(params.get("tables") or ""),
+    )
     return sink, keyspace, tables
 
 
@@ -50,38 +49,47 @@ def sink_targets(
 ) -> tuple[str, list[str]]:
     """The run's sink keyspace and tables: the connection's (``keyspaces``: the first of
     a comma-separated list), or what the Params ask among them; anything else is refused
-    by name."""
+    by name (:class:`ConfigError`)."""
     from cdcgen.core.cdc_log import TableRef
 
     allowed_keyspaces = [k.strip() for k in keyspaces.split(",") if k.strip()]
     allowed = [t.qualified for t in TableRef.parse_list(tables)]
     if not allowed_keyspaces or not allowed:
-        raise ValueError(
+        raise ConfigError(
             f"connection {SINK_CONN_ID}: set the extras sink_keyspace and replicated_tables "
             "(the run's Params may only narrow them)"
         )
     keyspace = asked_keyspace.strip() or allowed_keyspaces[0]
     if keyspace not in allowed_keyspaces:
-        raise ValueError(
+        raise ConfigError(
             f"sink keyspace {keyspace!r} is not one the connection {SINK_CONN_ID} allows "
             f"(its extra sink_keyspace: {', '.join(allowed_keyspaces)})"
         )
     chosen = [t.qualified for t in TableRef.parse_list(asked_tables)] or allowed
     outside = [t for t in chosen if t not in allowed]
     if outside:
-        raise ValueError(
+        raise ConfigError(
             f"table(s) {', '.join(outside)} are not replicated by the connection "
             f"{SINK_CONN_ID} (its extra replicated_tables: {', '.join(allowed)})"
         )
     return keyspace, chosen
 
 
+def mode_param(params: Mapping[str, Any]) -> Mode:
+    """The run's ``mode`` Param; one the replication does not know is refused by name."""
+    from cdcgen.replication.run import Mode
+
+    try:
+        return Mode(str(params.get("mode") or Mode.APPLY))
+    except ValueError:
+        known = ", ".join(m.value for m in Mode)
+        raise ConfigError(f"Param mode {params.get('mode')!r}: expected one of {known}") from None
+
+
 @fail_fast
 def replication_plan(params: Mapping[str, Any], run_id: str) -> list[dict[str, Any]]:
     """One mapped task group per table: ``table``, and the bootstrap job's ``spark_args``
     (empty: no bootstrap) and ``env_vars`` (no credential: they pass through XCom)."""
-    from airflow.sdk.exceptions import AirflowFailException
-
     from cdcgen.adapters.cql import client_for
     from cdcgen.core.cdc_log import TableRef
     from cdcgen.core.replication_plan import SinkProgress
@@ -93,10 +101,7 @@ def replication_plan(params: Mapping[str, Any], run_id: str) -> list[dict[str, A
 
     config = run_config(params)
     sink_config, keyspace, tables = _sink(params)
-    try:
-        mode = Mode(str(params.get("mode") or Mode.APPLY))
-    except ValueError as exc:
-        raise AirflowFailException(str(exc)) from exc
+    mode = mode_param(params)
     env = {
         **submit_env(),
         **config.to_env(),
@@ -136,32 +141,25 @@ def replicate_table(
     Asset event; fails (not retried) on a sink that must be (re-)bootstrapped, and after
     the event when a change was rejected. With the ``dry_run`` Param, says what the run
     would do (which table a bootstrap would truncate) and writes nothing."""
-    from airflow.sdk.exceptions import AirflowFailException
-
     from cdcgen.adapters.cql import client_for
     from cdcgen.airflow.assets import replicated_table
-    from cdcgen.core.replication_plan import ReplicationError
-    from cdcgen.replication.run import Mode, Replication, replicate
+    from cdcgen.replication.run import ChangesRejected, Mode, Replication, replicate
     from cdcgen.replication.settings import ReplicationSettings
-    from cdcgen.replication.sink_schema import SinkSchemaError
 
     config = run_config(params)
     sink_config, keyspace, tables = _sink(params)
     dry_run = bool(params.get("dry_run"))
-    try:
-        if table not in tables:
-            raise ValueError(f"table {table} is not among this run's tables")
-        job = Replication.of(table, sink_keyspace=keyspace)
-        # Only a dry run may plan a bootstrap here; the copy itself is the Spark job's.
-        mode = Mode(str(params.get("mode") or Mode.APPLY)) if dry_run else Mode.APPLY
-        settings = ReplicationSettings.from_env()
-        with client_for(config) as source, client_for(sink_config) as sink:
-            record = replicate(
-                config, source, sink, job, run_id, settings,
-                mode=mode, bootstrap_new=dry_run, dry_run=dry_run, sink_config=sink_config,
-            )  # fmt: skip
-    except (ReplicationError, SinkSchemaError, ValueError) as exc:
-        raise AirflowFailException(str(exc)) from exc
+    if table not in tables:
+        raise ConfigError(f"table {table} is not among this run's tables")
+    job = Replication.of(table, sink_keyspace=keyspace)
+    # Only a dry run may plan a bootstrap here; the copy itself is the Spark job's.
+    mode = mode_param(params) if dry_run else Mode.APPLY
+    settings = ReplicationSettings.from_env()
+    with client_for(config) as source, client_for(sink_config) as sink:
+        record = replicate(
+            config, source, sink, job, run_id, settings,
+            mode=mode, bootstrap_new=dry_run, dry_run=dry_run, sink_config=sink_config,
+        )  # fmt: skip
     if dry_run:
         return record
     if outlet_events is not None and alias is not None:
@@ -169,7 +167,7 @@ def replicate_table(
         extra = {k: record[k] for k in keys} | {"applied_log_rows": record["applied_log_rows"]}
         outlet_events[alias].add(replicated_table(job.sink.qualified), extra=extra)
     if record["rejected_count"]:
-        raise AirflowFailException(
+        raise ChangesRejected(
             f"{job.sink}: {record['rejected_count']} change(s) not applied, recorded in "
             f"{job.sink.keyspace}.cdc_replication_rejects: "
             + "; ".join(f"{r['cdc_time']}: {r['reason']}" for r in record["rejected"][:5])

@@ -46,6 +46,8 @@ class SparkMasterRefused(ConfigError):
     """Terminal: the Spark connection would run the driver where the job's settings and
     credentials cannot reach it without a command line; the message says what to set."""
 
+    summary = "spark-submit refused"
+
 
 def client_conf(conf: Mapping[str, str]) -> dict[str, str]:
     """``conf`` with the driver pinned to spark-submit's process, or refused if it asks

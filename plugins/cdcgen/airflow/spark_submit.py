@@ -47,8 +47,9 @@ from cdcgen.airflow.connections import SOURCE_CONN_ID
 from cdcgen.airflow.failures import fail_fast
 from cdcgen.airflow.hooks import CdcSourceHook
 from cdcgen.airflow.lake_connection import lake_connection_env
-from cdcgen.airflow.spark_masters import SparkMasterRefused, client_conf, client_mode_hook
+from cdcgen.airflow.spark_masters import client_conf, client_mode_hook
 from cdcgen.config import PipelineConfig
+from cdcgen.core.errors import ExitCode, TerminalError
 from cdcgen.pipeline.result_files import open_attempt
 from cdcgen.spark.class_archive import with_class_archive
 from cdcgen.spark.connect_settings import TOKEN_ENV as CONNECT_TOKEN_ENV
@@ -56,8 +57,19 @@ from cdcgen.spark.connect_settings import TOKEN_FILE_ENV as CONNECT_TOKEN_FILE_E
 from cdcgen.spark.session import JobKind, remote_for
 
 
+class JobRefused(TerminalError):
+    """The Spark job ended on a terminal error (its exit status says so); its output, in
+    the task's log, names it. Not retried: the job would meet it again."""
+
+    summary = "the Spark job refused"
+
+
 class CdcSparkSubmitOperator(SparkSubmitOperator):
-    """A spark-submit whose job connects to the ``cdc_conn_id`` cluster as its user."""
+    """A spark-submit whose job connects to the ``cdc_conn_id`` cluster as its user.
+
+    The job's exit status decides a retry (:class:`~cdcgen.core.errors.ExitCode`): a
+    terminal error fails the task at once, anything else is left to its retries.
+    """
 
     def __init__(
         self,
@@ -75,11 +87,19 @@ class CdcSparkSubmitOperator(SparkSubmitOperator):
         self.sink_conn_id = sink_conn_id
         self.result_arg = result_arg
 
+    @fail_fast
     def execute(self, context: Any) -> Any:
+        from airflow.sdk.exceptions import AirflowException
+
         planned, planned_conf = dict(self.env_vars or {}), self.conf
         planned_args = list(self.application_args or [])
         try:
             return self._submit(context, planned, planned_conf or {}, planned_args)
+        except AirflowException as exc:
+            # The job says the kind of its error with its exit status (ExitCode).
+            if f"Error code is: {int(ExitCode.TERMINAL)}." in str(exc):
+                raise JobRefused(str(exc)) from exc
+            raise
         finally:
             self.env_vars, self.conf = planned, planned_conf
             self.application_args = planned_args
@@ -88,19 +108,14 @@ class CdcSparkSubmitOperator(SparkSubmitOperator):
     def _submit(
         self, context: Any, planned: dict[str, Any], conf: dict[str, Any], args: list[str]
     ) -> Any:
-        from airflow.sdk.exceptions import AirflowFailException
-
         # The hook would put env_vars on the command line (YARN, Kubernetes): the job's
         # variables go into spark-submit's environment instead (cdcgen.airflow.spark_masters).
         self.env_vars = None
         self.application_args = self._attempt_args(args, context["ti"].try_number)
-        try:
-            self.conf = client_conf(with_class_archive(conf))  # this machine's, not the parser's
-            # The hook resolves the Spark connection (maybe an AIRFLOW_CONN_ variable)
-            # when it is built: before the environment loses those.
-            self._hook = client_mode_hook(self._get_hook, self._conn_id)
-        except SparkMasterRefused as exc:
-            raise AirflowFailException(f"spark-submit refused (not retried): {exc}") from exc
+        self.conf = client_conf(with_class_archive(conf))  # this machine's, not the parser's
+        # The hook resolves the Spark connection (maybe an AIRFLOW_CONN_ variable) when it
+        # is built: before the environment loses those. A refused one is terminal.
+        self._hook = client_mode_hook(self._get_hook, self._conn_id)
         config = CdcSourceHook(self.cdc_conn_id).get_config()
         with ExitStack() as stack:
             credentials = stack.enter_context(credentials_env(config))
@@ -130,6 +145,7 @@ class GenerationExtractOperator(CdcSparkSubmitOperator):
     credentials, which then never leave this process.
     """
 
+    @fail_fast
     def execute(self, context: Any) -> Any:
         if remote_for(JobKind.GENERATION_EXTRACT) is None:
             return super().execute(context)
@@ -139,8 +155,7 @@ class GenerationExtractOperator(CdcSparkSubmitOperator):
         config = PipelineConfig.from_env(self.env_vars or {}).with_overrides(
             username=access.username, password=access.password, password_file=access.password_file
         )
-        # A refused token (or cluster login) is not retried: it would be refused again.
-        summary = fail_fast(run)(list(self.application_args or []), config)
+        summary = run(list(self.application_args or []), config)
         self.log.info(
             "extracted on the Spark Connect server: %s", json.dumps(summary, sort_keys=True)
         )
@@ -150,28 +165,15 @@ class GenerationExtractOperator(CdcSparkSubmitOperator):
 class ReplicationBootstrapOperator(CdcSparkSubmitOperator):
     """A sink table's bootstrap (``spark/replication_bootstrap.py``), submitted only when
     the plan gave it arguments: a table that needs no bootstrap is skipped. A bootstrap
-    the job refused (exit 2: the message says what to run) fails without retries; one
-    that stopped part-way is retried, and the retry resumes its copy."""
+    the job refused (the message says what to run) fails without retries; one that
+    stopped part-way is retried, and the retry resumes its copy."""
 
     def execute(self, context: Any) -> Any:
-        from airflow.sdk.exceptions import (
-            AirflowException,
-            AirflowFailException,
-            AirflowSkipException,
-        )
+        from airflow.sdk.exceptions import AirflowSkipException
 
         if not self.application_args:
             raise AirflowSkipException("the sink table needs no bootstrap")
-        try:
-            return super().execute(context)
-        except AirflowException as exc:
-            if f"Error code is: {REFUSED}." in str(exc):
-                raise AirflowFailException(f"the bootstrap was refused: {exc}") from exc
-            raise
-
-
-#: The bootstrap job's exit status for a refusal (:mod:`cdcgen.jobs.replication_bootstrap`).
-REFUSED = 2
+        return super().execute(context)
 
 
 @contextmanager

@@ -37,6 +37,7 @@ from cdcgen.adapters.delta_tables import DELTA_LOG, committed_files, delta_table
 from cdcgen.adapters.lake_store import LakeLocation, LakeRoot
 from cdcgen.adapters.stream_routing import token_function
 from cdcgen.core.cdc_log import LogPartitioner, TableRef
+from cdcgen.core.errors import TerminalError
 from cdcgen.core.lake_buckets import BucketRule, LakeBuckets
 from cdcgen.core.windows import LakeWindow, parse_window_label
 
@@ -61,7 +62,7 @@ PARTITION_SCHEMA = "date STRING, generation STRING, window STRING, bucket INT"
 _LABEL = re.compile(r"[0-9A-Za-z._:-]+")
 
 
-class LayoutError(Exception):
+class LayoutError(TerminalError):
     """Terminal: the lake directory does not look like this project wrote it."""
 
 
@@ -149,7 +150,7 @@ def read_delta(
 
     Why not delta-rs's own ``to_pyarrow_table``: reading through its file system from
     Python aborts the interpreter at exit now and then ("terminate called without an
-    active exception", 1 run in 12 here); pyarrow's own file systems do not.
+    active exception"); pyarrow's own file systems do not.
     """
     dataset = delta_dataset(root, version)
     return dataset.to_table(columns=None if columns is None else list(columns), filter=where)
@@ -195,10 +196,10 @@ def window_predicate(windows: Iterable[LakeWindow]) -> str:
 
 #: Columns a new table keeps file statistics for: the write time, what readers filter
 #: on by time (a stream's files are found by partition, its bucket). Delta's default
-#: (the first 32 columns) cost 1.5 to 3 s per 500,000 rows on two cores, as much as
-#: writing the files; the log's three key columns about 0.5 s of CPU more than this one,
-#: for nothing: Delta keeps no min and max of a binary ``cdc$stream_id``, and those of
-#: ``cdc$time``'s text skip nothing (the text of a time UUID does not sort by time).
+#: (the first 32 columns) cost as much time as writing the files; the log's three key
+#: columns more CPU than this one, for nothing: Delta keeps no min and max of a binary
+#: ``cdc$stream_id``, and those of ``cdc$time``'s text skip nothing (the text of a time
+#: UUID does not sort by time).
 STATS_COLUMNS = "write_time"
 STATS_DEFAULT = "spark.databricks.delta.properties.defaults.dataSkippingStatsColumns"
 

@@ -24,6 +24,7 @@ import numpy as np
 import numpy.typing as npt
 
 from cdcgen.changes.stream_reads import StreamRead
+from cdcgen.core.errors import TerminalError
 
 IntArray = npt.NDArray[np.int64]
 
@@ -31,7 +32,7 @@ IntArray = npt.NDArray[np.int64]
 DROPPED = -1
 
 
-class OverlappingReads(ValueError):
+class OverlappingReads(TerminalError, ValueError):
     """A stream has two reads whose times overlap: a row could not go to one only."""
 
 

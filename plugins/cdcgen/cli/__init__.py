@@ -18,6 +18,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
+from cdcgen.core.errors import ExitCode, TerminalError
 from cdcgen.core.user_text import UnreadableJson, echo, load_json, parse_decimal
 from cdcgen.extensions import CLI_GROUPS, registered
 
@@ -34,8 +35,9 @@ GROUPS: tuple[str, ...] = (
 _NUMBER = re.compile(r"-?[0-9]{1,15}(\.[0-9]{1,15})?([eE][-+]?[0-9]{1,3})?")
 
 
-class CliError(Exception):
-    """A user-facing error: printed to stderr as one line, exit status 2."""
+class CliError(TerminalError):
+    """A user-facing error: printed to stderr as one line. Its exit status is its cause's
+    kind (:func:`exit_status`): a value the command was given is a usage error."""
 
 
 class CliParser(argparse.ArgumentParser):
@@ -43,7 +45,7 @@ class CliParser(argparse.ArgumentParser):
     parsers are made of the same class)."""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} -h)\n")
+        self.exit(ExitCode.USAGE, f"{self.prog}: error: {message} (see {self.prog} -h)\n")
 
 
 def decimal(text: str) -> int:
@@ -96,8 +98,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         status: int = args.func(args)
     except CliError as exc:
         print(f"cdcgen: error: {exc}", file=sys.stderr)
-        return 2
+        return exit_status(exc)
     return status
+
+
+def exit_status(error: CliError) -> ExitCode:
+    """What the error it wraps is: transient (the cluster did not answer: try again) or
+    terminal (it refused, or what it holds is unusable); a value the command was given
+    (a ``ValueError``, or no cause at all) is a usage error."""
+    from cdcgen.adapters.errors import exit_code, is_terminal, is_transient
+
+    cause = error.__cause__ or error.__context__
+    if cause is None or isinstance(cause, ValueError):
+        return ExitCode.USAGE
+    if is_transient(cause) or is_terminal(cause):
+        return exit_code(cause)
+    return ExitCode.USAGE
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from cdcgen.cli import CliError, decimal, read_json_file
+from cdcgen.core.errors import ExitCode
 
 if TYPE_CHECKING:
     from cdcgen.config import PipelineConfig
@@ -29,8 +30,6 @@ if TYPE_CHECKING:
     from cdcgen.extract.lake import GenerationArtifact
 
 SubParsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
-
-EXIT_INVALID = 1
 
 
 def register_subcommands(generation_subparsers: SubParsers) -> None:
@@ -108,7 +107,7 @@ def validate_command(args: argparse.Namespace) -> int:
         config=config,
     )
     print(result.summary)
-    return 0 if result.passed else EXIT_INVALID
+    return ExitCode.OK if result.passed else ExitCode.FINDINGS
 
 
 # --- publish --------------------------------------------------------------------------

@@ -27,10 +27,7 @@ from typing import TypeAlias
 
 from cdcgen.cli import CliError, decimal
 from cdcgen.cli.generation_ops import print_json_line
-
-#: The copy or a Spark apply stopped part-way (a node, an executor): run the command
-#: again to resume it.
-EXIT_COPY_INCOMPLETE = 4
+from cdcgen.core.errors import ExitCode
 
 SubParsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 
@@ -107,6 +104,6 @@ def run_command(args: argparse.Namespace) -> int:
         raise CliError(str(exc)) from None
     except (CopyIncomplete, ApplyIncomplete) as exc:
         print(f"cdcgen: {exc}", file=sys.stderr)
-        return EXIT_COPY_INCOMPLETE
+        return ExitCode.TRANSIENT
     print_json_line(record)
-    return 1 if record.get("rejected_count") else 0
+    return ExitCode.FINDINGS if record.get("rejected_count") else ExitCode.OK

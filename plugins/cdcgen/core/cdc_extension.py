@@ -15,12 +15,14 @@ from __future__ import annotations
 import struct
 from collections.abc import Mapping
 
+from cdcgen.core.errors import TerminalError
+
 #: The key of the CDC options in ``system_schema.tables.extensions``.
 CDC_EXTENSION = "cdc"
 _U32 = struct.Struct("<I")
 
 
-class BadCdcExtension(ValueError):
+class BadCdcExtension(TerminalError, ValueError):
     """The bytes are not a serialized ``map<sstring, sstring>``."""
 
 

@@ -21,7 +21,8 @@ from uuid import UUID
 import numpy as np
 import numpy.typing as npt
 
-from cdcgen.core.identifiers import check_identifier
+from cdcgen.core.errors import TerminalError
+from cdcgen.core.identifiers import InvalidName, check_identifier
 
 LOG_SUFFIX = "_scylla_cdc_log"
 
@@ -66,7 +67,7 @@ MURMUR3_PARTITIONER = "org.apache.cassandra.dht.Murmur3Partitioner"
 _COLUMN = re.compile(r"^[a-z][a-z0-9_$]{0,96}$")
 
 
-class LogTableError(Exception):
+class LogTableError(TerminalError):
     """Terminal: the table is not CDC-enabled, or its log does not have ScyllaDB's shape."""
 
 
@@ -116,7 +117,7 @@ class TableRef:
     def parse(cls, text: str) -> TableRef:
         keyspace, dot, table = text.strip().partition(".")
         if not dot:
-            raise ValueError(f"table {text!r}: expected keyspace.table")
+            raise InvalidName(f"table {text!r}: expected keyspace.table")
         return cls(keyspace, table)
 
     @classmethod

@@ -10,8 +10,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from cdcgen.core.errors import TerminalError
 
-class CqlTypeError(ValueError):
+
+class CqlTypeError(TerminalError, ValueError):
     """Terminal: text that is not a CQL type; the message quotes it."""
 
 

@@ -14,6 +14,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
+from cdcgen.core.errors import CdcgenError, TerminalError, TransientError
 from cdcgen.core.time import (
     InvalidTimestamp,
     generation_timestamp,
@@ -40,15 +41,21 @@ class StreamLayout(StrEnum):
     TABLETS = "tablets"
 
 
-class MetadataError(Exception):
+class MetadataError(CdcgenError):
     """Base class: the source's generation metadata cannot be used as it is."""
 
 
-class IncompleteGeneration(MetadataError):
+class IncompleteGeneration(TransientError, MetadataError):
     """Transient: a generation is being written (e.g. rows < num_ranges); read again later."""
 
 
-class CorruptGeneration(MetadataError):
+class GenerationChanged(TerminalError, MetadataError):
+    """The source's stream set of a generation is no longer the one validated: the
+    generation must be extracted and validated again, which a retry of the task that
+    met it does not do."""
+
+
+class CorruptGeneration(TerminalError, MetadataError):
     """Terminal: the metadata is wrong (bad stream IDs, unknown version, ...).
 
     ``stored_rows``: the ``(range_end, streams, ignore_msb)`` rows as read, when the

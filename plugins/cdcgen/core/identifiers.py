@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import re
 
+from cdcgen.core.errors import TerminalError
+
 _IDENTIFIER = re.compile(r"[a-z][a-z0-9_]{0,47}")
 
 #: Where ScyllaDB itself publishes CDC descriptions: the publisher may write its rows
@@ -20,13 +22,18 @@ SCYLLA_DISTRIBUTED = "system_distributed"
 STATE_KEYSPACE_SETTING = "CDCGEN_STATE_KEYSPACE"
 
 
+class InvalidName(TerminalError, ValueError):
+    """A keyspace, table or column name the pipeline does not place into CQL, or may
+    not write to; the message quotes it."""
+
+
 def check_identifier(name: str, what: str = "identifier") -> str:
     """Allow-list a keyspace/table name before it is placed into CQL text.
 
     ``fullmatch``, not ``^...$``: ``$`` also matches before a trailing newline.
     """
     if not isinstance(name, str) or not _IDENTIFIER.fullmatch(name):
-        raise ValueError(
+        raise InvalidName(
             f"invalid {what} {name!r}: use lowercase letters, digits and '_', "
             "starting with a letter, at most 48 characters"
         )
@@ -48,7 +55,7 @@ def check_writable_keyspace(
     check_identifier(name, what)
     if is_system_keyspace(name) and name not in allowed:
         fix = f" (set {setting} to a keyspace of your own)" if setting else ""
-        raise ValueError(
+        raise InvalidName(
             f"{what} {name!r} is a system keyspace of the database: "
             f"the pipeline does not write there{fix}"
         )

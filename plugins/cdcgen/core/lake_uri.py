@@ -13,10 +13,12 @@ from pathlib import PurePosixPath
 from typing import Any
 from urllib.parse import unquote, urlparse
 
+from cdcgen.core.errors import TerminalError
+
 S3_SCHEME = "s3://"
 
 
-class LakeUriError(ValueError):
+class LakeUriError(TerminalError, ValueError):
     """A lake location that cannot be used (a scheme not supported, no bucket)."""
 
 

@@ -52,13 +52,14 @@ from cdcgen.core.cdc_log import (
     deleted_column,
     deleted_elements_column,
 )
+from cdcgen.core.errors import TerminalError
 
 MICROS = 1_000_000
 #: Each operation by its logged code (``Operation(code)`` costs an enum lookup a row).
 _OPERATIONS = {int(operation): operation for operation in Operation}
 
 
-class ReplayError(ValueError):
+class ReplayError(TerminalError, ValueError):
     """A change that cannot be replayed as logged; the message names it."""
 
 

@@ -34,26 +34,27 @@ from datetime import datetime, timedelta
 
 from cdcgen.core.cdc_log import TableRef
 from cdcgen.core.clocks import NodeClock
+from cdcgen.core.errors import TerminalError, TransientError
 from cdcgen.core.time import iso_millis
 
 
-class ReplicationError(Exception):
+class ReplicationError(TerminalError):
     """Terminal: the sink cannot be brought forward as it stands; the message says why
     and what to run."""
 
 
-class CopyIncomplete(Exception):
+class CopyIncomplete(TransientError):
     """Transient: a bootstrap's copy stopped part-way (a node, an executor, a timeout).
     The ranges it recorded stay done; the next bootstrap resumes with the others."""
 
 
-class ApplyIncomplete(Exception):
+class ApplyIncomplete(TransientError):
     """Transient: a run's apply on Spark stopped part-way (an executor, a node, a
     timeout). The consistency point stays before the slice; the next run applies it
     again, which writes the same cells at the same times."""
 
 
-class SnapshotClockUnreadable(Exception):
+class SnapshotClockUnreadable(TransientError):
     """Transient: a source node's clock could not be read, so no snapshot time is safe
     (that node may be behind and still accept writes stamped before it)."""
 

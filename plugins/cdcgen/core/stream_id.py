@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass
 from typing import Self
 
+from cdcgen.core.errors import TerminalError
 from cdcgen.core.tokens import MIN_TOKEN, check_token
 
 STREAM_ID_SIZE = 16
@@ -33,7 +34,7 @@ MAX_RANDOM = (1 << RANDOM_BITS) - 1
 _HEX = re.compile(r"[0-9a-fA-F]*")
 
 
-class InvalidStreamId(ValueError):
+class InvalidStreamId(TerminalError, ValueError):
     """Bytes or text that cannot be a CDC stream ID."""
 
 

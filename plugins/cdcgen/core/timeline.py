@@ -28,6 +28,7 @@ from datetime import datetime, timedelta
 from functools import total_ordering
 from uuid import UUID
 
+from cdcgen.core.errors import TerminalError
 from cdcgen.core.stream_id import StreamId
 from cdcgen.core.time import InvalidTimestamp, as_utc, generation_timestamp, truncate_to_millis
 from cdcgen.core.topology import TopologyDescription
@@ -39,19 +40,19 @@ DEFAULT_RING_DELAY = timedelta(seconds=30)
 """ScyllaDB's default ``ring_delay_ms``."""
 
 
-class UnknownGeneration(LookupError):
+class UnknownGeneration(TerminalError, LookupError):
     """A generation timestamp the timeline has never heard of."""
 
 
-class ConflictingGeneration(ValueError):
+class ConflictingGeneration(TerminalError, ValueError):
     """Two different descriptions offered for the same generation timestamp."""
 
 
-class GenerationTimestampNotIncreasing(ValueError):
+class GenerationTimestampNotIncreasing(TerminalError, ValueError):
     """A new generation timestamp that does not come after the last committed one."""
 
 
-class WriteRejected(Exception):
+class WriteRejected(TerminalError):
     """Base class: the timeline cannot give a stream for this write."""
 
 

@@ -18,6 +18,7 @@ import random
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
+from cdcgen.core.errors import TerminalError
 from cdcgen.core.stream_id import MAX_INDEX, StreamId, new_stream_id
 from cdcgen.core.tokens import (
     InvalidSharding,
@@ -29,11 +30,11 @@ from cdcgen.core.tokens import (
 )
 
 
-class InvalidTopology(ValueError):
+class InvalidTopology(TerminalError, ValueError):
     """Nodes and tokens from which no generation can be built."""
 
 
-class InvalidDescription(ValueError):
+class InvalidDescription(TerminalError, ValueError):
     """A topology description that breaks the rules ScyllaDB's lookup depends on."""
 
 

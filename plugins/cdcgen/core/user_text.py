@@ -15,6 +15,8 @@ import json
 import re
 from typing import IO, Any
 
+from cdcgen.core.errors import TerminalError
+
 #: Digits of the widest value parsed here: a signed 64-bit token has at most 19.
 MAX_DIGITS = 20
 _DECIMAL = re.compile(rf"-?[0-9]{{1,{MAX_DIGITS}}}")
@@ -39,7 +41,7 @@ def parse_decimal(text: str, what: str) -> int:
     return int(text)
 
 
-class UnreadableJson(ValueError):
+class UnreadableJson(TerminalError, ValueError):
     """A file that is not JSON a description or topology could be, said in one line."""
 
 

@@ -19,13 +19,14 @@ from dataclasses import fields
 import numpy as np
 
 from cdcgen.adapters.lake_store import LakeLocation, LakeRoot
+from cdcgen.core.errors import TerminalError
 from cdcgen.extract.description_columns import DescriptionColumns, paused_collections
 from cdcgen.extract.description_json import columns_from_bytes
 
 DOCUMENTS_DIR = "documents"
 
 
-class ArtifactError(Exception):
+class ArtifactError(TerminalError):
     """Terminal: a generation that is not extracted, or altered since extraction."""
 
 
@@ -64,8 +65,8 @@ def read_description_document(lake: LakeRoot, digest: str) -> DescriptionColumns
     """The description document ``digest``: read and checked every time, parsed once.
 
     Validation reads a generation's description for its entries and again for its
-    report, and a process that also publishes reads it a third time; parsing costs a
-    second or more at 1.6M streams, reading and hashing a fifth of that. Bytes with the
+    report, and a process that also publishes reads it a third time; parsing costs far
+    more than reading and hashing. Bytes with the
     same digest parse the same, so the last parse is kept (its arrays read-only), while
     every read still checks the document against its name.
     """

@@ -4,8 +4,10 @@ The arguments say what to extract; how (nodes, keyspaces, lake, reports, read tu
 comes from the ``CDCGEN_*`` environment as the typed configuration, exactly as the DAG's
 tasks saw it (:meth:`~cdcgen.config.EnvSettings.to_env`), the same way the generation
 extract job receives it. Calls :func:`cdcgen.changes.job.run_changes_job`, prints the
-run's JSON on stdout and writes it to ``--output``. Exit status: 0 done, 2 row checks
-failed, 3 data expired (re-bootstrap needed), 4 transient read error.
+run's JSON on stdout and writes it to ``--output``. Exit status
+(:class:`~cdcgen.core.errors.ExitCode`): 0 done, 3 terminal (the row checks failed, or the
+log no longer holds the changes: re-bootstrap; the result's ``status`` says which), 4
+transient (a read failed after its retries: run it again).
 """
 
 from __future__ import annotations
@@ -18,9 +20,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-EXIT_CHECKS_FAILED = 2
-EXIT_DATA_EXPIRED = 3
-EXIT_TRANSIENT = 4
+from cdcgen.core.errors import ExitCode
 
 
 def _moment(text: str) -> datetime:
@@ -72,15 +72,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ChangesInvalid as exc:
         print(exc, file=sys.stderr)
         _write(args.output, {**failed, **(exc.output or {}), "error": str(exc)})
-        return EXIT_CHECKS_FAILED
+        return ExitCode.TERMINAL
     except DataExpired as exc:
         print(exc, file=sys.stderr)
         status = "data expired: re-bootstrap needed"
         _write(args.output, {**failed, "status": status, "error": str(exc)})
-        return EXIT_DATA_EXPIRED
+        return ExitCode.TERMINAL
     except TransientReadError as exc:
         print(exc, file=sys.stderr)
         _write(args.output, {**failed, "status": "transient read error", "error": str(exc)})
-        return EXIT_TRANSIENT
+        return ExitCode.TRANSIENT
     _write(args.output, output)
-    return 0
+    return ExitCode.OK

@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 
 from cdcgen.adapters.lake_store import LakeLocation
 from cdcgen.config import PipelineConfig
+from cdcgen.core.errors import CdcgenError, ExitCode, TerminalError
 from cdcgen.core.generation import CorruptGeneration, Generation
 from cdcgen.core.ring import Ring, ring_from_json, with_left_nodes
 from cdcgen.core.time import InvalidTimestamp, from_millis, parse_moment
@@ -34,8 +35,8 @@ from cdcgen.spark.session import JobKind
 T = TypeVar("T")
 
 
-class ExtractJobError(Exception):
-    """The job's inputs are unusable (message says which); exit status 2."""
+class ExtractJobError(TerminalError):
+    """The job's inputs are unusable (message says which)."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -212,21 +213,15 @@ def _timed(start: Callable[[JobKind], T], kind: JobKind) -> tuple[T, float]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from cdcgen.config import ConfigError
-    from cdcgen.core.generation import MetadataError
-    from cdcgen.core.topology import InvalidDescription, InvalidTopology
+    """Exit status (:class:`~cdcgen.core.errors.ExitCode`): 0 extracted, 3 terminal (the
+    inputs, the settings or the generation's metadata are unusable), 4 transient (a file
+    or the cluster could not be read, a generation still being written)."""
+    from cdcgen.adapters.errors import exit_code
 
     try:
         summary = run(argv)
-    except (
-        ConfigError,
-        ExtractJobError,
-        InvalidDescription,
-        InvalidTopology,
-        MetadataError,
-        OSError,
-    ) as exc:
+    except (CdcgenError, OSError) as exc:
         print(f"extract_generation: error: {exc}", file=sys.stderr)
-        return 2
+        return exit_code(exc)
     print(json.dumps(summary, sort_keys=True))
-    return 0
+    return ExitCode.OK

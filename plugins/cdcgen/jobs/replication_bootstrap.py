@@ -9,9 +9,9 @@ DAG's tasks saw it: the source's ``CDCGEN_*`` variables, the sink's ``CDCGEN_SIN
 ones (:func:`~cdcgen.replication.run.sink_environment`; the credentials of both as a
 user name and a password file only, which :class:`~cdcgen.airflow.spark_submit.
 CdcSparkSubmitOperator` adds at execute time) and ``CDCGEN_REPLICATION_*``. Prints the
-bootstrap's record and writes it to ``--output``. Exit status: 0 done, 2 refused (the
-message says why and what to run), 4 stopped part-way (transient: run it again, it
-resumes).
+bootstrap's record and writes it to ``--output``. Exit status
+(:class:`~cdcgen.core.errors.ExitCode`): 0 done, 3 refused (terminal: the message says
+why and what to run), 4 stopped part-way (transient: run it again, it resumes).
 """
 
 from __future__ import annotations
@@ -23,8 +23,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-EXIT_REFUSED = 2
-EXIT_TRANSIENT = 4
+from cdcgen.core.errors import ExitCode
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -43,18 +42,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     from cdcgen.adapters.cql import client_for
-    from cdcgen.adapters.errors import AccessRefused, ConnectionFailed
-    from cdcgen.adapters.read_retries import TransientReadError
-    from cdcgen.config import ConfigError, PipelineConfig
-    from cdcgen.core.replication_plan import (
-        CopyIncomplete,
-        ReplicationError,
-        SnapshotClockUnreadable,
-    )
+    from cdcgen.adapters.errors import exit_code
+    from cdcgen.config import PipelineConfig
+    from cdcgen.core.errors import CdcgenError
     from cdcgen.pipeline.result_files import write_result
     from cdcgen.replication.run import Replication, bootstrap_sink, sink_environment
     from cdcgen.replication.settings import ReplicationSettings
-    from cdcgen.replication.sink_schema import SinkSchemaError
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     args = parse_args(argv)
@@ -76,13 +69,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                 config, source, sink, job, args.run_id, args.replace,
                 settings=settings, sink_config=sink_config,
             )  # fmt: skip
-    except (ReplicationError, SinkSchemaError, ConfigError, AccessRefused, ValueError) as exc:
-        # Terminal: a retry would be refused the same way (a bad setting or name, a
-        # refused login, a sink that cannot take the table).
-        write_result(args.output, {**failed, "status": "refused", "error": str(exc)})
-        return EXIT_REFUSED
-    except (CopyIncomplete, TransientReadError, ConnectionFailed, SnapshotClockUnreadable) as exc:
-        write_result(args.output, {**failed, "status": "incomplete", "error": str(exc)})
-        return EXIT_TRANSIENT
+    except CdcgenError as exc:
+        # Refused (a bad setting or name, a refused login, a sink that cannot take the
+        # table): a retry would be refused the same way. Incomplete: a retry resumes.
+        status = exit_code(exc)
+        outcome = "refused" if status is ExitCode.TERMINAL else "incomplete"
+        write_result(args.output, {**failed, "status": outcome, "error": str(exc)})
+        return status
     write_result(args.output, record)
-    return 0
+    return ExitCode.OK

@@ -36,6 +36,7 @@ from cdcgen.adapters.cql import client_for
 from cdcgen.changes.settings import ChangesSettings
 from cdcgen.config import PipelineConfig
 from cdcgen.core.cdc_log import TableRef
+from cdcgen.core.errors import TerminalError
 from cdcgen.core.time import floor_ms, to_millis
 from cdcgen.pipeline.result_files import read_result, result_path
 from cdcgen.pipeline.run_summary import write_summary
@@ -49,16 +50,8 @@ SUMMARIES_DIR = "summaries/changes"
 #: ``DagRun.run_type`` values (``airflow.utils.types.DagRunType``).
 BACKFILL, SCHEDULED = "backfill", "scheduled"
 
-#: Exit statuses of ``spark/extract_changes.py`` and what each means for the table.
-EXIT_STATUSES: Mapping[int, str] = {
-    0: "done",
-    2: "row checks failed",
-    3: "data expired: re-bootstrap needed",
-    4: "transient read error",
-}
 
-
-class NoTables(Exception):
+class NoTables(TerminalError):
     """Nothing to extract: no CDC table configured or found; the message says where to look."""
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from cdcgen.core.errors import TerminalError
 from cdcgen.core.generation import Generation
 from cdcgen.reports.records import ExpectationOutcome
 from cdcgen.validation.results import CheckOutcome, row_text
@@ -36,8 +37,10 @@ class ValidationOutcome:
     description_sha256: str | None = None
 
 
-class GenerationRejected(Exception):
+class GenerationRejected(TerminalError):
     """Terminal: validation failed; the generation must not be published."""
+
+    summary = "validation failed"
 
     def __init__(self, message: str, outcome: ValidationOutcome) -> None:
         super().__init__(message)

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from cdcgen.core.errors import TerminalError
 from cdcgen.core.generation import Generation
 from cdcgen.core.publication import publication_plan, select_generations
 from cdcgen.core.time import generation_timestamp, iso_millis, to_millis
@@ -119,7 +120,7 @@ def publish_in_order(
     return PublicationOutcome(tuple(published), tuple(held_back))
 
 
-class PublicationRefused(Exception):
+class PublicationRefused(TerminalError):
     """Terminal: the named generation may not go public; the message names it and why.
 
     Trying again meets the same answer until the source, the target or the input changes.

@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from cdcgen.core.errors import TerminalError
 from cdcgen.core.generation import Generation
 from cdcgen.core.user_text import file_name
 from cdcgen.pipeline.outcomes import ValidationOutcome
@@ -22,6 +23,14 @@ from cdcgen.pipeline.publish import PublicationOutcome
 
 #: Under the report directory: one summary per generations run.
 SUMMARIES_DIR = "summaries"
+
+
+class RunIncomplete(TerminalError):
+    """The run did not do all it had to; the message lists every problem. Terminal for
+    the task that says so: it reads what the run's other tasks left, and a retry of it
+    alone reads the same."""
+
+    summary = "run incomplete"
 
 
 def validation_verdict(

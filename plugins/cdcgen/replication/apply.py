@@ -44,6 +44,7 @@ from cdcgen.adapters.clocks import CqlClockReader
 from cdcgen.adapters.cql import RETRIES, RETRY_BACKOFF_SECONDS
 from cdcgen.adapters.errors import is_transient
 from cdcgen.core.cdc_log import BATCH_SEQ_NO, OPERATION, STREAM_ID, TIME, operation_name
+from cdcgen.core.errors import TransientError
 from cdcgen.core.replication import ReplayError, batch_statements
 from cdcgen.core.replication_plan import ApplyPlan
 from cdcgen.core.time import from_micros, to_micros
@@ -72,7 +73,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-class SinkClockUnreadable(Exception):
+class SinkClockUnreadable(TransientError):
     """Transient: no node of the sink answered with its clock."""
 
 

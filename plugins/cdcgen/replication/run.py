@@ -27,6 +27,7 @@ from cdcgen.adapters.clocks import clock_reader_for
 from cdcgen.adapters.delta_tables import delta_table, is_delta
 from cdcgen.changes.layout import table_root
 from cdcgen.core.cdc_log import TableRef
+from cdcgen.core.errors import TerminalError
 from cdcgen.core.identifiers import check_writable_keyspace
 from cdcgen.core.replication_plan import (
     LakeCoverage,
@@ -37,6 +38,7 @@ from cdcgen.core.replication_plan import (
     snapshot_time,
 )
 from cdcgen.core.time import iso_millis
+from cdcgen.env_settings import ConfigError
 from cdcgen.replication.apply import SinkApplier
 from cdcgen.replication.bootstrap import (
     BootstrapPlan,
@@ -69,6 +71,14 @@ if TYPE_CHECKING:
     from cdcgen.core.copy_progress import CopyProgress
 
 log = logging.getLogger(__name__)
+
+
+class ChangesRejected(TerminalError):
+    """The sink refused some of the run's changes; each is recorded with its reason in
+    the sink keyspace's ``cdc_replication_rejects``. Terminal: a retry would not apply
+    them either; the message names the first few."""
+
+    summary = "changes not applied"
 
 
 class Mode(StrEnum):
@@ -440,7 +450,7 @@ def check_described(client: CqlClient, config: PipelineConfig, role: str) -> Non
     cluster = client.cluster
     given = {str(point) for point in cluster.contact_points}
     if cluster.port != config.port or not given & set(config.contact_points):
-        raise ValueError(
+        raise ConfigError(
             f"the {role} settings ({','.join(config.contact_points)}:{config.port}) do not "
             f"describe the {role} cluster connected to ({','.join(sorted(given))}:"
             f"{cluster.port}); pass its configuration"

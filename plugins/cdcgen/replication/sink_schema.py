@@ -32,6 +32,7 @@ from cdcgen.changes.lake_types import (
 )
 from cdcgen.core.cdc_log import TableRef, deleted_elements_column
 from cdcgen.core.cql_types import CqlTypeError, ParsedType
+from cdcgen.core.errors import TerminalError
 from cdcgen.core.replication import ColumnKind, ReplayError, SinkTable
 
 if TYPE_CHECKING:
@@ -42,7 +43,7 @@ Converter = Callable[[Any], Any]
 _COLLECTIONS = ("set", "list", "map")
 
 
-class SinkSchemaError(Exception):
+class SinkSchemaError(TerminalError):
     """Terminal: the sink table cannot receive the source table's changes."""
 
 

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from cdcgen.core.errors import TerminalError
 from cdcgen.core.time import naive_as_utc
 from cdcgen.reports.records import (
     ChangesReport,
@@ -31,7 +32,7 @@ from cdcgen.reports.records import (
 SCHEMA_VERSION = 1
 
 
-class RecordError(ValueError):
+class RecordError(TerminalError, ValueError):
     """A run record that cannot be read (bad JSON, missing field, newer schema)."""
 
 

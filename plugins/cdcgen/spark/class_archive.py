@@ -1,13 +1,12 @@
-"""A class-data-sharing archive for the Spark driver JVM: sessions start in about half the time.
+"""A class-data-sharing archive for the Spark driver JVM: sessions start sooner.
 
-Before a Spark driver runs anything it loads and verifies some fifteen thousand classes
+Before a Spark driver runs anything it loads and verifies many thousands of classes
 from Spark's, Delta's and S3A's jars, which on two cores is most of a session's start,
 paid by every spark-submit of the DAGs and every session a task starts. The JVM can map
 the classes an earlier run loaded from an archive instead (AppCDS): a run with
 ``-XX:ArchiveClassesAtExit`` writes the archive, later JVMs map it with
-``-XX:SharedArchiveFile``. On the 2-core machine a local session with this project's
-configuration started in 5.9 s with the archive against 12.1 s without, and its first
-job ran in 4.0 s against 6.8 s (both under load; ``make bench`` has the quiet figures).
+``-XX:SharedArchiveFile``. A local session with this project's configuration then
+starts, and runs its first job, markedly sooner.
 
 An archive is valid only for the JDK and the class path it was written with, so its
 file name carries a key of both (the JDK's ``release`` file, each jar's name and size):
@@ -30,6 +29,7 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
+from cdcgen.core.errors import TerminalError
 from cdcgen.spark.delta import pyspark_jars
 
 PREFIX = "cdcgen-classes-"
@@ -91,7 +91,7 @@ def build_archive(home: Path | None = None) -> Path | None:
     return target
 
 
-class ArchiveError(Exception):
+class ArchiveError(TerminalError):
     """The archive could not be written or the JVM would not map it."""
 
 

@@ -37,6 +37,7 @@ from pathlib import Path
 from pydantic import SecretStr
 
 from cdcgen.adapters.lake_store import S3Access
+from cdcgen.core.errors import ExitCode
 from cdcgen.env_settings import ConfigError
 from cdcgen.spark.class_archive import spark_home, with_class_archive
 from cdcgen.spark.connect_settings import SparkConnectSettings
@@ -117,10 +118,6 @@ def server_env(token: SecretStr, environ: Mapping[str, str] = os.environ) -> dic
     }
 
 
-#: The exit status for settings it refuses (as the jobs' "refused").
-EXIT_REFUSED = 2
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m cdcgen.spark.connect_server")
     parser.add_argument("--port", type=int, default=DEFAULT_PORT)
@@ -138,7 +135,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         token = settings.required_secret()
     except ConfigError as exc:
         print(f"cdcgen.spark.connect_server: {exc}", file=sys.stderr)
-        return EXIT_REFUSED
+        return ExitCode.TERMINAL
     command = server_command(args.port, args.master, settings.host)
     os.execve(command[0], command, server_env(token))
     return 0  # not reached: the server replaces this process

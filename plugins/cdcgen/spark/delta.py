@@ -29,6 +29,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from cdcgen.core.errors import TerminalError
+
 DELTA_VERSION = "4.4.0"
 MAVEN_CENTRAL = "https://repo1.maven.org/maven2"
 
@@ -75,7 +77,7 @@ JARS = (
 """Delta for Spark 4.1 (Scala 2.13) and its log store; Spark provides the rest."""
 
 
-class JarError(Exception):
+class JarError(TerminalError):
     """A jar that could not be fetched, or whose content is not the pinned one."""
 
 

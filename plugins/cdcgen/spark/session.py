@@ -38,6 +38,7 @@ from pydantic import SecretStr
 
 from cdcgen.adapters.errors import AccessRefused
 from cdcgen.adapters.lake_store import S3Access
+from cdcgen.core.errors import TerminalError
 from cdcgen.spark.class_archive import with_class_archive
 from cdcgen.spark.connect_channel import channel_builder
 from cdcgen.spark.connect_settings import REMOTE_ENV as REMOTE_ENV
@@ -73,9 +74,9 @@ SMALL_MACHINE: Mapping[str, str] = {
 """What every kind starts from: 2 local cores, few shuffle partitions, no UI, UTC."""
 
 #: The JIT's first tier only. A generation's extract and its validation are seconds of
-#: JVM work, over before the optimizing compiler repays its compile threads: on 2 cores
-#: with the 1.6M-stream generation, a session started about 0.4 s sooner and the first
-#: (cold) validation took 3.9-4.7 s instead of 5.4-5.6 s; warm ones were alike. The
+#: JVM work, over before the optimizing compiler repays its compile threads: with the
+#: first tier only a session starts sooner and the first (cold) validation runs faster;
+#: warm ones are alike. The
 #: changes extraction keeps both tiers: its jobs run long enough for them.
 SHORT_JOB_JIT: Mapping[str, str] = {"spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1"}
 
@@ -97,7 +98,7 @@ _KIND_CONF: Mapping[JobKind, Mapping[str, str]] = {
 CONNECT_KINDS: frozenset[JobKind] = frozenset({JobKind.GENERATION_EXTRACT, JobKind.VALIDATION})
 
 
-class SparkServerMismatch(Exception):
+class SparkServerMismatch(TerminalError):
     """The Spark Connect server lacks a setting the job needs (the message says which)."""
 
 
@@ -105,6 +106,8 @@ class SparkServerRefused(AccessRefused):
     """Terminal: the Spark Connect server refused this client's token (or its lack of
     one); another attempt with the same settings meets the same answer, so the Airflow
     edge fails the task at once (:func:`cdcgen.airflow.failures.fail_fast`)."""
+
+    summary = "the Spark Connect server refused access"
 
 
 _APP_NAMES: Mapping[JobKind, str] = {
@@ -172,8 +175,8 @@ def _close_remote_sessions() -> None:
     """Close this process's Connect sessions while its threads still run.
 
     Left to their finalizers at interpreter shutdown, a session's gRPC channel can wait
-    forever for a thread that is gone: 5 of 12 runs of the extract job hung after their
-    work was done. The server is not asked to release them (it may be down, and each
+    forever for a thread that is gone: runs of the extract job hung now and then after
+    their work was done. The server is not asked to release them (it may be down, and each
     retry waits); it drops them when they have been idle for its session timeout.
     """
     with _remote_lock:

@@ -28,6 +28,8 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
+from cdcgen.core.errors import TerminalError
+
 log = logging.getLogger(__name__)
 
 REGISTRY = "https://registry.npmjs.org"
@@ -134,7 +136,7 @@ _EXTERNAL_LOAD = re.compile(
 )
 
 
-class AssetError(RuntimeError):
+class AssetError(TerminalError, RuntimeError):
     """A vendored package could not be fetched, or is not the pinned one."""
 
 

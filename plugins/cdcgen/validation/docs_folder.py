@@ -12,6 +12,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+from cdcgen.core.errors import TerminalError
 from cdcgen.reports.run_files import MARKER
 
 __all__ = ["MARKER", "ReportFolderError", "check_docs_folder", "replace_docs_folder"]
@@ -19,7 +20,7 @@ __all__ = ["MARKER", "ReportFolderError", "check_docs_folder", "replace_docs_fol
 _DATA_DOCS_ENTRIES = frozenset({"index.html", "static", "validations", "expectations"})
 
 
-class ReportFolderError(ValueError):
+class ReportFolderError(TerminalError, ValueError):
     """The folder holds files no validation wrote: it is never deleted."""
 
 

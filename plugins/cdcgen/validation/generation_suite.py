@@ -18,9 +18,9 @@ no longer grows with the generation, and a small validation starts no JVM at all
 
 :func:`validate_generation` is what the pipeline calls for an extracted partition;
 :func:`validate_description` is the same for a description file (the CLI). Each
-returns the one :class:`~cdcgen.validation.results.ValidationResult`;
-``result.raise_if_failed(GenerationInvalid)`` turns a failure into an exception for
-callers that prefer one.
+returns the one :class:`~cdcgen.validation.results.ValidationResult`; the pipeline
+turns a failure into :class:`~cdcgen.pipeline.outcomes.GenerationRejected`, which carries
+the outcome the report shows.
 """
 
 from __future__ import annotations

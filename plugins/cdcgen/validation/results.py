@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cdcgen.core.errors import TerminalError
+
 #: Offending rows per failed check printed in a summary (the reports show more).
 SUMMARY_ROWS = 5
 
@@ -98,16 +100,12 @@ class ValidationResult:
         return self
 
 
-class ValidationFailed(Exception):
+class ValidationFailed(TerminalError):
     """Terminal: the data broke at least one rule. The message is the result's summary."""
 
     def __init__(self, result: ValidationResult) -> None:
         super().__init__(result.summary)
         self.result = result
-
-
-class GenerationInvalid(ValidationFailed):
-    """The generation broke at least one rule; it must not be published."""
 
 
 class ChangesInvalid(ValidationFailed):

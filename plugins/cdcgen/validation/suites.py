@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from cdcgen.config import REPO_ROOT
+from cdcgen.core.errors import TerminalError
 
 REQUIREMENTS = frozenset({"topology", "shard_counts", "previous", "source_counts"})
 LAYOUTS = frozenset({"vnodes", "tablets"})
@@ -60,7 +61,7 @@ CHANGE_SUITES = SuiteFamily(
 )
 
 
-class SuiteError(ValueError):
+class SuiteError(TerminalError, ValueError):
     """A suite file that cannot be used (missing, bad JSON, unknown batch or requirement)."""
 
 

@@ -1,0 +1,128 @@
+"""Every error the package raises says whether another attempt helps (cdcgen.core.errors),
+and that alone decides a retry: at the Airflow edge, in the jobs' exit status and in the
+command line's."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import pkgutil
+import re
+from pathlib import Path
+
+import pytest
+from airflow.sdk.exceptions import AirflowFailException
+from cassandra import InvalidRequest, OperationTimedOut
+
+import cdcgen
+from cdcgen.adapters.errors import AccessRefused, ConnectionFailed, exit_code, is_terminal
+from cdcgen.airflow.failures import fail_fast
+from cdcgen.cli import CliError, exit_status
+from cdcgen.core.errors import CdcgenError, ExitCode, TerminalError, TransientError
+from cdcgen.core.generation import CorruptGeneration, IncompleteGeneration
+from cdcgen.env_settings import ConfigError
+from cdcgen.pipeline.run_summary import RunIncomplete
+
+PACKAGE = Path(cdcgen.__file__).parent
+
+
+def package_errors() -> dict[type[BaseException], str]:
+    """Every exception class defined in the package, with its module."""
+    found: dict[type[BaseException], str] = {}
+    for module in pkgutil.walk_packages([str(PACKAGE)], "cdcgen."):
+        loaded = importlib.import_module(module.name)
+        for _, value in inspect.getmembers(loaded, inspect.isclass):
+            if issubclass(value, BaseException) and value.__module__ == module.name:
+                found[value] = module.name
+    return found
+
+
+def raised_by_name() -> set[str]:
+    """Names of the classes some ``raise Name(`` of the package raises."""
+    text = "\n".join(path.read_text() for path in PACKAGE.rglob("*.py"))
+    return set(re.findall(r"raise ([A-Z]\w*)\(", text))
+
+
+def test_every_error_of_the_package_is_terminal_or_transient_but_for_bases_never_raised() -> None:
+    errors = package_errors()
+    assert len(errors) > 50  # the walk found the package's errors
+    raised = raised_by_name()
+    for error, module in errors.items():
+        where = f"{module}.{error.__name__}"
+        assert issubclass(error, CdcgenError), f"{where} is not a CdcgenError"
+        terminal, transient = issubclass(error, TerminalError), issubclass(error, TransientError)
+        assert not (terminal and transient), f"{where} is both terminal and transient"
+        if error in (CdcgenError, TerminalError, TransientError) or terminal or transient:
+            continue
+        # A base that only groups errors of both kinds (MetadataError, StreamReadError).
+        assert error.__name__ not in raised, f"{where} has no kind and is raised"
+        assert any(issubclass(other, error) for other in errors if other is not error), where
+
+
+@pytest.mark.parametrize(
+    ("error", "terminal"),
+    [
+        (CorruptGeneration("bad stream id"), True),
+        (AccessRefused("127.0.0.9:9042: authentication refused"), True),
+        (ConfigError("CDCGEN_PORT: not a port"), True),
+        (InvalidRequest("unconfigured table t"), True),  # the driver's, terminal
+        (IncompleteGeneration("3 of 4 rows"), False),
+        (ConnectionFailed("no node answered"), False),
+        (OperationTimedOut("slow"), False),  # the driver's, transient
+        (KeyError("a bug or a library's own error"), False),  # unclassified: retried
+    ],
+)
+def test_the_kind_alone_decides_at_the_airflow_edge_and_in_the_exit_status(
+    error: Exception, terminal: bool
+) -> None:
+    def step() -> None:
+        raise error
+
+    assert is_terminal(error) is terminal
+    assert exit_code(error) is (ExitCode.TERMINAL if terminal else ExitCode.TRANSIENT)
+    if terminal:
+        with pytest.raises(AirflowFailException, match=r"\(not retried\): ") as failed:
+            fail_fast(step)()
+        assert failed.value.__cause__ is error
+    else:
+        with pytest.raises(type(error)) as raised:
+            fail_fast(step)()
+        assert raised.value is error
+
+
+def test_a_failure_message_opens_with_what_went_wrong() -> None:
+    def incomplete() -> None:
+        raise RunIncomplete("orders: 1 window not extracted")
+
+    with pytest.raises(AirflowFailException) as failed:
+        fail_fast(incomplete)()
+    assert str(failed.value) == "run incomplete (not retried): orders: 1 window not extracted"
+
+    def corrupt() -> None:
+        raise CorruptGeneration("bad stream id")
+
+    with pytest.raises(AirflowFailException, match=r"^CorruptGeneration \(not retried\)"):
+        fail_fast(corrupt)()
+
+
+def wrapped(cause: BaseException | None) -> CliError:
+    try:
+        try:
+            if cause is not None:
+                raise cause
+            raise CliError("nothing to migrate")
+        except CliError:
+            raise
+        except BaseException as exc:
+            raise CliError(str(exc)) from exc
+    except CliError as error:
+        return error
+
+
+def test_the_command_line_says_the_kind_of_what_it_met() -> None:
+    assert exit_status(wrapped(None)) is ExitCode.USAGE
+    assert exit_status(wrapped(ValueError("'0x10' is not a decimal integer"))) is ExitCode.USAGE
+    assert exit_status(wrapped(ConnectionFailed("no node answered"))) is ExitCode.TRANSIENT
+    assert exit_status(wrapped(AccessRefused("authentication refused"))) is ExitCode.TERMINAL
+    assert exit_status(wrapped(CorruptGeneration("bad stream id"))) is ExitCode.TERMINAL
+    assert [int(code) for code in ExitCode] == [0, 1, 2, 3, 4]
