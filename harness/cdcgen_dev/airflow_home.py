@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import configparser
+import io
 import os
 import secrets
 import shlex
@@ -26,6 +27,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from cdcgen.adapters.files import write_atomic
 from cdcgen.airflow.connections import (
     DEFAULT_SPARK_MASTER,
     SOURCE_CONN_ID,
@@ -101,15 +103,11 @@ def write_config(home: Path) -> Path:
     out["core"]["fernet_key"] = fernet_key
     out["api_auth"] = {"jwt_secret": jwt_secret}
     # It holds the secrets: readable by this user only, from its first byte. Written
-    # aside and renamed over the old one, so that a concurrent session copying the home
-    # never reads it half-written.
-    partial = path.with_name(f"{CONFIG_NAME}.{os.getpid()}.partial")
-    descriptor = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    os.fchmod(descriptor, 0o600)
-    with os.fdopen(descriptor, "w") as handle:
-        handle.write("# Written by cdcgen_dev.airflow_home; edits are overwritten.\n")
-        out.write(handle)
-    os.replace(partial, path)
+    # whole, so that a concurrent session copying the home never reads it half-written.
+    text = io.StringIO()
+    text.write("# Written by cdcgen_dev.airflow_home; edits are overwritten.\n")
+    out.write(text)
+    write_atomic(path, text.getvalue(), mode=0o600)
     return path
 
 

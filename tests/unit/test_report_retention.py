@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
+from cdcgen.adapters.files import write_atomic
 from cdcgen.config import DEFAULT_REPORT_KEEP_RUNS, ConfigError, PipelineConfig
 from cdcgen.reports import catalog, record_store, site
-from cdcgen.reports.files import write_atomic
 from cdcgen.reports.index_page import RUNS_PER_PAGE, render_index_pages
 from cdcgen.reports.owners import owners
 from cdcgen.reports.records import (

@@ -30,6 +30,7 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, Union, cast
 from urllib.parse import urlparse
 
+from cdcgen.adapters.files import write_atomic
 from cdcgen.core.lake_uri import S3_SCHEME, LakeUriError, is_local, lake_uri
 
 if TYPE_CHECKING:
@@ -166,8 +167,7 @@ class LakeLocation:
 
             obstore.put(store, key, data)
             return
-        staging = self._staging(data)
-        staging.replace(self.path)
+        write_atomic(self.path, data)
 
     def create_bytes(self, data: bytes) -> bool:
         """Write the object only if there is none (atomically); whether it was written.

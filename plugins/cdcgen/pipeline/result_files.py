@@ -19,6 +19,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from cdcgen.adapters.files import write_atomic
 from cdcgen.core.user_text import file_name
 
 #: Under the report directory: one folder per run, result files per table and attempt.
@@ -42,14 +43,11 @@ def open_attempt(planned: Path | str, attempt: int) -> Path:
     """Before an attempt's job starts: its file says it ended with no result, until the
     job replaces it. Returns the path the job is to write."""
     path = attempt_path(planned, attempt)
-    path.parent.mkdir(parents=True, exist_ok=True)
     started = {
         "status": "failed",
         "error": f"attempt {attempt} of the extract wrote no result (it died before its end)",
     }
-    partial = path.with_name(f".{path.name}.partial")
-    partial.write_text(json.dumps(started) + "\n", encoding="utf-8")
-    partial.replace(path)
+    write_atomic(path, json.dumps(started) + "\n")
     return path
 
 
@@ -58,12 +56,8 @@ def write_result(path: Path | None, output: dict[str, Any]) -> None:
     or not."""
     text = json.dumps(output, indent=1, default=str)
     print(text)
-    if path is None:
-        return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(f".{path.name}.partial")
-    partial.write_text(text + "\n", encoding="utf-8")
-    partial.replace(path)
+    if path is not None:
+        write_atomic(path, text + "\n")
 
 
 def latest_result_file(report_dir: Path | str, run_id: str, table: str) -> Path:

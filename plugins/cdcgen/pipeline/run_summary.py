@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from cdcgen.adapters.files import write_atomic
 from cdcgen.core.errors import TerminalError
 from cdcgen.core.generation import Generation
 from cdcgen.core.user_text import file_name
@@ -132,8 +133,8 @@ def generations_run_summary(
 
 
 def write_summary(folder: Path, run_id: str, summary: Mapping[str, Any]) -> Path:
-    """``<folder>/<run id>.json``, replacing an earlier one of the same run."""
-    folder.mkdir(parents=True, exist_ok=True)
+    """``<folder>/<run id>.json``, replacing an earlier one of the same run whole (the
+    demo and the tests read the newest while a run may be writing it)."""
     path = folder / f"{file_name(run_id)}.json"
-    path.write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    write_atomic(path, json.dumps(summary, indent=2, sort_keys=True) + "\n")
     return path

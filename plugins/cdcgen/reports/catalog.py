@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cdcgen.reports.files import write_atomic
+from cdcgen.adapters.files import write_atomic
 from cdcgen.reports.record_json import NotARecord, RecordError, from_json
 from cdcgen.reports.record_store import RING_FILE, RUNS_DIR, read_record_json
 from cdcgen.reports.records import RunRecord

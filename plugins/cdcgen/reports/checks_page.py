@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Protocol
 
-from cdcgen.reports.files import write_atomic
+from cdcgen.adapters.files import write_atomic
 from cdcgen.reports.html import esc, expectations_table, page, table
 from cdcgen.reports.records import ExpectationOutcome
 

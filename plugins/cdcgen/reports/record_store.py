@@ -19,7 +19,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from cdcgen.reports.files import write_atomic
+from cdcgen.adapters.files import write_atomic
 from cdcgen.reports.record_json import NotARecord, RecordError, decode, encode, from_json, to_json
 from cdcgen.reports.records import GenerationReport, RunRecord, record_key
 

@@ -21,9 +21,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from cdcgen.adapters.files import write_atomic
 from cdcgen.core.time import naive_as_utc
 from cdcgen.core.user_text import file_name
-from cdcgen.reports.files import write_atomic
 
 log = logging.getLogger(__name__)
 

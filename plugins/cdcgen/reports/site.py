@@ -32,10 +32,10 @@ from glob import escape as glob_escape
 from pathlib import Path
 from typing import Any, TypeVar
 
+from cdcgen.adapters.files import write_atomic
 from cdcgen.config import DEFAULT_REPORT_KEEP_RUNS
 from cdcgen.reports import catalog, replication_records, run_files
 from cdcgen.reports.changes_page import render_changes_page
-from cdcgen.reports.files import write_atomic
 from cdcgen.reports.generation_page import render_generation_page
 from cdcgen.reports.index_page import index_page_name, index_page_number, render_index_pages
 from cdcgen.reports.record_store import (
