@@ -13,7 +13,6 @@ from hypothesis import strategies as st
 from cdcgen.core.cdc_log import TableRef
 from cdcgen.core.clocks import ClockCheck, NodeClock, window_closes_at
 from cdcgen.core.lake_buckets import LakeBuckets
-from cdcgen.core.planner import check_not_expired, plan_windows
 from cdcgen.core.stream_id import StreamId
 from cdcgen.core.tablets import TabletStreamSet
 from cdcgen.core.time import floor_ms, parse_time_label, time_label
@@ -29,8 +28,10 @@ from cdcgen.core.windows import (
     TableState,
     WindowKind,
     WindowPolicy,
+    check_not_expired,
     generation_spans,
     parse_window_label,
+    plan_windows,
     tablet_spans,
     window_label,
 )

@@ -14,8 +14,8 @@ import pyarrow as pa
 import pytest
 
 from cdcgen.config import ConfigError, PipelineConfig
-from cdcgen.validation import flag_sql, generation_flags, sqlite_batches
-from cdcgen.validation.flag_engines import choose_engine
+from cdcgen.validation import generation_flags
+from cdcgen.validation.generation_flags import choose_engine, stream_id_counts
 from cdcgen.validation.generation_rules import (
     ENTRY_DERIVED,
     RULES,
@@ -24,7 +24,6 @@ from cdcgen.validation.generation_rules import (
     STREAM_ID_COUNTS,
     rules_of,
 )
-from cdcgen.validation.stream_id_counts import stream_id_counts
 from cdcgen.validation.suites import load_suites
 
 SQL_WORDS = {"and", "or", "not", "case", "when", "then", "else", "end", "length"}
@@ -107,7 +106,9 @@ def test_without_counted_ids_the_pass_needs_no_counts_table() -> None:
     """No ID repeats or is reused: the query gives every ID the defaults without a
     join, so the counts table need not exist; a stream still breaks the other rules."""
     rules = rules_of([r.expectation for r in RULES if "tablet" not in r.expectation], "streams")
-    assert flag_sql.COUNTS_SOURCE not in flag_sql.streams_query(rules, counted=False)
+    assert generation_flags.COUNTS_SOURCE not in generation_flags.streams_query(
+        rules, counted=False
+    )
     rows = [dict(STREAM, stream_id=bytes([0x20 + i]) * 16, shard=i) for i in range(3)]
     rows.append({**STREAM, "stream_id": b"\x30" * 16, "shard": 7, "version": 2})
     streams = pa.Table.from_pylist([{k: row[k] for k in SOURCE_COLUMNS["streams"]} for row in rows])
@@ -116,12 +117,12 @@ def test_without_counted_ids_the_pass_needs_no_counts_table() -> None:
     counts = generation_flags.counts_of(streams, previous, rules)
     assert counts is None  # nothing counted: what both engines are handed
     with sqlite3.connect(":memory:") as connection:
-        sqlite_batches.flag_streams(connection, streams, counts, rules)
-        cursor = connection.execute(f"SELECT * FROM {sqlite_batches.STREAMS_TABLE}")
+        generation_flags.flag_streams(connection, streams, counts, rules)
+        cursor = connection.execute(f"SELECT * FROM {generation_flags.STREAMS_TABLE}")
         names = [column[0] for column in cursor.description]
         (row,) = [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
         tables = {t for (t,) in connection.execute("SELECT name FROM sqlite_master")}
-    assert flag_sql.COUNTS_SOURCE not in tables
+    assert generation_flags.COUNTS_SOURCE not in tables
     assert row["shard"] == 7 and row["occurrences"] == 1
     assert {r.flag for r in rules if row[r.flag]} == {"breaks_stream_id_version_one"}
 
@@ -165,8 +166,8 @@ def test_the_flag_pass_in_sqlite_flags_each_broken_stream_with_its_rule_only() -
     streams = pa.Table.from_pylist([{k: row[k] for k in SOURCE_COLUMNS["streams"]} for row in rows])
     counts = stream_id_counts(streams["stream_id"], pa.array([b"\x0a" * 16]))
     with sqlite3.connect(":memory:") as connection:
-        sqlite_batches.flag_streams(connection, streams, counts, rules)
-        cursor = connection.execute(f"SELECT * FROM {sqlite_batches.STREAMS_TABLE}")
+        generation_flags.flag_streams(connection, streams, counts, rules)
+        cursor = connection.execute(f"SELECT * FROM {generation_flags.STREAMS_TABLE}")
         names = [column[0] for column in cursor.description]
         flagged = [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
     by_shard = {row["shard"]: {r.flag for r in rules if row[r.flag]} for row in flagged}
@@ -174,7 +175,7 @@ def test_the_flag_pass_in_sqlite_flags_each_broken_stream_with_its_rule_only() -
     expected[99] = {"breaks_stream_ids_unique_in_generation"}
     assert by_shard == expected  # valid streams (shards 0-2) are not kept at all
     assert {row["occurrences"] for row in flagged if row["shard"] in (16, 99)} == {2}
-    assert flag_sql.output_columns(rules, "streams") == names
+    assert generation_flags.output_columns(rules, "streams") == names
 
 
 def test_the_flag_pass_keeps_every_entry_with_window_facts() -> None:
@@ -192,10 +193,10 @@ def test_the_flag_pass_keeps_every_entry_with_window_facts() -> None:
     rules = [r for r in rules if "tablet" not in r.expectation and "ring" not in r.flag]
     rules = [r for r in rules if "owner_shards" not in r.flag]
     with sqlite3.connect(":memory:") as connection:
-        sqlite_batches.flag_entries(connection, entries, rules)
+        generation_flags.flag_entries(connection, entries, rules)
         rows = connection.execute(
             "SELECT entry_index, breaks_range_ends_strictly_increasing, breaks_range_ends_unique, "
             "breaks_every_entry_to_have_streams, breaks_owner_ranges_to_agree_on_stream_count "
-            f"FROM {sqlite_batches.ENTRIES_TABLE} ORDER BY entry_index"
+            f"FROM {generation_flags.ENTRIES_TABLE} ORDER BY entry_index"
         ).fetchall()
     assert rows == [(0, 0, 0, 0, 1), (1, 0, 1, 0, 1), (2, 1, 0, 1, 0), (3, 0, 1, 0, 1)]

@@ -2,7 +2,7 @@
 
 Layered like the generations flow:
 
-* pure rules in :mod:`cdcgen.core`: windows and the planner (:mod:`~cdcgen.core.planner`),
+* pure rules in :mod:`cdcgen.core`: windows and their planning (:mod:`~cdcgen.core.windows`),
   the consistency watermark, the log table record, the expected stream of a change;
 * ports in :mod:`cdcgen.ports` (generation source, clock reader, checkpoint store,
   change-log reader, changes lake) and their cassandra-driver adapters in

@@ -7,7 +7,7 @@ one table and one interval:
 
 1. read the table's state, its generations (spans) from the table's floor on, and
    every node's clock;
-2. plan (:func:`cdcgen.core.planner.plan_windows`): closed windows only, the others
+2. plan (:func:`cdcgen.core.windows.plan_windows`): closed windows only, the others
    reported as pending; on an incremental run, record where the table's extraction
    starts the first time;
 3. write the windows job by job (groups of buckets), each job one commit of the lake,
@@ -48,9 +48,8 @@ from cdcgen.changes.verdicts import checks_json, combined
 from cdcgen.config import PipelineConfig
 from cdcgen.core.cdc_log import TableRef
 from cdcgen.core.log_ttls import recorded_after_run, unextracted_ttl
-from cdcgen.core.planner import plan_windows
 from cdcgen.core.watermark import BucketCheckpoint, consistency_watermark
-from cdcgen.core.windows import DataExpired, Interval, Mode, Window, WindowPolicy
+from cdcgen.core.windows import DataExpired, Interval, Mode, Window, WindowPolicy, plan_windows
 from cdcgen.ports import ChangesLake, CheckpointStore, ClockReader, GenerationSource, LakeCommit
 from cdcgen.progress import Progress
 from cdcgen.validation.results import ChangesInvalid, ValidationResult

@@ -1,6 +1,6 @@
 """A run's unit of work on the source: one stream over one window, one query.
 
-The planner (:func:`cdcgen.core.planner.plan_windows`) decides windows of buckets of
+The planner (:func:`cdcgen.core.windows.plan_windows`) decides windows of buckets of
 streams; Spark tasks read single streams. :class:`StreamRead` is that single read, small
 and picklable, carrying where its rows go in the lake. :class:`StreamFanout` is how a
 table's reads spread over Spark tasks (by primary replica, :mod:`cdcgen.spark.fanout`),

@@ -6,7 +6,7 @@ One :class:`UnexpectedRowsExpectation` class per rule of
 :mod:`.generation_rules`, made from it: the class name gives the rule its domain name in
 the suite JSON, in results and in Data Docs (``expect_stream_token_on_its_shard``
 rather than the tenth ``unexpected_rows_expectation``), and its query selects, from the
-flagged batch (:mod:`.flag_sql`), the rows carrying the rule's flag, with the columns a
+flagged batch (:mod:`.generation_flags`), the rows carrying the rule's flag, with the columns a
 person needs to find them (stream ID hex, entry, shard, token), in row order. GX runs
 the query, counts the rows and decides; the rule's condition is shown with the query.
 

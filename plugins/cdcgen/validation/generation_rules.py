@@ -10,7 +10,7 @@ streams (:data:`STREAM_ID_COUNTS`).
 
 The SQL is the subset Spark SQL and SQLite read alike (``CASE``, ``LAG``, ``COUNT(*)
 OVER (PARTITION BY ...)``, ``length`` of a binary), so one text runs on either engine:
-:mod:`.flag_sql` assembles it into the one pass that flags every row, and the GX
+:mod:`.generation_flags` assembles it into the one pass that flags every row, and the GX
 expectation of each rule (:mod:`.generation_expectations`) selects the rows carrying its
 flag. What a rule means is decided here and nowhere else.
 
@@ -60,7 +60,7 @@ STREAM_ID_COUNTS: Mapping[str, str] = {
     "occurrences": "how often the row's stream ID occurs in this generation",
     "reused": "whether the previous generation had the row's stream ID",
 }
-"""Stream columns computed per stream ID (:mod:`.stream_id_counts`), usable by rules."""
+"""Stream columns computed per stream ID (:mod:`.generation_flags`), usable by rules."""
 
 
 @dataclass(frozen=True)

@@ -8,10 +8,10 @@ range ends are ring tokens, one stream per shard of the owner) or the previous
 generation (ID reuse) run when those are known and are listed as skipped otherwise;
 the result says which ring was used, or that none was known.
 
-How, in three steps. (1) One pass computes every rule's flag per row
-(:mod:`.flag_sql`, the rules of :mod:`.generation_rules`) and keeps the entries and the
-offending streams: in SQLite for a small generation, on Spark for a large one
-(:mod:`.flag_engines`). (2) Those rows go to one SQLite file. (3) GX runs the suites on
+How, in three steps. (1) One pass computes every rule's flag per row (the rules of
+:mod:`.generation_rules`) and keeps the entries and the offending streams: in SQLite for
+a small generation, on Spark for a large one. (2) Those rows go to one SQLite file
+(both steps: :mod:`.generation_flags`). (3) GX runs the suites on
 it: each rule's expectation selects the rows with its flag, GX counts them, decides and
 renders Data Docs. A million valid streams leave an empty streams table, so GX's work
 no longer grows with the generation, and a small validation starts no JVM at all.
@@ -40,10 +40,14 @@ from cdcgen.extract.description_columns import DescriptionColumns
 from cdcgen.extract.lake import GenerationArtifact, previous_artifact
 from cdcgen.extract.lake_writes import write_generation
 from cdcgen.extract.streams_table import as_ring, flatten_generation
-from cdcgen.validation import generation_inputs as inputs
-from cdcgen.validation.flag_engines import Engine, choose_engine
-from cdcgen.validation.generation_flags import SparkSource, flag_into
-from cdcgen.validation.generation_inputs import GenerationBatches
+from cdcgen.validation import generation_flags as flags
+from cdcgen.validation.generation_flags import (
+    Engine,
+    GenerationBatches,
+    SparkSource,
+    choose_engine,
+    flag_into,
+)
 from cdcgen.validation.gx_runner import SqliteTables, run_suites, start_gx_import
 from cdcgen.validation.results import ValidationResult, summary_text
 from cdcgen.validation.suites import GENERATION_SUITES, load_suites
@@ -93,10 +97,10 @@ def validate_generation(
     )
     batches = GenerationBatches(
         streams=artifact,
-        entries=lambda: inputs.entries_batch(
+        entries=lambda: flags.entries_batch(
             artifact.read_description(), ring, artifact.source_problem
         ),
-        previous=inputs.previous_rows(previous),
+        previous=flags.previous_rows(previous),
         ring=ring,
         layout=artifact.layout,
         scratch=artifact.lake.path if artifact.lake.is_local else None,
@@ -142,11 +146,11 @@ def validate_description(
     moment = timestamp or EPOCH
     ring = as_ring(nodes) if nodes is not None else None
 
-    def run(streams: inputs.Rows, scratch: Path | None) -> ValidationResult:
+    def run(streams: flags.Rows, scratch: Path | None) -> ValidationResult:
         batches = GenerationBatches(
             streams=streams,
-            entries=lambda: inputs.entries_batch(columns, ring, None),
-            previous=inputs.previous_rows(previous),
+            entries=lambda: flags.entries_batch(columns, ring, None),
+            previous=flags.previous_rows(previous),
             ring=ring,
             layout="vnodes",
             scratch=scratch,
