@@ -444,19 +444,20 @@ def test_rows_failing_the_checks_are_quarantined_before_any_checkpoint(
     with pytest.raises(ChangesInvalid) as caught:
         run_changes(request, built.ports(), config, SETTINGS, cdc_ttl=built.log_table.ttl)
     output = caught.value.output
-    assert output is not None and output["status"] == "row checks failed"
-    (quarantined,) = output["quarantined_versions"]
-    assert output["lake_versions"] == [quarantined, quarantined + 1]
+    assert output is not None and output.status == "row checks failed"
+    assert output.report is not None
+    (quarantined,) = output.quarantined_versions
+    assert output.lake_versions == (quarantined, quarantined + 1)
     assert built.checkpoints.checkpoints(ref) == []
     watermark = built.checkpoints.progress(ref).watermark  # at most the table's start
     assert watermark is None or watermark <= min(
-        datetime.fromisoformat(w["start"]) for w in output["windows"]
+        datetime.fromisoformat(w.start) for w in output.windows
     )
     assert built.lake.dataset().count() == 0  # the current version no longer holds them
     assert built.lake.dataset(quarantined).count() == len(source_rows(world, "orders_bad"))
-    page = Path(output["report"]).read_text()
+    page = Path(output.report).read_text()
     assert f"the rows of lake version {quarantined} failed the row checks" in page
-    assert Path(output["report"]).is_file()
+    assert Path(output.report).is_file()
 
 
 def test_a_raised_cdc_ttl_does_not_hide_the_rows_that_expired_under_the_old_one(
@@ -480,7 +481,7 @@ def test_a_raised_cdc_ttl_does_not_hide_the_rows_that_expired_under_the_old_one(
     middle = datetime.now(UTC) + timedelta(milliseconds=5)
     time.sleep((LEEWAY + CONFIDENCE).total_seconds() + 0.2)  # let the windows close
     first = run(spark, world, config, Interval(start, middle), table, settings)
-    assert first.rows_written > 0, first.to_json()
+    assert first.rows_written > 0, first.run_result()
     recorded = store.progress(TableRef(KEYSPACE, table)).log_ttls
     assert recorded is not None and recorded.seen == 20
     assert run_workload(world.cluster, replace(spec, seed=42)).log_rows > 0

@@ -109,18 +109,18 @@ def test_summary_counts_rows_and_names_every_problem(tmp_path: Path) -> None:
             checks=bad_checks, error="colocation failed")  # fmt: skip
     planned = [{"table": t} for t in ("ks.a", "ks.b", "ks.c")]
     summary = changes.changes_run_summary(config, "r1", planned)
-    assert summary["changes_rows"] == 15
-    assert summary["colocation"] == "failed" and summary["checks"] == "failed"
-    assert summary["status"] == "failed"
-    assert [p.split(":")[0] for p in summary["problems"]] == ["ks.b", "ks.c"]
-    assert "not extracted" in summary["problems"][1]
-    assert summary["watermarks"]["ks.a"] == "2026-11-22T10:15:00+00:00"
+    assert summary.changes_rows == 15
+    assert summary.colocation == "failed" and summary.checks == "failed"
+    assert summary.status == "failed"
+    assert [p.split(":")[0] for p in summary.problems] == ["ks.b", "ks.c"]
+    assert "not extracted" in summary.problems[1]
+    assert summary.watermarks["ks.a"] == "2026-11-22T10:15:00+00:00"
     written = json.loads((tmp_path / changes.SUMMARIES_DIR / f"{file_name('r1')}.json").read_text())
-    assert written == summary
+    assert written == summary.to_json()
 
     passing = changes.changes_run_summary(config, "r1", planned[:1])
-    assert (passing["colocation"], passing["status"], passing["problems"]) == ("passed", "ok", [])
+    assert (passing.colocation, passing.status, passing.problems) == ("passed", "ok", ())
     # Nothing new to read: no window, no check run; still a success.
     _result(config, "r2", "ks.a", status="done", rows_written=0, windows=[])
     idle = changes.changes_run_summary(config, "r2", planned[:1])
-    assert (idle["colocation"], idle["status"]) == ("none", "ok")
+    assert (idle.colocation, idle.status) == ("none", "ok")

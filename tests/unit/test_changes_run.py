@@ -16,7 +16,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
 
 import pytest
 from changes_fakes import (
@@ -43,6 +42,7 @@ from cdcgen.changes.run import (
 from cdcgen.changes.settings import ChangesSettings
 from cdcgen.config import PipelineConfig
 from cdcgen.core.cdc_log import TableRef
+from cdcgen.core.changes_result import ChangesRunResult
 from cdcgen.core.lake_buckets import LakeBuckets
 from cdcgen.core.log_ttls import LogTtls
 from cdcgen.core.stream_id import StreamId
@@ -174,7 +174,7 @@ def test_only_closed_windows_are_written_and_the_others_reported(world: World) -
     (pending,) = result.plan.pending
     assert pending.generation == SPANS[1].label and pending.end == FIRST.end
     assert pending.closes_at == FIRST.end + LEEWAY + CONFIDENCE
-    assert result.to_json()["pending"][0]["closes_at"] == pending.closes_at.isoformat()
+    assert result.run_result().pending[0].closes_at == pending.closes_at.isoformat()
     assert world.lake.rows() == world.log.between(T0, SWITCH)
     # The watermark waits for the pending generation; once the clocks pass, all is read.
     assert world.store.progress(TABLE).watermark == SWITCH
@@ -402,7 +402,7 @@ class FixedVerdict:
 
 def run(
     world: World, checks: FixedVerdict, interval: Interval = FIRST, run_id: str = "run-1"
-) -> dict[str, Any]:
+) -> ChangesRunResult:
     request = ChangesRequest(TABLE, interval, dag_id="cdc_changes", run_id=run_id)
     return run_changes(
         request, world.ports(checks=checks), world.config, SETTINGS, cdc_ttl=None, now=LATE
@@ -423,16 +423,16 @@ def test_a_run_checks_each_job_before_checkpointing_it_and_records_itself(world:
     # Each job was checked after its commit and before its buckets were checkpointed.
     steps = [e.split()[0] for e in world.events if e.split()[0] in ("write", "check", "save")]
     assert steps == ["write", "check", "save"] * len(jobs)
-    assert output["status"] == "done" and output["rows_written"] == result.rows_written
-    assert output["checks"]["passed"] is True and output["checks"]["failed"] == []
-    assert output["checks"]["summary"] == "; ".join(
-        f"job {n}: summary" for n in range(1, len(jobs) + 1)
-    )
-    assert output["quarantined_versions"] == []
-    assert Path(str(output["report"])).is_file()
+    assert output.status == "done" and output.rows_written == result.rows_written
+    assert output.checks is not None
+    assert output.checks.passed is True and output.checks.failed == ()
+    assert output.checks.summary == "; ".join(f"job {n}: summary" for n in range(1, len(jobs) + 1))
+    assert output.quarantined_versions == ()
+    assert Path(str(output.report)).is_file()
     # Nothing new to read: no check runs, still a success.
     idle = run(world, checks)
-    assert len(checks.checked) == len(jobs) and idle["status"] == "done" and "checks" not in idle
+    assert len(checks.checked) == len(jobs) and idle.status == "done"
+    assert "checks" not in idle.to_json()
 
 
 def test_rows_failing_the_checks_are_quarantined_and_never_checkpointed(world: World) -> None:
@@ -440,18 +440,19 @@ def test_rows_failing_the_checks_are_quarantined_and_never_checkpointed(world: W
     with pytest.raises(ChangesInvalid) as caught:
         run(world, checks)
     output = caught.value.output
-    assert output is not None and output["status"] == "row checks failed"
-    assert output["checks"]["failed"] == ["colocation [changes_rows.expect_x]: 1 offending row(s)"]
-    assert [c["check"] for c in output["checks"]["checks"]] == ["colocation"]  # one per check
-    assert output["checks"]["checks"][0]["samples"][0]["stream_hex"] == "ab" * 16
-    assert Path(output["report"]).is_file()
+    assert output is not None and output.status == "row checks failed"
+    assert output.checks is not None and output.report is not None
+    assert output.checks.failed == ("colocation [changes_rows.expect_x]: 1 offending row(s)",)
+    assert [c.check for c in output.checks.checks] == ["colocation"]  # one per check
+    assert output.checks.checks[0].samples[0]["stream_hex"] == "ab" * 16
+    assert Path(output.report).is_file()
     # Job 2 failed: reverted right after its commit, never checkpointed; the other jobs
     # were checked and checkpointed.
     jobs = [job for _, job in checks.checked if job is not None]
     assert len(jobs) == len(checks.checked) > 2
     failed = jobs[1]
-    assert output["quarantined_versions"] == [failed.version]
-    assert failed.version + 1 in output["lake_versions"]  # the revert
+    assert output.quarantined_versions == (failed.version,)
+    assert failed.version + 1 in output.lake_versions  # the revert
     saved = {c.bucket for c in world.store.checkpoints(TABLE)}
     assert saved == {w.bucket for job in jobs if job is not failed for w in job.windows}
     assert not saved & {w.bucket for w in failed.windows}
@@ -464,6 +465,6 @@ def test_rows_failing_the_checks_are_quarantined_and_never_checkpointed(world: W
     assert watermark is None or watermark <= min(w.start for w in failed.windows)
     # The next run, with good rows, reads those windows again and completes the interval.
     output = run(world, FixedVerdict(True, world.tmp / "docs"), run_id="run-2")
-    assert output["status"] == "done"
+    assert output.status == "done"
     world.assert_lake_holds_exactly(FIRST)
     assert world.store.progress(TABLE).watermark == FIRST.end

@@ -74,9 +74,9 @@ def test_a_clean_run_publishes_every_generation_oldest_first_streams_before_time
     assert all(publisher.streams[g] == rows_for(g) for g in GENS[:3])  # the lake's rows
     assert outcome.held_back == ()
     summary = generations_run_summary("run", detected, [passed(g) for g in detected], outcome)
-    assert summary["status"] == "ok" and summary["validation"] == "passed"
-    assert summary["generations_published"] == 3 and summary["streams_published"] == 6
-    assert summary["report"] == "/r/gen-0/index.html" and summary["problems"] == []
+    assert summary.status == "ok" and summary.validation == "passed"
+    assert summary.generations_published == 3 and summary.streams_published == 6
+    assert summary.report == "/r/gen-0/index.html" and summary.problems == ()
 
 
 def test_a_rejected_generation_is_not_published_and_holds_back_the_newer_ones() -> None:
@@ -88,9 +88,9 @@ def test_a_rejected_generation_is_not_published_and_holds_back_the_newer_ones() 
     first = outcome.held_back[0]
     assert (first.generation, first.reason) == (GENS[1], "it failed validation")
     summary = generations_run_summary("run", GENS[:3], validations, outcome)
-    assert summary["status"] == "failed" and summary["validation"] == "failed"
-    assert summary["rejected"] == [GENS[1].iso]
-    assert any(GENS[2].iso in p and "held back" in p for p in summary["problems"])
+    assert summary.status == "failed" and summary.validation == "failed"
+    assert summary.rejected == (GENS[1].iso,)
+    assert any(GENS[2].iso in p and "held back" in p for p in summary.problems)
 
 
 def test_an_older_generation_published_by_nobody_blocks_this_run() -> None:
@@ -128,11 +128,11 @@ def test_publishing_a_rejected_outcome_directly_is_refused() -> None:
 def test_summary_names_never_validated_generations_and_a_failed_detect() -> None:
     outcome = PublicationOutcome()
     summary = generations_run_summary("run", GENS[:2], [passed(GENS[0])], outcome)
-    assert summary["validation"] == "incomplete"
-    assert summary["not_validated"] == [GENS[1].iso]
+    assert summary.validation == "incomplete"
+    assert summary.not_validated == (GENS[1].iso,)
     failed_detect = generations_run_summary("run", None, [], outcome)
-    assert failed_detect["problems"] == ["detect failed: nothing was examined"]
-    assert generations_run_summary("run", [], [], outcome)["validation"] == "none"
+    assert failed_detect.problems == ("detect failed: nothing was examined",)
+    assert generations_run_summary("run", [], [], outcome).validation == "none"
 
 
 # --- one generation named by hand (`cdcgen generation publish`) ---------------------------

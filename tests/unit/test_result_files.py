@@ -30,22 +30,22 @@ def test_a_rerun_that_dies_is_not_judged_by_the_previous_attempt(tmp_path: Path)
     config = PipelineConfig(report_dir=tmp_path)
     planned = result_path(tmp_path, RUN, "shop.orders")
     done(open_attempt(planned, 1), rows=7)
-    assert read_result(tmp_path, RUN, "shop.orders")["status"] == "done"  # type: ignore[index]
+    assert read_result(tmp_path, RUN, "shop.orders").status == "done"  # type: ignore[union-attr]
     open_attempt(planned, 2)  # the task was cleared; its new job dies before writing
     summary = changes.changes_run_summary(config, RUN, [{"table": "shop.orders"}])
-    assert summary["status"] == "failed"
-    assert summary["problems"] == [
-        "shop.orders: failed: attempt 2 of the extract wrote no result (it died before its end)"
-    ]
+    assert summary.status == "failed"
+    assert summary.problems == (
+        "shop.orders: failed: attempt 2 of the extract wrote no result (it died before its end)",
+    )
     done(attempt_path(planned, 2), rows=9)  # ... or it ends well: its own result counts
-    assert changes.changes_run_summary(config, RUN, [{"table": "shop.orders"}])["changes_rows"] == 9
+    assert changes.changes_run_summary(config, RUN, [{"table": "shop.orders"}]).changes_rows == 9
 
 
 def test_the_highest_attempt_counts_numerically(tmp_path: Path) -> None:
     planned = result_path(tmp_path, RUN, "shop.orders")
     for attempt in (9, 10, 2):
         done(open_attempt(planned, attempt), rows=attempt)
-    assert read_result(tmp_path, RUN, "shop.orders")["rows_written"] == 10  # type: ignore[index]
+    assert read_result(tmp_path, RUN, "shop.orders").rows_written == 10  # type: ignore[union-attr]
 
 
 def test_a_job_run_by_hand_writes_the_planned_file(tmp_path: Path) -> None:
@@ -53,7 +53,7 @@ def test_a_job_run_by_hand_writes_the_planned_file(tmp_path: Path) -> None:
     assert read_result(tmp_path, RUN, "shop.orders") is None
     planned.parent.mkdir(parents=True)
     done(planned, rows=3)
-    assert read_result(tmp_path, RUN, "shop.orders")["rows_written"] == 3  # type: ignore[index]
+    assert read_result(tmp_path, RUN, "shop.orders").rows_written == 3  # type: ignore[union-attr]
 
 
 def test_run_ids_cannot_leave_the_results_folder_or_share_one(tmp_path: Path) -> None:

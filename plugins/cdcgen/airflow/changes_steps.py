@@ -41,6 +41,6 @@ def changes_summary(
     from cdcgen.pipeline.run_summary import RunIncomplete
 
     summary = changes.changes_run_summary(run_config(params), run_id, planned)
-    if summary["problems"]:
-        raise RunIncomplete("; ".join(summary["problems"]))
-    return summary
+    if summary.problems:
+        raise RunIncomplete("; ".join(summary.problems))
+    return summary.to_json()

@@ -16,6 +16,7 @@ from typing import Any
 
 from cdcgen.airflow.failures import fail_fast
 from cdcgen.airflow.hooks import CdcSourceHook
+from cdcgen.airflow.lake_connection import use_lake_connection
 from cdcgen.airflow.spark_jobs import job_env
 from cdcgen.airflow.xcom import from_xcom, list_from_xcom, to_xcom
 from cdcgen.config import PipelineConfig
@@ -35,6 +36,9 @@ def run_type_of(run_type: Any) -> str:
 
 
 def run_config(params: Mapping[str, Any]) -> PipelineConfig:
+    """The run's configuration; the task's process gets the lake's access with it (its
+    own environment: nothing outlives the task)."""
+    use_lake_connection()
     return CdcSourceHook().config_for_run(params)
 
 
@@ -207,10 +211,10 @@ def summarize_run(
     summary = generations_run_summary(
         run_id, _detected(detected), _validations(ti, group_id), publication
     )
-    write_summary(Path(config.report_dir) / SUMMARIES_DIR, run_id, summary)
-    if summary["problems"]:
-        raise RunIncomplete("; ".join(summary["problems"]))
-    return summary
+    write_summary(Path(config.report_dir) / SUMMARIES_DIR, summary)
+    if summary.problems:
+        raise RunIncomplete("; ".join(summary.problems))
+    return summary.to_json()
 
 
 @fail_fast

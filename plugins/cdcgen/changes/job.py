@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from cdcgen.adapters.change_log import CqlReaderFactory, ReadOptions
 from cdcgen.adapters.checkpoints import CqlCheckpointStore
@@ -35,6 +35,7 @@ from cdcgen.changes.settings import ChangesSettings
 from cdcgen.changes.stream_reads import ReaderFactory, StreamFanout
 from cdcgen.config import PipelineConfig
 from cdcgen.core.cdc_log import TableRef
+from cdcgen.core.changes_result import ChangesRunResult
 from cdcgen.core.log_table import LogTable
 from cdcgen.ports import ClockReader, GenerationSource
 from cdcgen.spark.session import JobKind, job_session
@@ -145,7 +146,7 @@ def run_changes_job(
     settings: ChangesSettings | None = None,
     validate: bool = True,
     spark: SparkSession | None = None,
-) -> dict[str, Any]:
+) -> ChangesRunResult:
     """Extract ``request``'s closed windows, check them, record the run (what the Spark
     job runs); settings default to the ``CDCGEN_CHANGES_*`` environment."""
     settings = settings or ChangesSettings.from_env()

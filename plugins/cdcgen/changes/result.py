@@ -2,7 +2,7 @@
 
 :class:`ExtractionResult` is filled by the orchestrator (:mod:`.run`) as the run goes,
 read by the row checks (which windows to check, over which generations) and the report
-(:mod:`.report`), and serialised once, at the edge, by :meth:`ExtractionResult.to_json`
+(:mod:`.report`), and becomes the run's result once, by :meth:`ExtractionResult.run_result`
 (the Spark job's result file, which the DAG's summary step reads back).
 """
 
@@ -12,9 +12,9 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
 
 from cdcgen.core.cdc_log import TableRef
+from cdcgen.core.changes_result import ChangesRunResult, PendingEntry, WindowEntry
 from cdcgen.core.windows import GenerationSpan, Interval, Mode, Window, WindowPlan
 from cdcgen.validation.results import ValidationResult
 
@@ -32,7 +32,7 @@ class JobRows:
 
 @dataclass
 class ExtractionResult:
-    """What a run extracted; ``to_json()`` is what the DAG task returns through XCom."""
+    """What a run extracted; ``run_result()`` is what its result file says of it."""
 
     table: TableRef
     interval: Interval
@@ -79,45 +79,46 @@ class ExtractionResult:
         """The table version after this run's last commit (None: it committed nothing)."""
         return self.lake_versions[-1] if self.lake_versions else None
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "table": self.table.qualified,
-            "interval": [self.interval.start.isoformat(), self.interval.end.isoformat()],
-            "mode": self.mode.value,
-            "run_id": self.run_id,
-            "lake_root": str(self.lake_root),
-            "windows": [
-                {
-                    "generation": w.generation.label,
-                    "bucket": w.bucket,
-                    "start": w.start.isoformat(),
-                    "end": w.end.isoformat(),
-                    "streams": len(w.streams),
-                    "kind": w.kind.value,
-                }
+    def run_result(self) -> ChangesRunResult:
+        """The run's result as its file and the DAG's summary step read it."""
+        return ChangesRunResult(
+            table=self.table.qualified,
+            interval=(self.interval.start.isoformat(), self.interval.end.isoformat()),
+            mode=self.mode,
+            run_id=self.run_id,
+            lake_root=str(self.lake_root),
+            windows=tuple(
+                WindowEntry(
+                    generation=w.generation.label,
+                    bucket=w.bucket,
+                    start=w.start.isoformat(),
+                    end=w.end.isoformat(),
+                    streams=len(w.streams),
+                    kind=w.kind.value,
+                )
                 for w in self.windows
-            ],
-            "pending": [
-                {
-                    "generation": p.generation,
-                    "end": p.end.isoformat(),
-                    "closes_at": p.closes_at.isoformat(),
-                    "reason": p.reason,
-                }
+            ),
+            pending=tuple(
+                PendingEntry(
+                    generation=p.generation,
+                    end=p.end.isoformat(),
+                    closes_at=p.closes_at.isoformat(),
+                    reason=p.reason,
+                )
                 for p in self.plan.pending
-            ],
-            "jobs": self.jobs,
-            "rows_written": self.rows_written,
-            "streams_read": self.streams_read,
-            "rows_per_generation": dict(self.rows_per_generation),
-            "garbage_removed": self.garbage_removed,
-            "lake_format": "delta",
-            "lake_versions": list(self.lake_versions),
-            "quarantined_versions": list(self.quarantined_versions),
-            "watermark": None if self.watermark is None else self.watermark.isoformat(),
-            "seconds": round(self.seconds, 3),
-            "phases": {k: round(v, 3) for k, v in self.phases.items()},
-        }
+            ),
+            jobs=self.jobs,
+            rows_written=self.rows_written,
+            streams_read=self.streams_read,
+            rows_per_generation=dict(self.rows_per_generation),
+            garbage_removed=self.garbage_removed,
+            lake_format="delta",
+            lake_versions=tuple(self.lake_versions),
+            quarantined_versions=tuple(self.quarantined_versions),
+            watermark=None if self.watermark is None else self.watermark.isoformat(),
+            seconds=round(self.seconds, 3),
+            phases={k: round(v, 3) for k, v in self.phases.items()},
+        )
 
 
 class Phases:

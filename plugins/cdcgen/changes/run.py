@@ -39,14 +39,15 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any, Protocol
+from typing import Protocol
 
 from cdcgen.changes.report import record_changes_run
 from cdcgen.changes.result import ExtractionResult, JobRows, Phases
 from cdcgen.changes.settings import ChangesSettings
-from cdcgen.changes.verdicts import checks_json, combined
+from cdcgen.changes.verdicts import combined, row_checks
 from cdcgen.config import PipelineConfig
 from cdcgen.core.cdc_log import TableRef
+from cdcgen.core.changes_result import ChangesRunResult
 from cdcgen.core.log_ttls import recorded_after_run, unextracted_ttl
 from cdcgen.core.watermark import BucketCheckpoint, consistency_watermark
 from cdcgen.core.windows import DataExpired, Interval, Mode, Window, WindowPolicy, plan_windows
@@ -164,7 +165,7 @@ def extract_changes(
     result.watermark = store.progress(table).watermark
     phases.mark("watermark")
     result.seconds = time.monotonic() - started
-    log.info("changes of %s: %s", table, result.to_json())
+    log.info("changes of %s: %s", table, result.run_result().to_json())
     return result
 
 
@@ -244,11 +245,11 @@ def run_changes(
     *,
     cdc_ttl: timedelta | None,
     now: datetime | None = None,
-) -> dict[str, Any]:
+) -> ChangesRunResult:
     """A whole run: extract (checking each job's rows), record it on the report site.
 
-    Returns the extraction's JSON plus ``checks`` (passed, summary, Data Docs), the
-    report page and the ``status``. Raises :class:`ChangesInvalid` (carrying that JSON
+    Returns the extraction's result with its ``checks`` (passed, summary, Data Docs), the
+    report page and the ``status``. Raises :class:`ChangesInvalid` (carrying that result
     as ``output``) after recording a failed check.
     """
     try:
@@ -256,11 +257,11 @@ def run_changes(
     except DataExpired as exc:
         log.error("%s", exc)
         raise
-    output = result.to_json()
+    output = result.run_result()
     label = f"{result.table.qualified} {result.run_id}"
     checks = combined(result.checks, label) if result.checks else None
     if checks is not None:
-        output["checks"] = checks_json(checks)
+        output = output.updated(checks=row_checks(checks))
     page = record_changes_run(
         config.report_dir,
         result,
@@ -268,8 +269,8 @@ def run_changes(
         dag_id=request.dag_id,
         keep_runs=config.report_keep_runs,
     )
-    output["report"] = str(page)
-    output["status"] = "done" if checks is None or checks.passed else "row checks failed"
+    status = "done" if checks is None or checks.passed else "row checks failed"
+    output = output.updated(report=str(page), status=status)
     if checks is not None and not checks.passed:
         failure = ChangesInvalid(checks)
         failure.output = output  # what was written and why it failed, for the caller

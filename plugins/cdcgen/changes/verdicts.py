@@ -1,7 +1,7 @@
-"""A changes run's row-check verdicts: one per job, combined into the run's, as JSON.
+"""A changes run's row-check verdicts: one per job, combined into the run's result.
 
 The orchestrator (:mod:`.run`) checks each job's rows before checkpointing it; the run's
-JSON and its report carry one verdict, with one outcome per check over every job.
+result and its report carry one verdict, with one outcome per check over every job.
 """
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
+from cdcgen.core.changes_result import CheckEntry, RowChecks
 from cdcgen.reports.checks_page import write_checks_page
 from cdcgen.validation.results import CheckOutcome, ValidationResult
 
@@ -63,21 +63,21 @@ def _merged(a: CheckOutcome, b: CheckOutcome) -> CheckOutcome:
     )
 
 
-def checks_json(checks: ValidationResult) -> dict[str, Any]:
-    """The row checks' verdicts as the run's JSON carries them (a few rows per check)."""
-    return {
-        "passed": checks.passed,
-        "summary": checks.summary,
-        "data_docs": str(checks.report_index),
-        "checks": [
-            {
-                "check": c.check,
-                "passed": c.passed,
-                "observed": c.observed,
-                "samples": [dict(row) for row in c.samples[:SAMPLES_IN_OUTPUT]],
-            }
+def row_checks(checks: ValidationResult) -> RowChecks:
+    """The row checks' verdicts as the run's result carries them (a few rows per check)."""
+    return RowChecks(
+        passed=checks.passed,
+        summary=checks.summary,
+        data_docs=str(checks.report_index),
+        checks=tuple(
+            CheckEntry(
+                check=c.check,
+                passed=c.passed,
+                observed=c.observed,
+                samples=tuple(dict(row) for row in c.samples[:SAMPLES_IN_OUTPUT]),
+            )
             for c in checks.checks
-        ],
-        "failed": [c.describe() for c in checks.failures],
+        ),
+        failed=tuple(c.describe() for c in checks.failures),
         **({} if checks.page is None else {"page": str(checks.page)}),
-    }
+    )

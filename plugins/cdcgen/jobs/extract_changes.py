@@ -18,7 +18,6 @@ import sys
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 from cdcgen.core.errors import ExitCode
 
@@ -50,6 +49,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from cdcgen.changes.run import ChangesRequest
     from cdcgen.config import PipelineConfig
     from cdcgen.core.cdc_log import TableRef
+    from cdcgen.core.changes_result import ChangesRunResult
     from cdcgen.core.windows import DataExpired, Interval, Mode
     from cdcgen.pipeline.result_files import write_result as _write
     from cdcgen.validation.results import ChangesInvalid
@@ -64,23 +64,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         run_id=args.run_id or "",
         dag_id=args.dag_id,
     )
-    failed: dict[str, Any] = {"table": args.table, "mode": args.mode, "run_id": request.run_id}
+    failed = ChangesRunResult(table=args.table, mode=request.mode, run_id=request.run_id)
     if args.output is not None:
         args.output.unlink(missing_ok=True)  # a re-run's result replaces the last one's
     try:
         output = run_changes_job(config, request, validate=not args.no_validate)
     except ChangesInvalid as exc:
         print(exc, file=sys.stderr)
-        _write(args.output, {**failed, **(exc.output or {}), "error": str(exc)})
+        written = failed if exc.output is None else exc.output
+        _write(args.output, written.updated(error=str(exc)).to_json())
         return ExitCode.TERMINAL
     except DataExpired as exc:
         print(exc, file=sys.stderr)
         status = "data expired: re-bootstrap needed"
-        _write(args.output, {**failed, "status": status, "error": str(exc)})
+        _write(args.output, failed.updated(status=status, error=str(exc)).to_json())
         return ExitCode.TERMINAL
     except TransientReadError as exc:
         print(exc, file=sys.stderr)
-        _write(args.output, {**failed, "status": "transient read error", "error": str(exc)})
+        retry = failed.updated(status="transient read error", error=str(exc))
+        _write(args.output, retry.to_json())
         return ExitCode.TRANSIENT
-    _write(args.output, output)
+    _write(args.output, output.to_json())
     return ExitCode.OK

@@ -31,15 +31,18 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict
+
 from cdcgen.adapters.cdc_tables import CdcCatalog
 from cdcgen.adapters.cql import client_for
 from cdcgen.changes.settings import ChangesSettings
 from cdcgen.config import PipelineConfig
 from cdcgen.core.cdc_log import TableRef
+from cdcgen.core.changes_result import ChangesRunResult
 from cdcgen.core.errors import TerminalError
 from cdcgen.core.time import floor_ms, to_millis
 from cdcgen.pipeline.result_files import read_result, result_path
-from cdcgen.pipeline.run_summary import write_summary
+from cdcgen.pipeline.run_summary import RunSummary, write_summary
 from cdcgen.spark.session import submit_env
 
 log = logging.getLogger(__name__)
@@ -144,19 +147,57 @@ def plan(
     return planned
 
 
-def colocation_verdict(result: Mapping[str, Any]) -> str | None:
-    """``passed``/``failed`` for the colocation check of one table's run, ``None`` if not run."""
-    checks = result.get("checks") or {}
-    for check in checks.get("checks", ()):
-        if "colocation" in str(check.get("check", "")):
-            return "passed" if check.get("passed") else "failed"
-    return None
+class TableSummary(BaseModel):
+    """One table's part of a changes run; a table not extracted has its ``status`` only."""
+
+    model_config = ConfigDict(frozen=True)
+
+    status: str
+    rows: int = 0
+    windows: int = 0
+    pending: int = 0
+    watermark: str | None = None
+    lake_versions: tuple[int, ...] = ()
+    colocation: str | None = None
+    checks: bool | None = None
+    failed_checks: tuple[str, ...] = ()
+    report: str | None = None
+    data_docs: str | None = None
+
+    @classmethod
+    def of(cls, result: ChangesRunResult) -> TableSummary:
+        checks = result.checks
+        return cls(
+            status=result.status,
+            rows=result.rows_written,
+            windows=len(result.windows),
+            pending=len(result.pending),
+            watermark=result.watermark,
+            lake_versions=result.lake_versions,
+            colocation=None if checks is None else checks.colocation(),
+            checks=None if checks is None else checks.passed,
+            failed_checks=() if checks is None else checks.failed,
+            report=result.report,
+            data_docs=None if checks is None else checks.data_docs,
+        )
+
+
+class ChangesRunSummary(RunSummary):
+    """A ``cdc_changes`` run (see :func:`changes_run_summary`)."""
+
+    tables: dict[str, TableSummary]
+    changes_rows: int
+    colocation: str
+    checks: str
+    watermarks: dict[str, str | None]
+    lake_format: str
+    lake_versions: dict[str, tuple[int, ...]]
 
 
 def changes_run_summary(
     config: PipelineConfig, run_id: str, planned: Sequence[Mapping[str, Any]] | None
-) -> dict[str, Any]:
-    """What a run did for every table, as one JSON object (also written for ``make demo``).
+) -> ChangesRunSummary:
+    """What a run did for every table, as one summary (also written for ``make demo``).
 
     ``changes_rows``: rows written to the lake; ``colocation``: ``passed`` only if
     every table that extracted rows ran the check and passed it; ``checks`` the same
@@ -164,7 +205,7 @@ def changes_run_summary(
     checks failed, data expired), and is empty on success; ``lake_versions`` the
     Delta table versions each table's run committed (read them back with time travel).
     """
-    tables: dict[str, Any] = {}
+    tables: dict[str, TableSummary] = {}
     problems: list[str] = []
     if planned is None:
         problems.append("planning failed: no table was examined")
@@ -173,39 +214,25 @@ def changes_run_summary(
         result = read_result(config.report_dir, run_id, table)
         if result is None:
             problems.append(f"{table}: not extracted (its wait or Spark job failed)")
-            tables[table] = {"status": "not extracted"}
+            tables[table] = TableSummary(status="not extracted")
             continue
-        status = str(result.get("status", "done"))
-        if status != "done":
-            problems.append(f"{table}: {status}: {result.get('error', '')}".rstrip(": "))
-        tables[table] = {
-            "status": status,
-            "rows": int(result.get("rows_written", 0)),
-            "windows": len(result.get("windows", ())),
-            "pending": len(result.get("pending", ())),
-            "watermark": result.get("watermark"),
-            "lake_versions": list(result.get("lake_versions", ())),
-            "colocation": colocation_verdict(result),
-            "checks": (result.get("checks") or {}).get("passed"),
-            "failed_checks": (result.get("checks") or {}).get("failed", []),
-            "report": result.get("report"),
-            "data_docs": (result.get("checks") or {}).get("data_docs"),
-        }
-    verdicts = [t.get("colocation") for t in tables.values() if t.get("windows")]
-    checked = [t.get("checks") for t in tables.values() if t.get("windows")]
-    summary = {
-        "run_id": run_id,
-        "tables": tables,
-        "changes_rows": sum(int(t.get("rows", 0)) for t in tables.values()),
-        "colocation": _verdict(verdicts, failed="failed" in verdicts),
-        "checks": _verdict(checked, failed=False in checked),
-        "watermarks": {name: t.get("watermark") for name, t in tables.items()},
-        "lake_format": "delta",
-        "lake_versions": {name: t.get("lake_versions", []) for name, t in tables.items()},
-        "problems": problems,
-        "status": "failed" if problems else "ok",
-    }
-    write_summary(Path(config.report_dir) / SUMMARIES_DIR, run_id, summary)
+        if result.failed:
+            problems.append(f"{table}: {result.status}: {result.error}".rstrip(": "))
+        tables[table] = TableSummary.of(result)
+    verdicts = [t.colocation for t in tables.values() if t.windows]
+    checked = [t.checks for t in tables.values() if t.windows]
+    summary = ChangesRunSummary(
+        run_id=run_id,
+        tables=tables,
+        changes_rows=sum(t.rows for t in tables.values()),
+        colocation=_verdict(verdicts, failed="failed" in verdicts),
+        checks=_verdict(checked, failed=False in checked),
+        watermarks={name: t.watermark for name, t in tables.items()},
+        lake_format="delta",
+        lake_versions={name: t.lake_versions for name, t in tables.items()},
+        problems=tuple(problems),
+    )
+    write_summary(Path(config.report_dir) / SUMMARIES_DIR, summary)
     return summary
 
 

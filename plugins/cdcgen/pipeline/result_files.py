@@ -16,11 +16,15 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cdcgen.adapters.files import write_atomic
 from cdcgen.core.user_text import file_name
+
+if TYPE_CHECKING:
+    from cdcgen.core.changes_result import ChangesRunResult
 
 #: Under the report directory: one folder per run, result files per table and attempt.
 RESULTS_DIR = "changes-results"
@@ -51,7 +55,7 @@ def open_attempt(planned: Path | str, attempt: int) -> Path:
     return path
 
 
-def write_result(path: Path | None, output: dict[str, Any]) -> None:
+def write_result(path: Path | None, output: Mapping[str, Any]) -> None:
     """A job's result: printed, and written whole (rename) to ``path`` when given, success
     or not."""
     text = json.dumps(output, indent=1, default=str)
@@ -72,13 +76,16 @@ def latest_result_file(report_dir: Path | str, run_id: str, table: str) -> Path:
     return max(attempts)[1] if attempts else planned
 
 
-def read_result(report_dir: Path | str, run_id: str, table: str) -> dict[str, Any] | None:
-    """The newest attempt's result for ``table`` in this run, or ``None`` if none wrote one."""
+def read_result(report_dir: Path | str, run_id: str, table: str) -> ChangesRunResult | None:
+    """The newest attempt's result for ``table`` in this run, or ``None`` if none wrote one;
+    a file that cannot be read as one is a failed result naming it."""
+    from cdcgen.core.changes_result import ChangesRunResult  # not at a DAG file's parse
+
     path = latest_result_file(report_dir, run_id, table)
     try:
-        data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+        return ChangesRunResult.from_json(json.loads(path.read_text(encoding="utf-8")))
     except FileNotFoundError:
         return None
     except (OSError, ValueError) as exc:
-        return {"table": table, "status": "failed", "error": f"unreadable result {path}: {exc}"}
-    return data
+        error = f"unreadable result {path}: {exc}"
+        return ChangesRunResult(table=table, status="failed", error=error)

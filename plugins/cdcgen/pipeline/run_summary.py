@@ -1,4 +1,4 @@
-"""What a ``cdc_generations`` run did, as one JSON object, and whether the run failed.
+"""What a run did, in the one shape of the three DAGs, and a ``cdc_generations`` run's.
 
 Written to ``<report_dir>/summaries/<run id>.json`` (``make demo`` and the tests read the
 newest) and returned by the DAG's last task. ``problems`` lists every reason the run must
@@ -11,9 +11,11 @@ known; ``ring_unknown``: those validated without one).
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+from pydantic import BaseModel, ConfigDict, computed_field
 
 from cdcgen.adapters.files import write_atomic
 from cdcgen.core.errors import TerminalError
@@ -71,19 +73,78 @@ def ring_verdict(validations: Sequence[ValidationOutcome]) -> str:
     return "passed" if all(outcomes) else "failed"
 
 
+class RunSummary(BaseModel):
+    """What a run of any of the three DAGs did: its id, and every reason it must fail
+    (none: ``status`` ``ok``). Each DAG's summary adds its own fields; the file and the
+    last task's XCom value are :meth:`to_json`."""
+
+    model_config = ConfigDict(frozen=True)
+
+    run_id: str
+    problems: tuple[str, ...] = ()
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def status(self) -> str:
+        return "failed" if self.problems else "ok"
+
+    def to_json(self) -> dict[str, Any]:
+        """The summary as JSON values (keys given only: a table's summary may be short)."""
+        return self.model_dump(mode="json", exclude_unset=True)
+
+
+class HeldBack(BaseModel):
+    """A generation publication held back, and why."""
+
+    model_config = ConfigDict(frozen=True)
+
+    generation: str
+    reason: str
+
+
+class LakeVersion(BaseModel):
+    """What a validation read: the generations table version and its description's digest
+    (publication reads the same, or refuses)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    version: int
+    description_sha256: str | None
+
+
+class GenerationsRunSummary(RunSummary):
+    """A ``cdc_generations`` run (see the module doc)."""
+
+    generations_detected: int
+    generations_published: int
+    streams_published: int
+    published: tuple[str, ...]
+    rejected: tuple[str, ...]
+    not_validated: tuple[str, ...]
+    held_back: tuple[HeldBack, ...]
+    validation: str
+    ring_checks: str
+    ring_checked: tuple[str, ...]
+    ring_unknown: tuple[str, ...]
+    report: str | None
+    reports: tuple[str, ...]
+    lake_format: str
+    lake_versions: dict[str, LakeVersion]
+
+
 def generations_run_summary(
     run_id: str,
     detected: Sequence[Generation] | None,
     validations: Sequence[ValidationOutcome],
     publication: PublicationOutcome,
-) -> dict[str, Any]:
+) -> GenerationsRunSummary:
     """The run's summary (see the module doc)."""
     generations = list(detected or ())
     reached = {v.generation for v in validations}
     rejected = sorted(v.generation.iso for v in validations if not v.passed)
     missing = sorted(g.iso for g in generations if g not in reached)
     reports = sorted({v.data_docs for v in validations if v.data_docs})
-    held = [{"generation": h.generation.iso, "reason": h.reason} for h in publication.held_back]
+    held = [HeldBack(generation=h.generation.iso, reason=h.reason) for h in publication.held_back]
     problems = []
     if detected is None:
         problems.append("detect failed: nothing was examined")
@@ -91,50 +152,44 @@ def generations_run_summary(
         problems.append(f"rejected by validation: {', '.join(rejected)}")
     if missing:
         problems.append(f"never validated (wait or extract failed): {', '.join(missing)}")
-    others = [h for h in held if h["generation"] not in rejected + missing]
+    others = [h for h in held if h.generation not in rejected + missing]
     if others:
-        problems.append(
-            "held back: " + "; ".join(f"{h['generation']} ({h['reason']})" for h in others)
-        )
+        problems.append("held back: " + "; ".join(f"{h.generation} ({h.reason})" for h in others))
     unpublished = len(generations) - len(publication.published)
     if unpublished and not problems:
         problems.append(f"{unpublished} validated generation(s) failed to publish")
-    return {
-        "run_id": run_id,
-        "generations_detected": len(generations),
-        "generations_published": len(publication.published),
-        "streams_published": sum(p.streams for p in publication.published),
-        "published": sorted(p.generation.iso for p in publication.published),
-        "rejected": rejected,
-        "not_validated": missing,
-        "held_back": held,
-        "validation": validation_verdict(generations, validations),
-        "ring_checks": ring_verdict(validations),
-        "ring_checked": sorted(v.generation.iso for v in validations if v.ring_known),
-        "ring_unknown": sorted(
-            v.generation.iso for v in validations if v.ring and not v.ring_known
+    return GenerationsRunSummary(
+        run_id=run_id,
+        generations_detected=len(generations),
+        generations_published=len(publication.published),
+        streams_published=sum(p.streams for p in publication.published),
+        published=tuple(sorted(p.generation.iso for p in publication.published)),
+        rejected=tuple(rejected),
+        not_validated=tuple(missing),
+        held_back=tuple(held),
+        validation=validation_verdict(generations, validations),
+        ring_checks=ring_verdict(validations),
+        ring_checked=tuple(sorted(v.generation.iso for v in validations if v.ring_known)),
+        ring_unknown=tuple(
+            sorted(v.generation.iso for v in validations if v.ring and not v.ring_known)
         ),
-        "report": reports[0] if reports else None,
-        "reports": reports,
-        # What each validation read: the generations table version and the digest of
-        # the description in it (publication reads the same, or refuses).
-        "lake_format": "delta",
-        "lake_versions": {
-            v.generation.iso: {
-                "version": v.lake_version,
-                "description_sha256": v.description_sha256,
-            }
+        report=reports[0] if reports else None,
+        reports=tuple(reports),
+        lake_format="delta",
+        lake_versions={
+            v.generation.iso: LakeVersion(
+                version=v.lake_version, description_sha256=v.description_sha256
+            )
             for v in validations
             if v.lake_version is not None
         },
-        "status": "failed" if problems else "ok",
-        "problems": problems,
-    }
+        problems=tuple(problems),
+    )
 
 
-def write_summary(folder: Path, run_id: str, summary: Mapping[str, Any]) -> Path:
+def write_summary(folder: Path, summary: RunSummary) -> Path:
     """``<folder>/<run id>.json``, replacing an earlier one of the same run whole (the
     demo and the tests read the newest while a run may be writing it)."""
-    path = folder / f"{file_name(run_id)}.json"
-    write_atomic(path, json.dumps(summary, indent=2, sort_keys=True) + "\n")
+    path = folder / f"{file_name(summary.run_id)}.json"
+    write_atomic(path, json.dumps(summary.to_json(), indent=2, sort_keys=True) + "\n")
     return path

@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
+from cdcgen.core.changes_result import ChangesRunResult
 from cdcgen.core.errors import TerminalError
 
 #: Offending rows per failed check printed in a summary (the reports show more).
@@ -116,8 +116,8 @@ class ChangesInvalid(ValidationFailed):
 
     def __init__(self, result: ValidationResult) -> None:
         super().__init__(result)
-        #: The run's JSON (rows written, windows, checks) when raised by ``run_changes``.
-        self.output: dict[str, Any] | None = None
+        #: The run's result (rows written, windows, checks) when raised by ``run_changes``.
+        self.output: ChangesRunResult | None = None
 
 
 def summary_text(
