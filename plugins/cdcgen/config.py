@@ -18,16 +18,11 @@ from __future__ import annotations
 
 from datetime import timedelta
 from pathlib import Path
-from typing import Annotated, Any, ClassVar, Literal, Self
+from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import (
-    BeforeValidator,
-    Field,
-    SecretStr,
-    field_validator,
-    model_validator,
-)
+from pydantic import BeforeValidator, Field, field_validator
 
+from cdcgen.access_settings import AccessSettings
 from cdcgen.core.generation import SourceMode
 from cdcgen.core.identifiers import (
     SCYLLA_DISTRIBUTED,
@@ -49,58 +44,85 @@ DEFAULT_REPORT_KEEP_RUNS = 1000
 
 
 class PipelineConfig(EnvSettings):
-    contact_points: tuple[str, ...] = env("CDCGEN_CONTACT_POINTS", ("127.0.0.1",))
-    port: int = env("CDCGEN_PORT", 9042, ge=1, le=65535)
-    #: Native protocol version; unset, the driver negotiates (ScyllaDB serves v4).
-    protocol_version: int | None = env("CDCGEN_PROTOCOL_VERSION", None, ge=3, le=5)
-    source_mode: SourceMode = env("CDCGEN_SOURCE_MODE", SourceMode.RAFT)
-    #: "" reads ScyllaDB's own keyspaces; a prefix reads copies of them (a sandbox).
-    source_keyspace_prefix: str = env("CDCGEN_SOURCE_KEYSPACE_PREFIX", "")
-    #: "cql" asks each node for now(); other sources are plugins (cdcgen.extensions).
-    clock_source: str = env("CDCGEN_CLOCK_SOURCE", "cql")
+    contact_points: tuple[str, ...] = env(
+        "CDCGEN_CONTACT_POINTS", ("127.0.0.1",), connection="host"
+    )
+    """The nodes the driver first contacts (comma-separated); it finds the others."""
+    port: int = env("CDCGEN_PORT", 9042, ge=1, le=65535, connection="port")
+    """The nodes' CQL port."""
+    protocol_version: int | None = env(
+        "CDCGEN_PROTOCOL_VERSION", None, ge=3, le=5, connection="extra.protocol_version"
+    )
+    """Native protocol version; unset, the driver negotiates (ScyllaDB serves v4)."""
+    source_mode: SourceMode = env(
+        "CDCGEN_SOURCE_MODE", SourceMode.RAFT, connection="extra.source_mode"
+    )
+    """How the source stores its generations: raft, gossip, v1 or tablets."""
+    source_keyspace_prefix: str = env(
+        "CDCGEN_SOURCE_KEYSPACE_PREFIX", "", connection="extra.source_keyspace_prefix"
+    )
+    """Empty reads ScyllaDB's own ``system*`` keyspaces; a prefix reads copies of them
+    (a sandbox)."""
+    clock_source: str = env("CDCGEN_CLOCK_SOURCE", "cql", connection="extra.clock_source")
+    """How node clocks are read: ``cql`` asks each node for ``now()``; other sources are
+    plugins (entry point group ``cdcgen.clock_readers``)."""
     target_keyspace: str = env("CDCGEN_TARGET_KEYSPACE", SCYLLA_DISTRIBUTED)
-    #: The changes pipeline's checkpoints and watermark; unset, the target keyspace (which
-    #: then may not be ScyllaDB's system_distributed: no tables of ours go there).
+    """Where generations are published; no other ``system``/``system_*`` keyspace is
+    accepted."""
     state_keyspace: str | None = env(STATE_KEYSPACE_SETTING, None)
-    #: A folder, or ``s3://bucket/prefix`` (cdcgen.adapters.lake_store: AWS_* reach it).
+    """The changes pipeline's checkpoints and watermark; unset, the target keyspace
+    (which then may not be ``system_distributed``: no tables of ours go there)."""
     lake_path: Annotated[str, BeforeValidator(lake_uri)] = env(
         "CDCGEN_LAKE_PATH", lake_uri(REPO_ROOT / "lake")
     )
-    #: Further lakes a run's ``lake_path`` Param may name (comma-separated folders or
-    #: s3:// prefixes), besides the configured lake and what lies under it.
+    """The lake: a folder, or ``s3://bucket/prefix`` (reached with the ``AWS_*``
+    settings or the ``cdcgen_lake`` connection)."""
     lake_roots: tuple[str, ...] = env("CDCGEN_LAKE_ROOTS", ())
+    """Further lakes a run's ``lake_path`` Param may name (comma-separated folders or
+    s3:// prefixes), besides the configured lake and what lies under it."""
     report_dir: Path = env("CDCGEN_REPORT_DIR", REPO_ROOT / "reports")
+    """Where the report site and its run records are written."""
     report_keep_runs: int = env("CDCGEN_REPORT_KEEP_RUNS", DEFAULT_REPORT_KEEP_RUNS, ge=1)
-    ring_delay: timedelta = env("CDCGEN_RING_DELAY_SECONDS", timedelta(seconds=30))
-    generation_leeway: timedelta = env("CDCGEN_LEEWAY_SECONDS", timedelta(seconds=5))
-    confidence_window: timedelta = env("CDCGEN_CONFIDENCE_WINDOW_SECONDS", timedelta(seconds=30))
-    clock_wait_timeout: timedelta = env("CDCGEN_CLOCK_WAIT_TIMEOUT_SECONDS", timedelta(minutes=10))
-    #: Unset: expired generations keep their description rows (ScyllaDB's behaviour).
-    #: Set: the maintenance DAG deletes them this long after they expired.
+    """Run records the report site keeps, the oldest removed as a run is recorded; also
+    replication records per sink table."""
+    ring_delay: timedelta = env(
+        "CDCGEN_RING_DELAY_SECONDS", timedelta(seconds=30), connection="extra.ring_delay_seconds"
+    )
+    """The source's ``ring_delay``: a generation starts twice this after it is made."""
+    generation_leeway: timedelta = env(
+        "CDCGEN_LEEWAY_SECONDS", timedelta(seconds=5), connection="extra.leeway_seconds"
+    )
+    """How far past a generation's start every node's clock must be before it is read."""
+    confidence_window: timedelta = env(
+        "CDCGEN_CONFIDENCE_WINDOW_SECONDS",
+        timedelta(seconds=30),
+        connection="extra.confidence_window_seconds",
+    )
+    """How far past a window's end every clock must be before its changes are read: a
+    write may arrive that late (its timestamp is the client's)."""
+    clock_wait_timeout: timedelta = env(
+        "CDCGEN_CLOCK_WAIT_TIMEOUT_SECONDS",
+        timedelta(minutes=10),
+        connection="extra.clock_wait_timeout_seconds",
+    )
+    """How long a clock wait may last before its task fails."""
     prune_expired_after: timedelta | None = env("CDCGEN_PRUNE_EXPIRED_AFTER_SECONDS", None)
+    """Unset: expired generations keep their description rows (ScyllaDB's behaviour).
+    Set: the maintenance DAG deletes them this long after they expired."""
     publish_concurrency: int = env("CDCGEN_PUBLISH_CONCURRENCY", 8, ge=1)
-    #: Which engine flags a generation's rows before GX checks them: ``sql`` (SQLite,
-    #: in-process, no JVM), ``spark``, or ``auto``: SQLite up to
-    #: ``validation_sql_max_streams`` streams, Spark above (cdcgen.validation.flag_engines).
+    """Batches of description rows in flight while a generation is published."""
     validation_engine: Literal["auto", "sql", "spark"] = env("CDCGEN_VALIDATION_ENGINE", "auto")
+    """Which engine flags a generation's rows before GX checks them: ``sql`` (SQLite,
+    in-process, no JVM), ``spark``, or ``auto``: SQLite up to
+    ``CDCGEN_VALIDATION_SQL_MAX_STREAMS`` streams, Spark above."""
     validation_sql_max_streams: int = env("CDCGEN_VALIDATION_SQL_MAX_STREAMS", 200_000, ge=0)
-    # Access (see cdcgen.adapters.cluster_access): a password is never written back to an
-    # environment by to_env(); processes the pipeline starts get a password file.
-    username: str | None = env("CDCGEN_USERNAME", None, min_length=1)
-    password: SecretStr | None = env("CDCGEN_PASSWORD", None)
-    password_file: Path | None = env("CDCGEN_PASSWORD_FILE", None)
-    #: TLS to the nodes; on by itself when a CA, certificate or key file is given.
-    tls: bool = env("CDCGEN_TLS", False)
-    #: CA bundle the nodes' certificates must chain to (unset: the system's trust store).
-    tls_ca_file: Path | None = env("CDCGEN_TLS_CA_FILE", None)
-    tls_cert_file: Path | None = env("CDCGEN_TLS_CERT_FILE", None)
-    tls_key_file: Path | None = env("CDCGEN_TLS_KEY_FILE", None)
-    tls_verify_hostname: bool = env("CDCGEN_TLS_VERIFY_HOSTNAME", True)
-    #: Adapter options the caller passes itself (not part of the environment form).
+    """The most streams ``auto`` validation flags with SQLite."""
+    access: AccessSettings = Field(default_factory=AccessSettings)
+    """Credentials and TLS (:mod:`cdcgen.access_settings`)."""
     extra: dict[str, str] = Field(default_factory=dict)
+    """Adapter options the caller passes itself (not part of the environment form)."""
 
     EMPTY_IS_A_VALUE: ClassVar[frozenset[str]] = frozenset({"source_keyspace_prefix"})
-    NOT_EXPORTED: ClassVar[frozenset[str]] = frozenset({"username", "password", "password_file"})
 
     @field_validator("contact_points", mode="before")
     @classmethod
@@ -151,29 +173,6 @@ class PipelineConfig(EnvSettings):
                 "the entry point group cdcgen.clock_readers)"
             )
         return value
-
-    @model_validator(mode="after")
-    def _access(self) -> Self:
-        names = self.env_names()
-        if self.password is not None and self.password_file is not None:
-            raise ValueError(f"set {names['password']} or {names['password_file']}, not both")
-        has_password = self.password is not None or self.password_file is not None
-        if has_password != (self.username is not None):
-            raise ValueError(
-                f"{names['username']} and a password ({names['password']} or "
-                f"{names['password_file']}) go together"
-            )
-        if (self.tls_cert_file is None) != (self.tls_key_file is None):
-            raise ValueError(
-                f"{names['tls_cert_file']} and {names['tls_key_file']} go together "
-                "(a client certificate needs its key)"
-            )
-        return self
-
-    @property
-    def uses_tls(self) -> bool:
-        files = (self.tls_ca_file, self.tls_cert_file, self.tls_key_file)
-        return self.tls or any(f is not None for f in files)
 
     @property
     def source_schema(self) -> SourceSchema:

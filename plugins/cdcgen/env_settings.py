@@ -15,7 +15,17 @@ from datetime import timedelta
 from enum import Enum
 from typing import Any, ClassVar, Self, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+from pydantic.config import JsonDict
+from pydantic.fields import FieldInfo
 
 from cdcgen.core.errors import TerminalError
 
@@ -26,9 +36,22 @@ class ConfigError(TerminalError, ValueError):
     summary = "configuration refused"
 
 
-def env(name: str, default: Any = ..., **kwargs: Any) -> Any:
-    """A field read from the environment variable ``name`` (or set by its field name)."""
-    return Field(default, validation_alias=name, **kwargs)
+def env(name: str, default: Any = ..., *, connection: str | None = None, **kwargs: Any) -> Any:
+    """A field read from the environment variable ``name`` (or set by its field name).
+
+    ``connection`` names the field of an Airflow connection (``host``, ``login``, or
+    ``extra.<key>``) that sets it instead when a task reads its configuration from one:
+    declared here so that the hook and the configuration reference read one list.
+    """
+    extra: JsonDict | None = {"connection": connection} if connection else None
+    return Field(default, validation_alias=name, json_schema_extra=extra, **kwargs)
+
+
+def connection_field(field: FieldInfo) -> str | None:
+    """The connection field that overrides a setting (see :func:`env`), if any."""
+    extra = field.json_schema_extra
+    value = extra.get("connection") if isinstance(extra, dict) else None
+    return str(value) if value else None
 
 
 class EnvSettings(BaseModel):
@@ -36,9 +59,17 @@ class EnvSettings(BaseModel):
 
     ``EMPTY_IS_A_VALUE`` names fields for which an empty variable means the empty
     string (a keyspace prefix) rather than "unset".
+
+    A field whose type is itself an ``EnvSettings`` is a group of settings nested for its
+    readers (``config.access.username``) but flat in the environment and in the keyword
+    form: its variables are read, exported and named like the parent's own, and a
+    parent's ``with_overrides(username=...)`` reaches into it.
     """
 
-    model_config = ConfigDict(frozen=True, populate_by_name=True, extra="forbid")
+    #: A field's docstring is its description: the configuration reference prints it.
+    model_config = ConfigDict(
+        frozen=True, populate_by_name=True, extra="forbid", use_attribute_docstrings=True
+    )
     EMPTY_IS_A_VALUE: ClassVar[frozenset[str]] = frozenset()
     #: Credentials: :meth:`to_env` leaves them out (a child process gets them another
     #: way), and an error about one never echoes its value.
@@ -51,24 +82,94 @@ class EnvSettings(BaseModel):
             raise ConfigError(_describe(type(self), exc)) from None
 
     @classmethod
-    def env_names(cls) -> dict[str, str]:
-        """Field name -> the environment variable it is read from."""
+    def nested(cls) -> dict[str, type[EnvSettings]]:
+        """Field name -> the group of settings it holds (see the class docstring)."""
         return {
+            name: field.annotation
+            for name, field in cls.model_fields.items()
+            if isinstance(field.annotation, type) and issubclass(field.annotation, EnvSettings)
+        }
+
+    @classmethod
+    def env_names(cls) -> dict[str, str]:
+        """Field name -> the environment variable it is read from, nested groups' too."""
+        names = {
             name: str(field.validation_alias)
             for name, field in cls.model_fields.items()
             if isinstance(field.validation_alias, str)
         }
+        for group in cls.nested().values():
+            names.update(group.env_names())
+        return names
+
+    @classmethod
+    def connection_settings(cls) -> dict[str, str]:
+        """Connection field (``host``, ``extra.<key>``, ...) -> the variable it sets."""
+        found = {
+            overridden: str(field.validation_alias)
+            for field in cls.model_fields.values()
+            if (overridden := connection_field(field)) is not None
+        }
+        for group in cls.nested().values():
+            found.update(group.connection_settings())
+        return found
+
+    @classmethod
+    def secret_fields(cls) -> frozenset[str]:
+        """``NOT_EXPORTED``, nested groups' included."""
+        return cls.NOT_EXPORTED.union(*(g.secret_fields() for g in cls.nested().values()))
+
+    @classmethod
+    def _empty_is_a_value(cls) -> frozenset[str]:
+        groups = cls.nested().values()
+        return cls.EMPTY_IS_A_VALUE.union(*(g._empty_is_a_value() for g in groups))
+
+    @classmethod
+    def read_env(cls, environ: Mapping[str, str] | None = None) -> dict[str, str]:
+        """This model's variables that ``environ`` (default ``os.environ``) sets: the one
+        place the product reads its settings from the process environment."""
+        environ = os.environ if environ is None else environ
+        empty_ok = cls._empty_is_a_value()
+        values = {}
+        for name, variable in cls.env_names().items():
+            raw = environ.get(variable)
+            if raw is not None and (raw != "" or name in empty_ok):
+                values[variable] = raw
+        return values
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Self:
         """The settings in ``environ`` (default ``os.environ``), defaults for the rest."""
-        environ = os.environ if environ is None else environ
-        values = {}
-        for name, variable in cls.env_names().items():
-            raw = environ.get(variable)
-            if raw is not None and (raw != "" or name in cls.EMPTY_IS_A_VALUE):
-                values[variable] = raw
-        return cls.validated(values)
+        return cls.validated(cls.read_env(environ))
+
+    @model_validator(mode="before")
+    @classmethod
+    def _nest(cls, data: Any) -> Any:
+        """Route a nested group's settings, given flat (by field or variable name), into
+        it; its own errors name their variables (:class:`ConfigError`)."""
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        for name, group in cls.nested().items():
+            fields = {v: f for f, v in group.env_names().items()} | {
+                f: f for f in group.env_names()
+            }
+            flat = {fields[key]: data.pop(key) for key in list(data) if key in fields}
+            base = data.get(name)
+            if not flat and base is not None:
+                continue
+            current = dict(base) if isinstance(base, EnvSettings | dict) else {}
+            data[name] = group.validated({**current, **flat})
+        return data
+
+    def setting(self, name: str) -> Any:
+        """The value of setting ``name``, own or of a nested group."""
+        if name in type(self).model_fields:
+            return getattr(self, name)
+        for group_name, group in self.nested().items():
+            if name in group.env_names():
+                return getattr(self, group_name).setting(name)
+        raise KeyError(name)
 
     @classmethod
     def validated(cls, values: Mapping[str, Any]) -> Self:
@@ -95,13 +196,14 @@ class EnvSettings(BaseModel):
         How a task hands its whole configuration (connection and Params applied) to a
         process it starts, such as a spark-submit job, without a flag per setting.
         """
-        values = {name: getattr(self, name) for name in self.env_names()}
+        values = {name: self.setting(name) for name in self.env_names()}
+        secret = self.secret_fields()
         return {
             variable: env_text(values[name])
             for name, variable in self.env_names().items()
             # Unset stays unset (a default of None). Credentials never travel in this
             # form, which ends up in XCom and in a child's environment (``ps e``).
-            if values[name] is not None and name not in self.NOT_EXPORTED
+            if values[name] is not None and name not in secret
         }
 
 
@@ -130,7 +232,7 @@ def _describe(cls: type[EnvSettings], exc: ValidationError) -> str:
         located = str(error["loc"][0])  # a field name, or the variable it was given as
         field = next((f for f, v in names.items() if located in (f, v)), located)
         variable = names.get(field, field)
-        echo = "input" in error and field not in cls.NOT_EXPORTED  # credentials: never
+        echo = "input" in error and field not in cls.secret_fields()  # credentials: never
         shown = f"{variable}={error['input']!r}" if echo else variable
         problems.append(f"{shown}: {message}")
     return "; ".join(problems)

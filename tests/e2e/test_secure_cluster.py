@@ -81,7 +81,7 @@ def test_both_dags_run_with_password_and_tls(secure_scenario: Scenario) -> None:
         source_rows = len(list(client.session.execute(f"SELECT pk FROM {TABLE}_scylla_cdc_log")))
     assert written.log_rows > 0 and source_rows > 0
 
-    password = Path(str(scn.config.password_file)).read_text().encode()
+    password = Path(str(scn.config.access.password_file)).read_text().encode()
     with ProcessWatch(password) as watch:
         run, summary = scn.run()
         assert_ok(run)

@@ -76,10 +76,11 @@ def test_connection_login_password_and_tls_extras(tmp_path: Path) -> None:
         login="reader",
         password=SECRET,
     )
-    assert (config.username, config.password_file) == ("reader", None)
-    assert config.password is not None and config.password.get_secret_value() == SECRET
-    assert config.uses_tls and config.tls_ca_file == ca
-    assert config.protocol_version == 4 and config.tls_verify_hostname
+    assert (config.access.username, config.access.password_file) == ("reader", None)
+    password = config.access.password
+    assert password is not None and password.get_secret_value() == SECRET
+    assert config.access.uses_tls and config.access.tls_ca_file == ca
+    assert config.protocol_version == 4 and config.access.tls_verify_hostname
     with pytest.raises(ConfigError, match="tls_ca_flie"):
         config_from_connection("h", None, {"tls_ca_flie": "/etc/ca.pem"}, {})
     # And back: the connection a config describes holds the same access.
@@ -172,7 +173,8 @@ def test_a_bootstrap_job_gets_the_sink_s_settings_planned_and_its_credentials_pr
     assert SECRET not in repr(planned) and planned["CDCGEN_SINK_USERNAME"] == ""
     job_env = {**source.to_env(), "CDCGEN_USERNAME": "src", "CDCGEN_PASSWORD_FILE": "/s"}
     without = PipelineConfig.from_env(sink_environment({**job_env, **planned}))
-    assert without.username is None and without.password_file is None  # not the source's
+    assert without.access.username is None  # not the source's
+    assert without.access.password_file is None
     with credentials_env(sink, "CDCGEN_SINK_") as private:
         assert set(private) == {"CDCGEN_SINK_USERNAME", "CDCGEN_SINK_PASSWORD_FILE"}
         job_sink = PipelineConfig.from_env(sink_environment({**job_env, **planned, **private}))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -98,3 +99,27 @@ def test_the_lake_connection_becomes_the_aws_variables(monkeypatch: pytest.Monke
         "AWS_REGION": "eu-central-1",
     }
     assert lake_connection_env("cdcgen_lake_absent") == {}
+
+
+def test_reading_a_configuration_changes_no_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The hook returns a configuration; the lake's access reaches the task's process
+    only through the step that asks for it (use_lake_connection)."""
+    from cdcgen.airflow.connections import SOURCE_CONN_ID, connection_env, source_connection
+    from cdcgen.airflow.hooks import CdcSourceHook
+    from cdcgen.airflow.lake_connection import LAKE_CONN_ID, use_lake_connection
+
+    lake = {"conn_type": "aws", "login": "AKIDCONN", "password": "conn-secret"}
+    for name, value in {
+        **connection_env(LAKE_CONN_ID, lake),
+        **connection_env(SOURCE_CONN_ID, source_connection(("10.0.0.7",))),
+    }.items():
+        monkeypatch.setenv(name, value)
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+        monkeypatch.setenv(name, "")  # recorded, so that the teardown restores it
+        monkeypatch.delenv(name)
+    before = dict(os.environ)
+    config = CdcSourceHook().get_config()
+    assert config.contact_points == ("10.0.0.7",)
+    assert dict(os.environ) == before
+    use_lake_connection()
+    assert os.environ["AWS_ACCESS_KEY_ID"] == "AKIDCONN"

@@ -71,8 +71,8 @@ def test_the_sink_takes_its_own_settings_and_credentials() -> None:
     }
     sink = PipelineConfig.from_env(sink_environment(env))
     assert sink.contact_points == ("10.1.0.1", "10.1.0.2")
-    assert sink.username == "sink_user" and sink.password is None
-    assert str(sink.password_file) == "/run/secrets/sink"
+    assert sink.access.username == "sink_user" and sink.access.password is None
+    assert str(sink.access.password_file) == "/run/secrets/sink"
     same = PipelineConfig.from_env(sink_environment({"CDCGEN_CONTACT_POINTS": "10.0.0.1"}))
     assert same.contact_points == ("10.0.0.1",)  # no sink settings: the source cluster
 

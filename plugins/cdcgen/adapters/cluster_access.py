@@ -64,26 +64,27 @@ class ClusterAccess:
 
 def access_for(config: PipelineConfig) -> ClusterAccess:
     """The access ``config`` describes, files read now; a missing file names its setting."""
-    names = config.env_names()
-    password = config.password
-    if config.password_file is not None:
-        text = _read(config.password_file, names["password_file"]).strip("\r\n")
+    settings = config.access
+    names = settings.env_names()
+    password = settings.password
+    if settings.password_file is not None:
+        text = _read(settings.password_file, names["password_file"]).strip("\r\n")
         if not text:
-            raise ConfigError(f"{names['password_file']}: {config.password_file} is empty")
+            raise ConfigError(f"{names['password_file']}: {settings.password_file} is empty")
         password = SecretStr(text)
     tls = None
-    if config.uses_tls:
+    if settings.uses_tls:
         tls = TlsMaterial(
-            ca_pem=_optional(config.tls_ca_file, names["tls_ca_file"]),
-            cert_pem=_optional(config.tls_cert_file, names["tls_cert_file"]),
+            ca_pem=_optional(settings.tls_ca_file, names["tls_ca_file"]),
+            cert_pem=_optional(settings.tls_cert_file, names["tls_cert_file"]),
             key_pem=(
-                SecretStr(_read(config.tls_key_file, names["tls_key_file"]))
-                if config.tls_key_file is not None
+                SecretStr(_read(settings.tls_key_file, names["tls_key_file"]))
+                if settings.tls_key_file is not None
                 else None
             ),
-            verify_hostname=config.tls_verify_hostname,
+            verify_hostname=settings.tls_verify_hostname,
         )
-    return ClusterAccess(config.username, password, tls)
+    return ClusterAccess(settings.username, password, tls)
 
 
 def ssl_context(tls: TlsMaterial) -> ssl.SSLContext:

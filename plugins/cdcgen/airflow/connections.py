@@ -84,11 +84,12 @@ def source_connection_for(config: PipelineConfig, **extra: Any) -> dict[str, Any
     }
     if config.protocol_version is not None:
         settings["protocol_version"] = config.protocol_version
-    if config.uses_tls:
-        files = {"tls_ca_file": config.tls_ca_file, "tls_cert_file": config.tls_cert_file}
-        files["tls_key_file"] = config.tls_key_file
+    tls = config.access
+    if tls.uses_tls:
+        files = {"tls_ca_file": tls.tls_ca_file, "tls_cert_file": tls.tls_cert_file}
+        files["tls_key_file"] = tls.tls_key_file
         settings |= {name: str(path) for name, path in files.items() if path is not None}
-        settings |= {"tls": True, "tls_verify_hostname": config.tls_verify_hostname}
+        settings |= {"tls": True, "tls_verify_hostname": tls.tls_verify_hostname}
     access = access_for(config)
     return source_connection(
         config.contact_points,

@@ -1,49 +1,52 @@
 """``CdcSourceHook``: an Airflow connection in, a :class:`PipelineConfig` and a CQL client out.
 
 The connection carries what belongs to the source cluster: its hosts
-(comma-separated), port, and as extras how it stores generations
+(comma-separated), port, credentials, and as extras how it stores generations
 (``source_mode``, ``source_keyspace_prefix``), how to read its clocks
-(``clock_source``) and its timing settings.  Everything else (lake path, target
-keyspace, report directory, ...) comes from ``CDCGEN_*`` environment variables
-via :meth:`PipelineConfig.from_env`, so one typed object reaches every task.
+(``clock_source``), TLS and its timing settings: each field replaces the ``CDCGEN_*``
+variable its setting declares (``env(..., connection=...)``; the configuration
+reference lists them).  Everything else (lake path, target keyspace, report directory,
+...) comes from ``CDCGEN_*`` environment variables, so one typed object reaches every
+task.
 Operators create this hook in ``execute`` only: building it reads the connection.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import BaseHook
 
+from cdcgen.access_settings import AccessSettings
 from cdcgen.airflow.connections import SOURCE_CONN_ID
-from cdcgen.airflow.lake_connection import use_lake_connection
 from cdcgen.config import ConfigError, PipelineConfig, env_text
 from cdcgen.core.lake_uri import LakeUriError, run_lake
 
 if TYPE_CHECKING:
     from cdcgen.adapters.cql import CqlClient
 
-#: Connection extras accepted, and the ``CDCGEN_*`` setting each one sets.
+#: Connection field (``host``, ``port``, ``login``, ``password``, ``extra.<key>``) -> the
+#: ``CDCGEN_*`` variable it replaces, as the settings models declare it.
+CONNECTION_SETTINGS: dict[str, str] = PipelineConfig.connection_settings()
+#: Connection extras accepted as settings, and the variable each one replaces.
 EXTRA_SETTINGS: dict[str, str] = {
-    "source_mode": "SOURCE_MODE",
-    "source_keyspace_prefix": "SOURCE_KEYSPACE_PREFIX",
-    "clock_source": "CLOCK_SOURCE",
-    "ring_delay_seconds": "RING_DELAY_SECONDS",
-    "leeway_seconds": "LEEWAY_SECONDS",
-    "confidence_window_seconds": "CONFIDENCE_WINDOW_SECONDS",
-    "clock_wait_timeout_seconds": "CLOCK_WAIT_TIMEOUT_SECONDS",
-    "protocol_version": "PROTOCOL_VERSION",
-    "tls": "TLS",
-    "tls_ca_file": "TLS_CA_FILE",
-    "tls_cert_file": "TLS_CERT_FILE",
-    "tls_key_file": "TLS_KEY_FILE",
-    "tls_verify_hostname": "TLS_VERIFY_HOSTNAME",
+    field.removeprefix("extra."): variable
+    for field, variable in CONNECTION_SETTINGS.items()
+    if field.startswith("extra.")
 }
 #: Connection extras passed through as ``PipelineConfig.extra`` (adapter-specific options).
-PASS_THROUGH_EXTRAS = frozenset({"cdc_tables", "sink_keyspace", "replicated_tables"})
+#: Each with what it means (the configuration reference prints it).
+PASS_THROUGH_EXTRAS: dict[str, str] = {
+    "cdc_tables": "The tables whose changes are extracted (comma-separated "
+    "`keyspace.table`; a run's `tables` Param narrows them); unset, every CDC-enabled "
+    "table. In tablets mode, also the tables whose stream sets are followed.",
+    "sink_keyspace": "On `cdcgen_sink`: the keyspaces replication may write to "
+    "(comma-separated; the first unless a run's Param names another).",
+    "replicated_tables": "On `cdcgen_sink`: the tables replication may replicate "
+    "(comma-separated `keyspace.table`; a run's `tables` Param narrows them).",
+}
 
 
 def config_from_connection(
@@ -63,24 +66,25 @@ def config_from_connection(
     wrong tables without a word, and a misspelt ``tls_ca_file`` would trust the system's
     CAs instead of the cluster's.
     """
-    known = set(EXTRA_SETTINGS) | PASS_THROUGH_EXTRAS
+    known = set(EXTRA_SETTINGS) | set(PASS_THROUGH_EXTRAS)
     unknown = sorted(set(extra) - known)
     if unknown:
         raise ConfigError(
             f"connection extras {unknown} are not cdcgen settings; known: {sorted(known)}"
         )
-    merged = dict(os.environ if env is None else env)
+    merged = PipelineConfig.read_env(env)
     if host:
-        merged["CDCGEN_CONTACT_POINTS"] = host
+        merged[CONNECTION_SETTINGS["host"]] = host
     if port:
-        merged["CDCGEN_PORT"] = str(port)
+        merged[CONNECTION_SETTINGS["port"]] = str(port)
     for key, value in extra.items():
         if key in EXTRA_SETTINGS:
-            merged[f"CDCGEN_{EXTRA_SETTINGS[key]}"] = env_text(value)  # JSON true -> "true"
+            merged[EXTRA_SETTINGS[key]] = env_text(value)  # JSON true -> "true"
     if login or password:
-        for variable in ("CDCGEN_USERNAME", "CDCGEN_PASSWORD", "CDCGEN_PASSWORD_FILE"):
+        for variable in AccessSettings.credential_variables():
             merged.pop(variable, None)
-        merged.update({"CDCGEN_USERNAME": login or "", "CDCGEN_PASSWORD": password or ""})
+        merged[CONNECTION_SETTINGS["login"]] = login or ""
+        merged[CONNECTION_SETTINGS["password"]] = password or ""
     config = PipelineConfig.from_env(merged)
     passed = {k: str(v) for k, v in extra.items() if k in PASS_THROUGH_EXTRAS}
     return config.with_overrides(extra={**config.extra, **passed}) if passed else config
@@ -99,9 +103,9 @@ class CdcSourceHook(BaseHook):
         self.cdc_conn_id = cdc_conn_id
 
     def get_config(self, **overrides: Any) -> PipelineConfig:
-        """The pipeline configuration for this connection, with per-run overrides applied;
-        the task's process also gets the lake's access (:mod:`.lake_connection`)."""
-        use_lake_connection()
+        """The pipeline configuration for this connection, with per-run overrides applied.
+        Nothing else changes: a task that reaches the lake gives its process the lake's
+        access itself (:func:`~cdcgen.airflow.lake_connection.use_lake_connection`)."""
         conn = self.get_connection(self.cdc_conn_id)
         config = config_from_connection(
             conn.host, conn.port, conn.extra_dejson, login=conn.login, password=conn.password

@@ -8,7 +8,8 @@ and ``aws_session_token``. Without the connection, the environment's ``AWS_*`` s
 
 The connection becomes the ``AWS_*`` variables every engine of the lake reads
 (:mod:`cdcgen.adapters.lake_store`), in two places only: the task's own process
-(:func:`use_lake_connection`, called where a task reads its configuration) and the
+(:func:`use_lake_connection`, called by a task body that reads the lake, next to
+reading its configuration: the hook itself changes nothing) and the
 environment of the spark-submit it starts (:class:`~cdcgen.airflow.spark_submit.
 CdcSparkSubmitOperator`, at execute time). Never in XCom, a rendered field, argv or a
 log line.

@@ -42,11 +42,12 @@ from typing import Any
 
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 
+from cdcgen.access_settings import AccessSettings
 from cdcgen.adapters.cluster_access import access_for
 from cdcgen.airflow.connections import SOURCE_CONN_ID
 from cdcgen.airflow.failures import fail_fast
 from cdcgen.airflow.hooks import CdcSourceHook
-from cdcgen.airflow.lake_connection import lake_connection_env
+from cdcgen.airflow.lake_connection import lake_connection_env, use_lake_connection
 from cdcgen.airflow.spark_masters import client_conf, client_mode_hook
 from cdcgen.config import PipelineConfig
 from cdcgen.core.errors import ExitCode, TerminalError
@@ -151,9 +152,10 @@ class GenerationExtractOperator(CdcSparkSubmitOperator):
             return super().execute(context)
         from cdcgen.jobs.extract_generation import run
 
-        access = CdcSourceHook(self.cdc_conn_id).get_config()  # and the lake's access
+        access = CdcSourceHook(self.cdc_conn_id).get_config().access
+        use_lake_connection()  # the job writes the lake from this process
         config = PipelineConfig.from_env(self.env_vars or {}).with_overrides(
-            username=access.username, password=access.password, password_file=access.password_file
+            **{field: getattr(access, field) for field in AccessSettings.CREDENTIALS}
         )
         summary = run(list(self.application_args or []), config)
         self.log.info(
@@ -190,7 +192,10 @@ def credentials_env(config: PipelineConfig, prefix: str = "CDCGEN_") -> Iterator
         descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(descriptor, "w") as handle:
             handle.write(access.password.get_secret_value())
-        yield {f"{prefix}USERNAME": access.username, f"{prefix}PASSWORD_FILE": str(path)}
+        yield {
+            AccessSettings.variable("username", prefix): access.username,
+            AccessSettings.variable("password_file", prefix): str(path),
+        }
     finally:
         path.unlink(missing_ok=True)
         folder.rmdir()
@@ -200,7 +205,12 @@ def credentials_env(config: PipelineConfig, prefix: str = "CDCGEN_") -> Iterator
 SECRET_PREFIXES = ("AIRFLOW_CONN_", "AIRFLOW_VAR_", "AIRFLOW__")
 #: The Connect server's token too: spark-submitted jobs never use that server.
 SECRET_NAMES = frozenset(
-    {"CDCGEN_PASSWORD", "CDCGEN_SINK_PASSWORD", CONNECT_TOKEN_ENV, CONNECT_TOKEN_FILE_ENV}
+    {
+        AccessSettings.variable("password"),
+        AccessSettings.variable("password", "CDCGEN_SINK_"),
+        CONNECT_TOKEN_ENV,
+        CONNECT_TOKEN_FILE_ENV,
+    }
 )
 
 

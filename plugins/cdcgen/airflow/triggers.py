@@ -17,7 +17,6 @@ loop stays free for other triggers.
 from __future__ import annotations
 
 import asyncio
-import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from datetime import timedelta
@@ -26,6 +25,7 @@ from typing import Any
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 from asgiref.sync import sync_to_async
 
+from cdcgen.access_settings import AccessSettings
 from cdcgen.adapters.clock_sessions import SHARED_CLOCKS
 from cdcgen.adapters.cluster_access import access_for
 from cdcgen.adapters.errors import is_transient
@@ -56,17 +56,15 @@ _CLOCK_SETTINGS = (
     "tls_key_file",
     "tls_verify_hostname",
 )
-_CREDENTIAL_VARIABLES = ("CDCGEN_USERNAME", "CDCGEN_PASSWORD", "CDCGEN_PASSWORD_FILE")
 
 
 def clock_settings(config: PipelineConfig, conn_id: str | None = None) -> dict[str, Any]:
     """The JSON-safe, secret-free part of ``config`` a clock reader is built from."""
-    settings: dict[str, Any] = {
-        name: value
-        for name, value in config.model_dump(mode="json", include=set(_CLOCK_SETTINGS)).items()
-        if value is not None
-    }
-    settings["tls"] = config.uses_tls
+    wanted = set(_CLOCK_SETTINGS)
+    dumped = config.model_dump(mode="json", include=wanted)
+    dumped |= config.access.model_dump(mode="json", include=wanted)
+    settings: dict[str, Any] = {name: value for name, value in dumped.items() if value is not None}
+    settings["tls"] = config.access.uses_tls
     if conn_id is not None:
         settings["conn_id"] = conn_id
     return settings
@@ -88,13 +86,8 @@ def config_from_clock_settings(
     if login or password:
         values.update(username=login, password=password)
     else:
-        environ = os.environ if environ is None else environ
-        credentials = {v: environ[v] for v in _CREDENTIAL_VARIABLES if environ.get(v)}
-        values.update(
-            PipelineConfig.from_env(credentials).model_dump(
-                include={"username", "password", "password_file"}
-            )
-        )
+        given = AccessSettings.read_env(environ)
+        values.update({v: given[v] for v in AccessSettings.credential_variables() if v in given})
     return PipelineConfig.validated(values)
 
 
