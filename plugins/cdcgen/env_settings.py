@@ -138,6 +138,17 @@ class EnvSettings(BaseModel):
         return values
 
     @classmethod
+    def read_env_under(
+        cls, prefix: str, environ: Mapping[str, str] | None = None
+    ) -> dict[str, str]:
+        """This model's variables renamed under ``prefix`` (``CDCGEN_SINK_PORT`` for
+        ``CDCGEN_PORT``) that ``environ`` sets, empty ones too: under a prefix, empty says
+        "not the unprefixed value" (a sink without the source's TLS file)."""
+        environ = os.environ if environ is None else environ
+        names = (prefix + v.removeprefix("CDCGEN_") for v in cls.env_names().values())
+        return {name: environ[name] for name in names if name in environ}
+
+    @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Self:
         """The settings in ``environ`` (default ``os.environ``), defaults for the rest."""
         return cls.validated(cls.read_env(environ))

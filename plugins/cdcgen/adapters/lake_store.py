@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Union, cast
 from urllib.parse import urlparse
 
 from cdcgen.adapters.files import write_atomic
+from cdcgen.adapters.s3_settings import S3Settings
 from cdcgen.core.lake_uri import S3_SCHEME, LakeUriError, is_local, lake_uri
 
 if TYPE_CHECKING:
@@ -56,12 +57,11 @@ class S3Access:
 
     @classmethod
     def from_env(cls) -> S3Access:
-        names = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN")
-        region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
+        settings = S3Settings.from_env()
         return cls(
-            endpoint_url=os.environ.get("AWS_ENDPOINT_URL") or None,
-            region=region or "us-east-1",
-            credentials=tuple((n, os.environ[n]) for n in names if os.environ.get(n)),
+            endpoint_url=settings.endpoint_url,
+            region=settings.lake_region,
+            credentials=settings.credentials(),
         )
 
     @property

@@ -21,16 +21,20 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
+from cdcgen.adapters.s3_settings import S3Settings
 from cdcgen.config import ConfigError
 
 #: The connection holding the lake's object-store credentials (type aws).
 LAKE_CONN_ID = "cdcgen_lake"
 
+#: Connection field (``login``, ``password``, ``extra.<key>``) -> the variable it sets,
+#: as :class:`~cdcgen.adapters.s3_settings.S3Settings` declares it.
+LAKE_SETTINGS: dict[str, str] = S3Settings.connection_settings()
 #: Connection extras accepted, and the variable each one sets.
 LAKE_EXTRAS: dict[str, str] = {
-    "endpoint_url": "AWS_ENDPOINT_URL",
-    "region_name": "AWS_REGION",
-    "aws_session_token": "AWS_SESSION_TOKEN",
+    field.removeprefix("extra."): variable
+    for field, variable in LAKE_SETTINGS.items()
+    if field.startswith("extra.")
 }
 
 
@@ -50,7 +54,7 @@ def lake_environment(
         )
     variables = {LAKE_EXTRAS[key]: str(value) for key, value in extra.items() if value}
     if login and password:
-        variables.update({"AWS_ACCESS_KEY_ID": login, "AWS_SECRET_ACCESS_KEY": password})
+        variables.update({LAKE_SETTINGS["login"]: login, LAKE_SETTINGS["password"]: password})
     return variables
 
 

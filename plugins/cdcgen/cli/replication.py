@@ -20,7 +20,6 @@ part-way (transient: run it again to resume).
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import uuid
 from typing import TypeAlias
@@ -74,14 +73,24 @@ def run_command(args: argparse.Namespace) -> int:
     from cdcgen.config import ConfigError, PipelineConfig
     from cdcgen.core.cdc_log import LogTableError
     from cdcgen.core.replication_plan import ApplyIncomplete, CopyIncomplete, ReplicationError
-    from cdcgen.replication.run import Replication, bootstrap_sink, replicate, sink_environment
+    from cdcgen.replication.run import (
+        SINK_PREFIX,
+        Replication,
+        bootstrap_sink,
+        replicate,
+        sink_environment,
+    )
     from cdcgen.replication.settings import ReplicationSettings
     from cdcgen.replication.sink_schema import SinkSchemaError
 
     try:
         job = Replication.of(args.table, args.sink_table, args.sink_keyspace)
         config = PipelineConfig.from_env()
-        sink_config = PipelineConfig.from_env(sink_environment(os.environ))
+        sink_config = PipelineConfig.from_env(
+            sink_environment(
+                {**PipelineConfig.read_env(), **PipelineConfig.read_env_under(SINK_PREFIX)}
+            )
+        )
         settings = ReplicationSettings.from_env()
         if getattr(args, "slice_rows", None):
             settings = settings.with_overrides(slice_rows=args.slice_rows)

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -46,7 +45,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     from cdcgen.config import PipelineConfig
     from cdcgen.core.errors import CdcgenError
     from cdcgen.pipeline.result_files import write_result
-    from cdcgen.replication.run import Replication, bootstrap_sink, sink_environment
+    from cdcgen.replication.run import (
+        SINK_PREFIX,
+        Replication,
+        bootstrap_sink,
+        sink_environment,
+    )
     from cdcgen.replication.settings import ReplicationSettings
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
@@ -61,7 +65,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.output.unlink(missing_ok=True)  # a re-run's result replaces the last one's
     try:
         config = PipelineConfig.from_env()
-        sink_config = PipelineConfig.from_env(sink_environment(os.environ))
+        sink_config = PipelineConfig.from_env(
+            sink_environment(
+                {**PipelineConfig.read_env(), **PipelineConfig.read_env_under(SINK_PREFIX)}
+            )
+        )
         settings = ReplicationSettings.from_env()
         job = Replication.of(args.table, sink_table=args.sink_table)
         with client_for(config) as source, client_for(sink_config) as sink:

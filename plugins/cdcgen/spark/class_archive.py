@@ -31,6 +31,7 @@ from pathlib import Path
 
 from cdcgen.core.errors import TerminalError
 from cdcgen.spark.delta import pyspark_jars
+from cdcgen.spark.spark_settings import SparkSettings
 
 PREFIX = "cdcgen-classes-"
 DRIVER_OPTIONS = "spark.driver.extraJavaOptions"
@@ -40,8 +41,7 @@ _QUIET = "-Xlog:cds=off -Xlog:cds+dynamic=off"
 
 def spark_home() -> Path:
     """The Spark whose driver JVMs this machine starts: ``$SPARK_HOME`` or PySpark's."""
-    home = os.environ.get("SPARK_HOME")
-    return Path(home) if home else pyspark_jars().parent
+    return SparkSettings.from_env().spark_home or pyspark_jars().parent
 
 
 def archive_path(home: Path | None = None) -> Path | None:
@@ -59,7 +59,7 @@ def archive_path(home: Path | None = None) -> Path | None:
 def with_class_archive(conf: Mapping[str, str], home: Path | None = None) -> dict[str, str]:
     """``conf`` whose driver maps the archive, if there is one for this JDK and these jars
     (appended to any ``spark.driver.extraJavaOptions`` already in ``conf``)."""
-    if os.environ.get("CDCGEN_SPARK_CLASS_ARCHIVE", "on") == "off":
+    if not SparkSettings.from_env().class_archive:
         return dict(conf)
     archive = archive_path(home)
     if archive is None or not archive.is_file():
@@ -96,13 +96,14 @@ class ArchiveError(TerminalError):
 
 
 def _run_exercise(home: Path, java_options: str) -> None:
+    names = SparkSettings.env_names()
     env = {
         **os.environ,
-        "SPARK_HOME": str(home),
-        "CDCGEN_SPARK_CLASS_ARCHIVE": "off",
+        names["spark_home"]: str(home),
+        names["class_archive"]: "off",
         "PYSPARK_PYTHON": sys.executable,  # its Python workers need this Python's pyarrow
     }
-    env.pop("CDCGEN_SPARK_MASTER", None)  # the archive is of a local driver
+    env.pop(names["master"], None)  # the archive is of a local driver
     command = [sys.executable, "-m", "cdcgen.spark.archive_exercise", java_options]
     done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
     if done.returncode != 0:
@@ -112,8 +113,8 @@ def _run_exercise(home: Path, java_options: str) -> None:
 def _jdk_release() -> bytes | None:
     """The ``release`` file of the JDK spark-class runs (``$JAVA_HOME``, else ``java`` on
     the PATH): it names the exact build, which an archive belongs to."""
-    home = os.environ.get("JAVA_HOME")
-    java = Path(home) / "bin" / "java" if home else None
+    home = SparkSettings.from_env().java_home
+    java = home / "bin" / "java" if home else None
     if java is None or not java.is_file():
         found = shutil.which("java")
         java = Path(found) if found else None

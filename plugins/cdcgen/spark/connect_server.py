@@ -43,6 +43,7 @@ from cdcgen.spark.class_archive import spark_home, with_class_archive
 from cdcgen.spark.connect_settings import SparkConnectSettings
 from cdcgen.spark.s3a import s3a_conf
 from cdcgen.spark.session import CONNECT_KINDS, SHORT_JOB_JIT, job_conf
+from cdcgen.spark.spark_settings import SparkSettings
 
 DEFAULT_PORT = 15002
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
@@ -121,9 +122,7 @@ def server_env(token: SecretStr, environ: Mapping[str, str] = os.environ) -> dic
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m cdcgen.spark.connect_server")
     parser.add_argument("--port", type=int, default=DEFAULT_PORT)
-    parser.add_argument(
-        "--master", default=os.environ.get("CDCGEN_SPARK_MASTER", "local[2]"), help="Spark master"
-    )
+    parser.add_argument("--master", help="Spark master (default: $CDCGEN_SPARK_MASTER)")
     parser.add_argument(
         "--host", help="the address to listen on (default: $CDCGEN_SPARK_CONNECT_HOST)"
     )
@@ -136,7 +135,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"cdcgen.spark.connect_server: {exc}", file=sys.stderr)
         return ExitCode.TERMINAL
-    command = server_command(args.port, args.master, settings.host)
+    master = args.master or SparkSettings.from_env().master
+    command = server_command(args.port, master, settings.host)
     os.execve(command[0], command, server_env(token))
     return 0  # not reached: the server replaces this process
 

@@ -20,9 +20,10 @@ from typing import ClassVar, Self
 from pydantic import SecretStr, field_validator, model_validator
 
 from cdcgen.env_settings import ConfigError, EnvSettings, env
+from cdcgen.spark.spark_settings import SparkSettings
 
 #: The server the Connect kinds of job run on (``sc://host:port``; see cdcgen.spark.session).
-REMOTE_ENV = "CDCGEN_SPARK_REMOTE"
+REMOTE_ENV = SparkSettings.env_names()["remote"]
 TOKEN_ENV = "CDCGEN_SPARK_CONNECT_TOKEN"
 TOKEN_FILE_ENV = "CDCGEN_SPARK_CONNECT_TOKEN_FILE"
 HOST_ENV = "CDCGEN_SPARK_CONNECT_HOST"
@@ -40,11 +41,14 @@ HOST_TEXT = re.compile(r"[A-Za-z0-9._:-]+")
 class SparkConnectSettings(EnvSettings):
     """The server's address and the token its clients present."""
 
-    #: Where the server listens: loopback by default, so that only this machine's
-    #: processes reach it; a container sets its service address.
     host: str = env(HOST_ENV, "127.0.0.1")
+    """Where the Spark Connect server listens: loopback by default, so that only this
+    machine's processes reach it; a container sets its service address."""
     token: SecretStr | None = env(TOKEN_ENV, None)
+    """The token the server demands and its clients present (16 printable characters
+    at least); the server does not start without one."""
     token_file: Path | None = env(TOKEN_FILE_ENV, None)
+    """A file holding the token (a deployment's secret store); not with the token."""
 
     NOT_EXPORTED: ClassVar[frozenset[str]] = frozenset({"token", "token_file"})
 

@@ -29,6 +29,7 @@ import zipfile
 from pathlib import Path
 
 from cdcgen.spark.delta import DELTA_VERSION, JarError, pyspark_jars
+from cdcgen.spark.spark_settings import SparkSettings
 
 LOG_STORE_CLASS = "cdcgen.delta.ConditionalPutLogStore"
 SOURCE = (
@@ -72,8 +73,8 @@ def build_log_store(into: Path | None = None) -> Path | None:
 
 
 def _javac() -> str:
-    home = os.environ.get("JAVA_HOME")
-    candidates = [str(Path(home) / "bin" / "javac")] if home else []
+    home = SparkSettings.from_env().java_home
+    candidates = [str(home / "bin" / "javac")] if home else []
     candidates.append(shutil.which("javac") or "")
     for candidate in candidates:
         if candidate and Path(candidate).is_file():

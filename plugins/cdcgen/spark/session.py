@@ -46,6 +46,7 @@ from cdcgen.spark.connect_settings import TOKEN_ENV, TOKEN_FILE_ENV, SparkConnec
 from cdcgen.spark.delta import SESSION_CONF as DELTA_CONF
 from cdcgen.spark.s3a import s3a_conf
 from cdcgen.spark.shipping import ship_package
+from cdcgen.spark.spark_settings import SparkSettings
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -134,9 +135,9 @@ def submit_env() -> dict[str, str]:
     return {"PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
 
 
-def remote_for(kind: JobKind, environ: Mapping[str, str] = os.environ) -> str | None:
+def remote_for(kind: JobKind, environ: Mapping[str, str] | None = None) -> str | None:
     """The Spark Connect server ``kind`` runs on, or None for a session of its own."""
-    url = environ.get(REMOTE_ENV, "").strip()
+    url = SparkSettings.from_env(environ).remote.strip()
     return url if url and kind in CONNECT_KINDS else None
 
 
@@ -266,8 +267,9 @@ def spark_session(app_name: str = "cdcgen", conf: Mapping[str, str] | None = Non
     if active is not None:
         return active
     builder = SparkSession.builder.appName(app_name)
-    if "PYSPARK_GATEWAY_PORT" not in os.environ:  # not launched by spark-submit
-        builder = builder.master(os.environ.get("CDCGEN_SPARK_MASTER", "local[2]"))
+    spark = SparkSettings.from_env()
+    if spark.gateway_port is None:  # not launched by spark-submit
+        builder = builder.master(spark.master)
     access = S3Access.from_env()  # where s3:// lakes are; the keys stay in the environment
     s3a = s3a_conf(access.endpoint_url, access.region)
     settings = with_class_archive({**SMALL_MACHINE, **DELTA_CONF, **s3a, **(conf or {})})

@@ -26,7 +26,6 @@ Keeping this apart from GX lets the CLI and tests inspect suites cheaply.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,10 +33,19 @@ from typing import Any
 
 from cdcgen.config import REPO_ROOT
 from cdcgen.core.errors import TerminalError
+from cdcgen.env_settings import EnvSettings, env
 
 REQUIREMENTS = frozenset({"topology", "shard_counts", "previous", "source_counts"})
 LAYOUTS = frozenset({"vnodes", "tablets"})
-EXPECTATIONS_DIR_ENV = "CDCGEN_EXPECTATIONS_DIR"
+
+
+class SuiteSettings(EnvSettings):
+    expectations_dir: Path = env("CDCGEN_EXPECTATIONS_DIR", REPO_ROOT / "expectations")
+    """The folder of the Great Expectations suites (JSON) the checks run; unset, the
+    repository's ``expectations/``."""
+
+
+EXPECTATIONS_DIR_ENV = SuiteSettings.env_names()["expectations_dir"]
 
 
 @dataclass(frozen=True)
@@ -79,9 +87,7 @@ class SuiteSpec:
 
 def expectations_dir(env: Mapping[str, str] | None = None) -> Path:
     """``$CDCGEN_EXPECTATIONS_DIR`` or the repository's ``expectations/``."""
-    env = os.environ if env is None else env
-    configured = env.get(EXPECTATIONS_DIR_ENV)
-    return Path(configured) if configured else REPO_ROOT / "expectations"
+    return SuiteSettings.from_env(env).expectations_dir
 
 
 def check_name(expectation: Mapping[str, Any]) -> str:
