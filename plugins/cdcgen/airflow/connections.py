@@ -26,6 +26,18 @@ SPARK_CONN_ID = "cdcgen_spark"
 
 DEFAULT_SPARK_MASTER = "local[2]"
 
+#: Connection extras passed through as ``PipelineConfig.extra`` (adapter-specific options).
+#: Each with what it means (the configuration reference prints it).
+PASS_THROUGH_EXTRAS: dict[str, str] = {
+    "cdc_tables": "The tables whose changes are extracted (comma-separated "
+    "`keyspace.table`; a run's `tables` Param narrows them); unset, every CDC-enabled "
+    "table. In tablets mode, also the tables whose stream sets are followed.",
+    "sink_keyspace": "On `cdcgen_sink`: the keyspaces replication may write to "
+    "(comma-separated; the first unless a run's Param names another).",
+    "replicated_tables": "On `cdcgen_sink`: the tables replication may replicate "
+    "(comma-separated `keyspace.table`; a run's `tables` Param narrows them).",
+}
+
 
 def env_var_name(conn_id: str) -> str:
     """``AIRFLOW_CONN_<ID>``, Airflow's environment-variable form of a connection id."""

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from airflow.sdk import BaseHook
 
 from cdcgen.access_settings import AccessSettings
-from cdcgen.airflow.connections import SOURCE_CONN_ID
+from cdcgen.airflow.connections import PASS_THROUGH_EXTRAS, SOURCE_CONN_ID
 from cdcgen.config import ConfigError, PipelineConfig, env_text
 from cdcgen.core.lake_uri import LakeUriError, run_lake
 
@@ -35,17 +35,6 @@ EXTRA_SETTINGS: dict[str, str] = {
     field.removeprefix("extra."): variable
     for field, variable in CONNECTION_SETTINGS.items()
     if field.startswith("extra.")
-}
-#: Connection extras passed through as ``PipelineConfig.extra`` (adapter-specific options).
-#: Each with what it means (the configuration reference prints it).
-PASS_THROUGH_EXTRAS: dict[str, str] = {
-    "cdc_tables": "The tables whose changes are extracted (comma-separated "
-    "`keyspace.table`; a run's `tables` Param narrows them); unset, every CDC-enabled "
-    "table. In tablets mode, also the tables whose stream sets are followed.",
-    "sink_keyspace": "On `cdcgen_sink`: the keyspaces replication may write to "
-    "(comma-separated; the first unless a run's Param names another).",
-    "replicated_tables": "On `cdcgen_sink`: the tables replication may replicate "
-    "(comma-separated `keyspace.table`; a run's `tables` Param narrows them).",
 }
 
 

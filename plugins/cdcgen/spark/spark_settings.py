@@ -20,9 +20,9 @@ class SparkSettings(EnvSettings):
     master: str = env("CDCGEN_SPARK_MASTER", DEFAULT_MASTER)
     """The master of a Spark session started outside spark-submit: a job or replication
     run started by hand, the Connect server (``local[N]``, ``spark://``, ``k8s://``)."""
-    remote: str = env("CDCGEN_SPARK_REMOTE", "")
-    """The Spark Connect server (``sc://host:port``) the generation jobs run on; unset,
-    each job starts a Spark of its own."""
+    remote: str | None = env("CDCGEN_SPARK_REMOTE", None)
+    """The Spark Connect server (``sc://host:port``) a generation's extract and its
+    validation run on; unset, each starts a Spark of its own."""
     class_archive: bool = env("CDCGEN_SPARK_CLASS_ARCHIVE", True)
     """Whether a driver JVM maps this machine's class archive when there is one (off:
     every driver loads its classes itself)."""
