@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from datetime import timedelta
 from enum import Enum
 from typing import Any, ClassVar, Self, get_args
@@ -125,13 +125,19 @@ class EnvSettings(BaseModel):
         return cls.EMPTY_IS_A_VALUE.union(*(g._empty_is_a_value() for g in groups))
 
     @classmethod
-    def read_env(cls, environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    def read_env(
+        cls, environ: Mapping[str, str] | None = None, *, only: Collection[str] = ()
+    ) -> dict[str, str]:
         """This model's variables that ``environ`` (default ``os.environ``) sets: the one
-        place the product reads its settings from the process environment."""
+        place the product reads its settings from the process environment. ``only``
+        (field names) reads those alone: a reader that needs one setting is then not
+        failed by another's bad value, and asks for nothing else."""
         environ = os.environ if environ is None else environ
         empty_ok = cls._empty_is_a_value()
         values = {}
         for name, variable in cls.env_names().items():
+            if only and name not in only:
+                continue
             raw = environ.get(variable)
             if raw is not None and (raw != "" or name in empty_ok):
                 values[variable] = raw

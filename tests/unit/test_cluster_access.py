@@ -183,3 +183,29 @@ def test_a_bootstrap_job_gets_the_sink_s_settings_planned_and_its_credentials_pr
     environ = {"CDCGEN_SINK_PASSWORD": SECRET, "PATH": "/usr/bin"}
     with without_inherited_secrets(environ):
         assert environ == {"PATH": "/usr/bin"}
+
+
+def test_the_access_group_is_nested_for_readers_and_flat_everywhere_else() -> None:
+    """One group (config.access), set and overridden by its flat names, read from and
+    exported to the same variables; its errors name them and never echo a password."""
+    from cdcgen.access_settings import AccessSettings
+
+    config = PipelineConfig.from_env(
+        {"CDCGEN_USERNAME": "reader", "CDCGEN_PASSWORD": SECRET, "CDCGEN_TLS": "true"}
+    )
+    assert isinstance(config.access, AccessSettings) and config.access.username == "reader"
+    changed = config.with_overrides(password=None, password_file=Path("/run/secrets/pw"))
+    assert changed.access.password is None and changed.access.username == "reader"
+    assert changed.port == config.port and config.access.password is not None  # a copy
+    assert PipelineConfig.from_env(config.to_env()).access.tls
+    assert PipelineConfig.env_names()["tls_ca_file"] == "CDCGEN_TLS_CA_FILE"
+    assert AccessSettings.credential_variables() == (
+        "CDCGEN_USERNAME",
+        "CDCGEN_PASSWORD",
+        "CDCGEN_PASSWORD_FILE",
+    )
+    with pytest.raises(ConfigError, match="CDCGEN_USERNAME and a password") as refused:
+        PipelineConfig.from_env({"CDCGEN_PASSWORD": SECRET})
+    assert SECRET not in str(refused.value)
+    with pytest.raises(ConfigError, match="CDCGEN_TLS_VERIFY_HOSTNAME='maybe'"):
+        config.with_overrides(CDCGEN_TLS_VERIFY_HOSTNAME="maybe")

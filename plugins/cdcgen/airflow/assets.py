@@ -51,7 +51,7 @@ def replicated_table(sink_table: str) -> Asset:
 def _state_keyspace_from_env() -> str:
     """The state keyspace setting alone (else the target keyspace's), checked like it."""
     variable = PipelineConfig.env_names()["state_keyspace"]
-    value = PipelineConfig.read_env().get(variable)
+    value = PipelineConfig.read_env(only={"state_keyspace"}).get(variable)
     if not value:
         return _target_keyspace_from_env()
     try:
@@ -68,7 +68,7 @@ def _target_keyspace_from_env() -> str:
     default = str(PipelineConfig.model_fields["target_keyspace"].default)
     try:
         return PipelineConfig.validated(
-            {variable: PipelineConfig.read_env().get(variable) or default}
+            {variable: PipelineConfig.read_env(only={"target_keyspace"}).get(variable) or default}
         ).target_keyspace
     except ConfigError as exc:
         log.warning("the DAGs' Assets use %s: %s", default, exc)

@@ -137,7 +137,8 @@ def submit_env() -> dict[str, str]:
 
 def remote_for(kind: JobKind, environ: Mapping[str, str] | None = None) -> str | None:
     """The Spark Connect server ``kind`` runs on, or None for a session of its own."""
-    url = (SparkSettings.from_env(environ).remote or "").strip()
+    given = SparkSettings.read_env(environ, only={"remote"})
+    url = (SparkSettings.validated(given).remote or "").strip()
     return url if url and kind in CONNECT_KINDS else None
 
 
