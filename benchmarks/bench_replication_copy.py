@@ -41,7 +41,13 @@ from cdcgen.adapters.checkpoints import CqlCheckpointStore
 from cdcgen.adapters.cql import CqlClient, connect
 from cdcgen.config import REPO_ROOT, PipelineConfig
 from cdcgen.core.cdc_log import TableRef
-from cdcgen.replication.run import Replication, bootstrap_sink
+from cdcgen.replication.run import (
+    Mode,
+    Replication,
+    ReplicationPorts,
+    ReplicationRequest,
+    bootstrap_sink,
+)
 from cdcgen.replication.settings import ReplicationSettings
 from cdcgen.spark.session import JobKind, job_session
 
@@ -131,8 +137,9 @@ def spark_copy(config: PipelineConfig, client: CqlClient, run: int) -> tuple[int
     """``bootstrap_sink`` of the source into the Spark sink; rows and seconds."""
     job = Replication(SOURCE, SPARK_SINK)
     began = time.perf_counter()
-    record = bootstrap_sink(config, client, client, job, f"bench-{run}")
-    return int(record["copied_rows"]), time.perf_counter() - began
+    request = ReplicationRequest(job, f"bench-{run}", Mode.BOOTSTRAP)
+    record = bootstrap_sink(config, ReplicationPorts(client, client), request)
+    return int(record.copied_rows or 0), time.perf_counter() - began
 
 
 def truncate(client: CqlClient, table: TableRef) -> None:

@@ -29,7 +29,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
 
 import pytest
 from replication_world import (
@@ -52,8 +51,17 @@ from cdcgen.config import PipelineConfig
 from cdcgen.core.cdc_log import TableRef
 from cdcgen.core.generation import SourceMode
 from cdcgen.core.replication_plan import ApplyPlan, ReplicationError
+from cdcgen.core.replication_record import ReplicationRecord
 from cdcgen.replication.apply import SinkApplier
-from cdcgen.replication.run import Replication, bootstrap_sink, replicate, shape_of
+from cdcgen.replication.run import (
+    Mode,
+    Replication,
+    ReplicationPorts,
+    ReplicationRequest,
+    bootstrap_sink,
+    replicate,
+    shape_of,
+)
 from cdcgen.replication.settings import ReplicationSettings
 from cdcgen.replication.sink_state import CqlSinkState
 from cdcgen.spark.session import JobKind, job_session
@@ -76,13 +84,16 @@ class World:
     client: CqlClient
     config: PipelineConfig
     contact_points: tuple[str, ...]
-    bootstraps: dict[str, dict[str, Any]]
+    bootstraps: dict[str, ReplicationRecord]
 
 
-def bootstrap(world_client: CqlClient, config: PipelineConfig, name: str, **kw: Any) -> Any:
+def bootstrap(
+    world_client: CqlClient, config: PipelineConfig, name: str, *, replace: bool = False
+) -> ReplicationRecord:
     job = Replication(TABLE, sink_of(name))
-    run_id = f"bootstrap-{name}"
-    return bootstrap_sink(config, world_client, world_client, job, run_id, settings=COPY, **kw)
+    mode = Mode.BOOTSTRAP_REPLACE if replace else Mode.BOOTSTRAP
+    request = ReplicationRequest(job, f"bootstrap-{name}", mode)
+    return bootstrap_sink(config, ReplicationPorts(world_client, world_client, COPY), request)
 
 
 @pytest.fixture(scope="module")
@@ -116,9 +127,10 @@ def world(contact_points: tuple[str, ...], tmp_path_factory: pytest.TempPathFact
         client.close()
 
 
-def apply(world: World, name: str) -> dict[str, Any]:
+def apply(world: World, name: str) -> ReplicationRecord:
     job = Replication(TABLE, sink_of(name))
-    return replicate(world.config, world.client, world.client, job, f"apply-{name}")
+    ports = ReplicationPorts(world.client, world.client)
+    return replicate(world.config, ports, ReplicationRequest(job, f"apply-{name}"))
 
 
 def test_the_workload_logged_every_kind_of_change(world: World) -> None:
@@ -142,16 +154,16 @@ def test_the_workload_logged_every_kind_of_change(world: World) -> None:
 
 def test_bootstrapped_sinks_equal_the_source_after_the_apply(world: World) -> None:
     early, boundary = world.bootstraps["early"], world.bootstraps["boundary"]
-    assert early["copied_rows"] > 0 and boundary["copied_rows"] > early["copied_rows"] / 2
-    assert early["copy_ranges"] >= COPY.copy_splits  # the Spark copy, range by range
+    assert early.copied_rows > 0 and boundary.copied_rows > early.copied_rows / 2
+    assert early.copy_ranges >= COPY.copy_splits  # the Spark copy, range by range
     for name in ("early", "boundary"):
         record = apply(world, name)
-        assert record["status"] == "ok" and record["applied_log_rows"] > 0, record
-        assert record["consistent_until"] > world.bootstraps[name]["consistent_until"]
+        assert record.status == "ok" and record.applied_log_rows > 0, record
+        assert record.consistent_until > world.bootstraps[name].consistent_until
         assert_sink_matches(contents(world.client, TABLE), contents(world.client, sink_of(name)))
     again = apply(world, "early")  # nothing new in the lake: nothing applied
-    assert again["applied_log_rows"] == 0
-    assert again["consistent_until"] == record["consistent_until"]
+    assert again.applied_log_rows == 0
+    assert again.consistent_until == record.consistent_until
 
 
 def test_replaying_an_applied_range_changes_nothing(world: World) -> None:
@@ -159,7 +171,7 @@ def test_replaying_an_applied_range_changes_nothing(world: World) -> None:
     before = contents(world.client, sink)
     progress = CqlSinkState(world.client, TABLE, sink).progress()
     assert progress.consistent_until is not None
-    since = datetime.fromisoformat(world.bootstraps["early"]["consistent_until"])
+    since = datetime.fromisoformat(world.bootstraps["early"].consistent_until)
     plan = ApplyPlan(since, progress.consistent_until, progress.lake_version)
     state = CqlSinkState(world.client, TABLE, sink)
     job = Replication(TABLE, sink)
@@ -198,7 +210,7 @@ def test_a_killed_apply_resumes_to_the_same_state(world: World) -> None:
     watermark = CqlCheckpointStore(world.client, world.config.checkpoint_keyspace)
     assert killed_at < watermark.progress(TABLE).watermark  # killed half-way
     record = apply(world, "killed")
-    assert record["status"] == "ok" and record["consistent_from"] == killed_at.isoformat()
+    assert record.status == "ok" and record.consistent_from == killed_at.isoformat()
     assert_sink_matches(contents(world.client, TABLE), contents(world.client, sink))
 
 
@@ -217,6 +229,6 @@ def test_a_sink_behind_the_lake_fails_naming_the_re_bootstrap(world: World) -> N
     with pytest.raises(ReplicationError, match="--replace"):
         bootstrap(world.client, world.config, "gap")
     rebootstrapped = bootstrap(world.client, world.config, "gap", replace=True)
-    assert rebootstrapped["truncated"]
-    assert apply(world, "gap")["status"] == "ok"
+    assert rebootstrapped.truncated
+    assert apply(world, "gap").status == "ok"
     assert_sink_matches(contents(world.client, TABLE), contents(world.client, sink))

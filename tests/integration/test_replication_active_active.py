@@ -44,7 +44,15 @@ from cdcgen.adapters.cql import CqlClient, connect
 from cdcgen.changes.layout import read_delta, table_root
 from cdcgen.config import PipelineConfig
 from cdcgen.core.cdc_log import TableRef
-from cdcgen.replication.run import Replication, bootstrap_sink, replicate
+from cdcgen.core.replication_record import ReplicationRecord
+from cdcgen.replication.run import (
+    Mode,
+    Replication,
+    ReplicationPorts,
+    ReplicationRequest,
+    bootstrap_sink,
+    replicate,
+)
 from cdcgen.spark.session import JobKind, job_session
 from cdcgen_dev.emulator import SandboxCluster, create_cdc_table, orders_table
 from cdcgen_dev.emulator.capture import capture_into
@@ -67,11 +75,12 @@ class Pair:
     def extract(self, table: TableRef, start: datetime, end: datetime) -> int:
         return extract(self.spark, self.config, table, start, end)
 
-    def apply(self, source: TableRef, sink: TableRef) -> dict[str, Any]:
+    def apply(self, source: TableRef, sink: TableRef) -> ReplicationRecord:
         capture = capture_into(self.cluster, sink.keyspace, sink.table)
         job = Replication(source, sink)
         run_id = f"{source.keyspace}-to-{sink.keyspace}"
-        return replicate(self.config, self.client, self.client, job, run_id, on_applied=capture)
+        ports = ReplicationPorts(self.client, self.client, on_applied=capture)
+        return replicate(self.config, ports, ReplicationRequest(job, run_id))
 
     def lake_rows(self, table: TableRef) -> int:
         return read_delta(table_root(self.config.lake_path, table), columns=[]).num_rows
@@ -96,8 +105,9 @@ def pair(contact_points: tuple[str, ...], tmp_path_factory: pytest.TempPathFacto
         world.extract(table, start, ready)  # where each lake starts
     for source, sink in ((A, B), (B, A)):  # both empty: bootstraps that copy nothing
         job = Replication(source, sink)
-        record = bootstrap_sink(config, client, client, job, "setup", settings=COPY)
-        assert record["copied_rows"] == 0
+        setup = ReplicationRequest(job, "setup", Mode.BOOTSTRAP)
+        record = bootstrap_sink(config, ReplicationPorts(client, client, COPY), setup)
+        assert record.copied_rows == 0
     world.marks.append(ready)
     try:
         yield world
@@ -127,14 +137,14 @@ def test_both_sides_converge_and_nothing_loops_back(pair: Pair) -> None:
     start = pair.marks[-1]
     pair.extract(A, start, end)
     a_to_b = pair.apply(A, B)  # logged in B's own log by the emulated CDC
-    assert a_to_b["applied_log_rows"] == pair.lake_rows(A) > 0
-    assert a_to_b["peer_log_rows_skipped"] == 0
+    assert a_to_b.applied_log_rows == pair.lake_rows(A) > 0
+    assert a_to_b.peer_log_rows_skipped == 0
     pair.extract(B, start, end)  # B's own changes, and the copies of A's
-    b_own = pair.lake_rows(B) - a_to_b["applied_log_rows"]
+    b_own = pair.lake_rows(B) - a_to_b.applied_log_rows
     assert b_own > 0
     b_to_a = pair.apply(B, A)
-    assert b_to_a["peer_log_rows_skipped"] == a_to_b["applied_log_rows"]  # no loop
-    assert b_to_a["applied_log_rows"] == b_own
+    assert b_to_a.peer_log_rows_skipped == a_to_b.applied_log_rows  # no loop
+    assert b_to_a.applied_log_rows == b_own
     source_a, source_b = contents(pair.client, A), contents(pair.client, B)
     assert source_a == source_b and source_a
 
@@ -146,5 +156,5 @@ def test_a_second_round_applies_nothing(pair: Pair) -> None:
         pair.extract(table, pair.marks[-1], end)
     for source, sink in ((A, B), (B, A)):
         record = pair.apply(source, sink)
-        assert record["applied_log_rows"] == 0, record
+        assert record.applied_log_rows == 0, record
     assert contents(pair.client, A) == contents(pair.client, B)

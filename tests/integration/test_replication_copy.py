@@ -43,7 +43,14 @@ from cdcgen.adapters.cql import CqlClient, connect
 from cdcgen.config import PipelineConfig
 from cdcgen.core.cdc_log import TableRef
 from cdcgen.core.replication_plan import ReplicationError
-from cdcgen.replication.run import Replication, bootstrap_sink, replicate
+from cdcgen.replication.run import (
+    Mode,
+    Replication,
+    ReplicationPorts,
+    ReplicationRequest,
+    bootstrap_sink,
+    replicate,
+)
 from cdcgen.replication.sink_state import CqlSinkState
 
 pytestmark = pytest.mark.integration
@@ -160,6 +167,7 @@ def kill_once_some_ranges_are_recorded(
 
 def test_a_sigkilled_spark_bootstrap_resumes_to_the_same_sink_state(world: World) -> None:
     job = Replication(SOURCE, SINK)
+    ports = ReplicationPorts(world.client, world.client)
     state = CqlSinkState(world.client, SOURCE, SINK)
     kill_once_some_ranges_are_recorded(start_bootstrap(world), state)
     killed = state.copy_progress()
@@ -170,16 +178,16 @@ def test_a_sigkilled_spark_bootstrap_resumes_to_the_same_sink_state(world: World
     assert "stale" not in str(contents(world.client, SINK))  # truncated before the copy
 
     with pytest.raises(ReplicationError, match="unfinished"):  # never apply onto it
-        replicate(world.config, world.client, world.client, job, "apply-too-soon")
+        replicate(world.config, ports, ReplicationRequest(job, "apply-too-soon"))
 
-    record = bootstrap_sink(world.config, world.client, world.client, job, "resumed")
+    record = bootstrap_sink(world.config, ports, ReplicationRequest(job, "resumed", Mode.BOOTSTRAP))
     source = contents(world.client, SOURCE)
     assert len(source) == ROWS
-    assert record["status"] == "ok" and record["resumed_ranges"] == len(killed.done)
-    assert record["copied_rows"] == ROWS
-    assert record["copied_rows_now"] == ROWS - killed.rows  # only the ranges not recorded
+    assert record.status == "ok" and record.resumed_ranges == len(killed.done)
+    assert record.copied_rows == ROWS
+    assert record.copied_rows_now == ROWS - killed.rows  # only the ranges not recorded
     assert contents(world.client, SINK) == source  # so nothing was truncated again
-    assert record["consistent_until"] == killed.snapshot_at.isoformat()
+    assert record.consistent_until == killed.snapshot_at.isoformat()
     progress = state.progress()
     assert progress.consistent_until == progress.bootstrapped_at == killed.snapshot_at
     assert state.copy_progress() is None  # the copy's rows are removed

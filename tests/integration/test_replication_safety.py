@@ -42,7 +42,14 @@ from cdcgen.config import PipelineConfig
 from cdcgen.core.cdc_log import TableRef
 from cdcgen.core.errors import ExitCode
 from cdcgen.core.replication_plan import ReplicationError
-from cdcgen.replication.run import Replication, bootstrap_sink, replicate
+from cdcgen.replication.run import (
+    Mode,
+    Replication,
+    ReplicationPorts,
+    ReplicationRequest,
+    bootstrap_sink,
+    replicate,
+)
 from cdcgen.replication.sink_state import PROGRESS, CqlSinkState
 from cdcgen.spark.session import JobKind, job_session
 from cdcgen_dev.emulator import SandboxCluster, create_cdc_table, orders_table
@@ -100,14 +107,17 @@ def test_a_worker_clock_ahead_of_the_nodes_loses_no_write(world: World) -> None:
     assert extract(spark, world.config, TABLE, start, middle) > 0
     job = Replication(TABLE, SINK)
     client = world.client
-    booted = bootstrap_sink(world.config, client, client, job, "bootstrap", settings=COPY)
-    snapshot = booted["consistent_until"]
+    booting = ReplicationRequest(job, "bootstrap", Mode.BOOTSTRAP)
+    booted = bootstrap_sink(world.config, ReplicationPorts(client, client, COPY), booting)
+    snapshot = booted.consistent_until
     assert snapshot < (node_now(world.cluster) - timedelta(seconds=1)).isoformat()
     workload(world.cluster, TABLE, 1.5, seed=63, keys=30)  # stamped after the snapshot
     end = settle(world.cluster)
     assert extract(spark, world.config, TABLE, middle, end) > 0
-    record = replicate(world.config, world.client, world.client, job, "apply")
-    assert record["status"] == "ok" and record["applied_log_rows"] > 0, record
+    record = replicate(
+        world.config, ReplicationPorts(client, client), ReplicationRequest(job, "apply")
+    )
+    assert record.status == "ok" and record.applied_log_rows > 0, record
     assert_sink_matches(contents(world.client, TABLE), contents(world.client, SINK))
 
 
@@ -152,5 +162,6 @@ def test_a_dry_run_names_what_it_would_truncate_and_writes_nothing(world: World)
     assert progress.consistent_until is not None
     assert record["snapshot_at"] > progress.consistent_until.isoformat()
     assert contents(world.client, SINK) == rows and state.progress() == progress
+    dry = ReplicationRequest(job, "dry", Mode.BOOTSTRAP, dry_run=True)
     with pytest.raises(ReplicationError, match="--replace"):  # without it: refused, also dry
-        bootstrap_sink(world.config, world.client, world.client, job, "dry", dry_run=True)
+        bootstrap_sink(world.config, ReplicationPorts(world.client, world.client), dry)

@@ -41,7 +41,15 @@ from cdcgen.core.cql_types import ParsedType
 from cdcgen.core.generation import SourceMode
 from cdcgen.core.replication import quote
 from cdcgen.core.replication_plan import ReplicationError
-from cdcgen.replication.run import Replication, bootstrap_sink, replicate, table_definition
+from cdcgen.replication.run import (
+    Mode,
+    Replication,
+    ReplicationPorts,
+    ReplicationRequest,
+    bootstrap_sink,
+    replicate,
+    table_definition,
+)
 from cdcgen.replication.settings import ReplicationSettings
 from cdcgen.replication.sink_schema import SinkSchemaError
 from cdcgen.replication.sink_state import CqlSinkState
@@ -145,30 +153,32 @@ def test_every_shape_replicates_exactly_across_a_switch(world: World) -> None:
     middle = settle()
     assert extract(spark, world.config, TABLE, start, middle) > 0
     job, on_spark = Replication(TABLE, SINK), Replication(TABLE, SPARK_SINK)
+    ports = ReplicationPorts(world.client, world.client)
     for each in (job, on_spark):
-        booted = bootstrap_sink(world.config, world.client, world.client, each, "bootstrap")
-        assert booted["copied_rows"] > 0
+        booting = ReplicationRequest(each, "bootstrap", Mode.BOOTSTRAP)
+        booted = bootstrap_sink(world.config, ports, booting)
+        assert booted.copied_rows > 0
     world.cluster.join_node(SourceMode.RAFT, shards=2, vnodes=4, seed=73)  # a switch soon
     writer = threading.Thread(target=workload, args=(world.cluster, TABLE, 74, 4.0))
     writer.start()
     writer.join()
     end = settle()
     assert extract(spark, world.config, TABLE, middle, end) > 0
-    record = replicate(world.config, world.client, world.client, job, "apply")
-    assert record["status"] == "ok" and not record["rejected"], record
-    operations = set(record["applied_operations"])
+    record = replicate(world.config, ports, ReplicationRequest(job, "apply"))
+    assert record.status == "ok" and not record.rejected, record
+    operations = set(record.applied_operations)
     assert {"insert", "update", "row_delete", "partition_delete"} <= operations, operations
     source, sink = contents(world.client, TABLE), contents(world.client, SINK)
     assert_sink_matches(source, sink, keys=2)
     # On Spark executors, partitioned by partition key, in slices: the same sink.
     settings = ReplicationSettings().with_overrides(apply_tasks=2, slice_rows=300)
-    spread = replicate(
-        world.config, world.client, world.client, on_spark, "apply", settings,
-        sink_config=world.config, spark=spark,
-    )  # fmt: skip
-    assert spread["status"] == "ok" and not spread["rejected"], spread
-    assert spread["applied_log_rows"] > 0, spread
-    assert spread["slices"] > 1, spread
+    on_executors = ReplicationPorts(
+        world.client, world.client, settings, sink_config=world.config, spark=spark
+    )
+    spread = replicate(world.config, on_executors, ReplicationRequest(on_spark, "apply"))
+    assert spread.status == "ok" and not spread.rejected, spread
+    assert spread.applied_log_rows > 0, spread
+    assert spread.slices > 1, spread
     assert contents(world.client, SPARK_SINK) == sink
 
 
@@ -176,9 +186,10 @@ def test_a_non_frozen_list_is_refused_by_name_before_anything_is_copied(world: W
     time.sleep(0.1)
     workload(world.cluster, LISTED, seed=75, seconds=1.0)
     job = Replication(LISTED, LISTED_SINK)
+    ports = ReplicationPorts(world.client, world.client)
     with pytest.raises(SinkSchemaError, match="column nf_list is a non-frozen list"):
-        bootstrap_sink(world.config, world.client, world.client, job, "bootstrap")
+        bootstrap_sink(world.config, ports, ReplicationRequest(job, "bootstrap", Mode.BOOTSTRAP))
     with pytest.raises((SinkSchemaError, ReplicationError)):
-        replicate(world.config, world.client, world.client, job, "apply", bootstrap_new=True)
+        replicate(world.config, ports, ReplicationRequest(job, "apply", Mode.BOOTSTRAP_IF_NEEDED))
     assert contents(world.client, LISTED_SINK) == []
     assert CqlSinkState(world.client, LISTED, LISTED_SINK).progress().consistent_until is None

@@ -39,7 +39,14 @@ from cdcgen.config import PipelineConfig
 from cdcgen.core.cdc_extension import CDC_EXTENSION, decode_cdc_extension
 from cdcgen.core.cdc_log import TableRef
 from cdcgen.core.windows import Interval, Mode
-from cdcgen.replication.run import Replication, bootstrap_sink, replicate
+from cdcgen.replication.run import Mode as ReplicationMode
+from cdcgen.replication.run import (
+    Replication,
+    ReplicationPorts,
+    ReplicationRequest,
+    bootstrap_sink,
+    replicate,
+)
 from cdcgen.replication.settings import ReplicationSettings
 from cdcgen.replication.sink_schema import SinkSchemaError
 from cdcgen.replication.sink_state import CqlSinkState
@@ -243,8 +250,11 @@ def test_the_lake_and_the_sink_follow_the_log_through_add_and_drop(world: World)
     first_end = extract(spark, world, start, settle()).interval.end
     truth = source_rows(world.client, ("v",))
     job, manual = Replication(TABLE, SINK), Replication(TABLE, MANUAL_SINK)
+    ports = ReplicationPorts(world.client, world.client)
     for each in (job, manual):
-        bootstrap_sink(world.config, world.client, world.client, each, "bootstrap")
+        bootstrap_sink(
+            world.config, ports, ReplicationRequest(each, "bootstrap", ReplicationMode.BOOTSTRAP)
+        )
 
     for column in (Column("note", "text"), Column("labels", "map<text, int>")):
         alter_cdc_table(world.cluster, KEYSPACE, TABLE.table, AddColumn(column))
@@ -252,13 +262,14 @@ def test_the_lake_and_the_sink_follow_the_log_through_add_and_drop(world: World)
     second_end = extract(spark, world, first_end, settle()).interval.end
     added = source_rows(world.client, ("v", "note", "labels"))
     assert any(values["labels"] for values in added.values())
-    record = replicate(world.config, world.client, world.client, job, "apply-added")
-    assert record["status"] == "ok" and not record["rejected"], record
+    record = replicate(world.config, ports, ReplicationRequest(job, "apply-added"))
+    assert record.status == "ok" and not record.rejected, record
     assert {"note", "labels"} <= table_columns(world.client, SINK)
     refused = CqlSinkState(world.client, TABLE, MANUAL_SINK).progress()
     without = ReplicationSettings().with_overrides(add_columns=False)
+    refusing = ReplicationPorts(world.client, world.client, without)
     with pytest.raises(SinkSchemaError, match=r"has no column\(s\) labels, note of the source"):
-        replicate(world.config, world.client, world.client, manual, "refused", without)
+        replicate(world.config, refusing, ReplicationRequest(manual, "refused"))
     assert CqlSinkState(world.client, TABLE, MANUAL_SINK).progress() == refused
 
     alter_cdc_table(world.cluster, KEYSPACE, TABLE.table, DropColumn("note"))
@@ -291,8 +302,8 @@ def test_the_lake_and_the_sink_follow_the_log_through_add_and_drop(world: World)
     assert any(by_key[key]["labels"] for key in after_drop)
 
     # The sink keeps the dropped column and equals the source in every other.
-    record = replicate(world.config, world.client, world.client, job, "apply-dropped")
-    assert record["status"] == "ok" and not record["rejected"], record
+    record = replicate(world.config, ports, ReplicationRequest(job, "apply-dropped"))
+    assert record.status == "ok" and not record.rejected, record
     world.client.cluster.refresh_table_metadata(SINK.keyspace, SINK.table)
     assert (
         "note" in world.client.cluster.metadata.keyspaces[SINK.keyspace].tables[SINK.table].columns

@@ -36,7 +36,14 @@ from torture_world import assert_lake_equals_log, wait_until
 from cdcgen.adapters.cql import connect
 from cdcgen.core.cdc_log import TableRef
 from cdcgen.core.generation import SourceMode
-from cdcgen.replication.run import Replication, bootstrap_sink, replicate
+from cdcgen.replication.run import (
+    Mode,
+    Replication,
+    ReplicationPorts,
+    ReplicationRequest,
+    bootstrap_sink,
+    replicate,
+)
 from cdcgen.spark.session import JobKind, job_session
 from cdcgen_dev.emulator import create_cdc_table, merge_tablets, orders_table, split_tablets
 from cdcgen_dev.emulator.tablets import tablet_stream_sets
@@ -74,8 +81,9 @@ def test_the_lake_and_the_sink_follow_tablets_splitting_and_merging_as_nodes_com
         end = settle()
         extract(spark, config, TABLE, start, end)
         job = Replication(TABLE, SINK)
-        booted = bootstrap_sink(config, client, client, job, "bootstrap", settings=COPY)
-        assert booted["consistent_until"] is not None, booted
+        booting = ReplicationRequest(job, "bootstrap", Mode.BOOTSTRAP)
+        booted = bootstrap_sink(config, ReplicationPorts(client, client, COPY), booting)
+        assert booted.consistent_until is not None, booted
 
         def resize(split: bool, seed: int) -> Callable[[], object]:
             change = split_tablets if split else merge_tablets
@@ -106,8 +114,10 @@ def test_the_lake_and_the_sink_follow_tablets_splitting_and_merging_as_nodes_com
             assert written & {s.raw for s in stream_set.streams}, stream_set.timestamp
         assert_lake_equals_log(client, config, TABLE)
 
-        record = replicate(config, client, client, job, "apply")
-        assert record["status"] == "ok" and not record["rejected"], record
+        record = replicate(
+            config, ReplicationPorts(client, client), ReplicationRequest(job, "apply")
+        )
+        assert record.status == "ok" and not record.rejected, record
         assert_sink_matches(contents(client, TABLE), contents(client, SINK))
     finally:
         client.close()

@@ -108,7 +108,14 @@ from cdcgen.core.generation import SourceMode
 from cdcgen.core.log_ttls import unextracted_ttl
 from cdcgen.core.replication_plan import ReplicationError
 from cdcgen.core.windows import DataExpired
-from cdcgen.replication.run import Replication, bootstrap_sink, replicate
+from cdcgen.replication.run import (
+    Mode,
+    Replication,
+    ReplicationPorts,
+    ReplicationRequest,
+    bootstrap_sink,
+    replicate,
+)
 from cdcgen.replication.settings import ReplicationSettings
 from cdcgen.spark.session import JobKind, job_session
 from cdcgen_dev.emulator import (
@@ -272,8 +279,9 @@ class Torture(RuleBasedStateMachine):
         self.write_for_a_second(cluster_seed, ttl=None, keys=8)
         self.extract_and_check()  # a bootstrap needs the lake to hold the changes first
         job = Replication(table, self.world.sink)
-        booted = bootstrap_sink(config, client, client, job, "bootstrap", settings=COPY)
-        assert booted["consistent_until"] is not None, booted
+        booting = ReplicationRequest(job, "bootstrap", Mode.BOOTSTRAP)
+        booted = bootstrap_sink(config, ReplicationPorts(client, client, COPY), booting)
+        assert booted.consistent_until is not None, booted
         self.steps_done = True
 
     def teardown(self) -> None:
@@ -411,7 +419,9 @@ class Torture(RuleBasedStateMachine):
         job = Replication(world.table, world.sink)
         self.run_to_its_kill(
             lambda: replicate(
-                world.config, client, client, job, "killed", SMALL_SLICES, on_applied=dies
+                world.config,
+                ReplicationPorts(client, client, SMALL_SLICES, on_applied=dies),
+                ReplicationRequest(job, "killed"),
             )
         )
         self.replicate_and_check()
@@ -510,8 +520,10 @@ class Torture(RuleBasedStateMachine):
         world = self.live()
         client = self.resources.client
         job = Replication(world.table, world.sink)
-        record = replicate(world.config, client, client, job, "apply")
-        assert record["status"] == "ok" and not record["rejected"], record
+        record = replicate(
+            world.config, ReplicationPorts(client, client), ReplicationRequest(job, "apply")
+        )
+        assert record.status == "ok" and not record.rejected, record
         assert_sink_follows(client, world.table, world.sink)
 
 
@@ -569,8 +581,9 @@ def test_a_bootstrap_before_any_changes_run_names_the_dag_to_run(
         create_cdc_table(cluster, orders_table(source.keyspace))
         create_sink_table(client, sink)
         config = world_config(prefix, contact_points, tmp_path / "lake")
+        booting = ReplicationRequest(Replication(source, sink), "bootstrap", Mode.BOOTSTRAP)
         with pytest.raises(ReplicationError, match=r"lake holds its changes none yet.*cdc_changes"):
-            bootstrap_sink(config, client, client, Replication(source, sink), "bootstrap")
+            bootstrap_sink(config, ReplicationPorts(client, client), booting)
     finally:
         client.close()
 
@@ -622,12 +635,15 @@ def test_a_row_whose_values_were_all_in_a_dropped_column_stays_on_the_sink(
         write(Operation.PARTITION_DELETE)
         end = settle()
         extract(spark, config, source, start, end)
-        bootstrap_sink(config, client, client, job, "bootstrap", settings=COPY)
+        booting = ReplicationRequest(job, "bootstrap", Mode.BOOTSTRAP)
+        bootstrap_sink(config, ReplicationPorts(client, client, COPY), booting)
         write(Operation.UPDATE)
 
         def apply(run_id: str) -> None:
-            record = replicate(config, client, client, job, run_id)
-            assert record["status"] == "ok" and not record["rejected"], record
+            record = replicate(
+                config, ReplicationPorts(client, client), ReplicationRequest(job, run_id)
+            )
+            assert record.status == "ok" and not record.rejected, record
 
         # Replicated before the drop: the log loses a dropped column with its values.
         start, end = end, settle()

@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from cdcgen.core.replication_record import ReplicationRecord
 from cdcgen.reports.replication_page import anchor
 from cdcgen.reports.replication_records import RECORDS_DIR, read_runs, save_record
 from cdcgen.reports.sample import write_sample_site
@@ -35,7 +36,7 @@ def record(
     rejected: list[dict[str, Any]] | None = None,
     bootstrapped_at: datetime = T0,
     copied_rows: int | None = None,
-) -> dict[str, Any]:
+) -> ReplicationRecord:
     """A record as ``cdcgen.replication.run`` writes it (``_record`` then ``_finish``)."""
     result: dict[str, Any] = {
         "kind": kind,
@@ -57,10 +58,10 @@ def record(
         result.update(copied_rows=copied_rows, truncated=False)
     else:
         result.update(applied_from=bootstrapped_at.isoformat(), lake_version=4)
-    return result
+    return ReplicationRecord.from_json(result)
 
 
-def two_sinks() -> list[dict[str, Any]]:
+def two_sinks() -> list[ReplicationRecord]:
     """orders: bootstrap, apply, an apply with a refused change; customers: bootstrap, apply."""
     refused = {
         "write_time": (T0 + timedelta(minutes=40)).isoformat(),
@@ -84,7 +85,7 @@ def two_sinks() -> list[dict[str, Any]]:
     ]
 
 
-def build(report_dir: Path, records: list[dict[str, Any]]) -> tuple[str, str]:
+def build(report_dir: Path, records: list[ReplicationRecord]) -> tuple[str, str]:
     """Records saved as the replication run saves them, the last one rebuilding the site;
     the replication page's and the index's HTML."""
     for item in records[:-1]:
@@ -159,8 +160,7 @@ def test_names_and_reasons_from_records_are_escaped(tmp_path: Path) -> None:
         T0 + timedelta(minutes=5),
         T0,
         rejected=[dict.fromkeys(("write_time", "cdc_time", "stream_id", "reason"), HOSTILE)],
-    )
-    hostile["run_id"] = HOSTILE
+    ).updated(run_id=HOSTILE)
     html, index = build(tmp_path, [hostile])
     escaped = "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;&amp;"
     for text in (html, index):
@@ -183,10 +183,10 @@ def test_without_replication_runs_the_page_says_so(tmp_path: Path) -> None:
 
 def test_an_unreadable_record_is_named_and_the_others_still_shown(tmp_path: Path) -> None:
     broken = record("replica.orders", "shop.orders", T0 + timedelta(hours=2), T0)
-    broken["ended_at"] = "not a time"
+    broken = broken.updated(ended_at="not a time")
     folder = tmp_path / RECORDS_DIR / "broken"
     folder.mkdir(parents=True)
-    (folder / "x.json").write_text(json.dumps(broken))
+    (folder / "x.json").write_text(json.dumps(broken.to_json()))
     (folder / "y.json").write_text("[1, 2]")
     html, _ = build(tmp_path, two_sinks())
     problems = parse(html).text

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from cdcgen.adapters.cql import CqlClient
     from cdcgen.config import PipelineConfig
+    from cdcgen.core.replication_record import ReplicationRecord
     from cdcgen_dev.demo.steps import DagRunner
 
 #: Where the demo replicates its CDC table (same table name).
@@ -50,8 +51,8 @@ def bootstrap(runner: DagRunner, config: PipelineConfig, table: str) -> dict[str
     snapshot of ``table``; what the bootstrap copied."""
     sink_table = prepare_sink(config, table)
     _run(runner, config, table)
-    copied = [r for r in _records(config, sink_table) if r.get("kind") == "bootstrap"]
-    return {"bootstrap_copied_rows": copied[-1].get("copied_rows", 0) if copied else 0}
+    copied = [r for r in _records(config, sink_table) if r.kind == "bootstrap"]
+    return {"bootstrap_copied_rows": (copied[-1].copied_rows or 0) if copied else 0}
 
 
 def replicate(runner: DagRunner, config: PipelineConfig, table: str) -> dict[str, Any]:
@@ -62,23 +63,23 @@ def replicate(runner: DagRunner, config: PipelineConfig, table: str) -> dict[str
 
     sink_table = f"{SINK_KEYSPACE}.{TableRef.parse(table).table}"
     _run(runner, config, table)
-    records = [r for r in _records(config, sink_table) if r.get("kind") == "apply"]
+    records = [r for r in _records(config, sink_table) if r.kind == "apply"]
     with client_for(config) as client:
         source_rows, sink_rows = contents(client, table), contents(client, sink_table)
         keys = len(key_columns(client, table))
-    latest = records[-1] if records else {}
+    latest = records[-1] if records else None
     extra = [row for row in sink_rows if row not in source_rows]
     empty = [row for row in extra if all(v == "None" for v in row[keys:])]
     kept = [row for row in sink_rows if row not in empty]
     return {
         "sink_table": sink_table,
         "replicated_rows": len(sink_rows),
-        "applied_log_rows": latest.get("applied_log_rows", 0),
-        "applied_operations": latest.get("applied_operations", {}),
+        "applied_log_rows": latest.applied_log_rows if latest else 0,
+        "applied_operations": latest.applied_operations if latest else {},
         "sink_matches_source": kept == source_rows and bool(source_rows),
         "sink_extra_empty_rows": len(empty),
-        "sink_consistent_until": latest.get("consistent_until"),
-        "sink_lag_seconds": latest.get("lag_seconds"),
+        "sink_consistent_until": latest.consistent_until if latest else None,
+        "sink_lag_seconds": latest.lag_seconds if latest else None,
     }
 
 
@@ -91,10 +92,11 @@ def _run(runner: DagRunner, config: PipelineConfig, table: str) -> None:
     runner.run("cdc_replication", summary_expected=False, extra_env=env)
 
 
-def _records(config: PipelineConfig, sink_table: str) -> list[dict[str, Any]]:
+def _records(config: PipelineConfig, sink_table: str) -> list[ReplicationRecord]:
     from cdcgen.reports.replication_records import load_records
 
-    return [r for r in load_records(config.report_dir) if r["sink_table"] == sink_table]
+    records, _ = load_records(config.report_dir)
+    return [r for r in records if r.sink_table == sink_table]
 
 
 def key_columns(client: CqlClient, table: str) -> list[str]:

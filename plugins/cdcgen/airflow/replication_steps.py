@@ -76,14 +76,21 @@ def sink_targets(
 
 
 def mode_param(params: Mapping[str, Any]) -> Mode:
-    """The run's ``mode`` Param; one the replication does not know is refused by name."""
+    """The run's ``mode`` Param: ``apply`` still bootstraps a sink table that needs it
+    (never bootstrapped, or its copy unfinished); one the DAG does not know is refused
+    by name."""
     from cdcgen.replication.run import Mode
 
-    try:
-        return Mode(str(params.get("mode") or Mode.APPLY))
-    except ValueError:
-        known = ", ".join(m.value for m in Mode)
-        raise ConfigError(f"Param mode {params.get('mode')!r}: expected one of {known}") from None
+    modes = {
+        "apply": Mode.BOOTSTRAP_IF_NEEDED,
+        "bootstrap": Mode.BOOTSTRAP,
+        "bootstrap-replace": Mode.BOOTSTRAP_REPLACE,
+    }
+    asked = modes.get(str(params.get("mode") or "apply"))
+    if asked is None:
+        known = ", ".join(modes)
+        raise ConfigError(f"Param mode {params.get('mode')!r}: expected one of {known}")
+    return asked
 
 
 @fail_fast
@@ -115,7 +122,7 @@ def replication_plan(params: Mapping[str, Any], run_id: str) -> list[dict[str, A
             state = CqlSinkState(sink, source, TableRef(keyspace, source.table))
             progress = state.progress() if state.exists() else SinkProgress(source, state.sink)
             copy = state.copy_progress()
-            boot = not params.get("dry_run") and needs_bootstrap(mode, True, progress, copy)
+            boot = not params.get("dry_run") and needs_bootstrap(mode, progress, copy)
             arguments = {
                 "--table": table,
                 "--sink-table": state.sink.qualified,
@@ -143,7 +150,14 @@ def replicate_table(
     would do (which table a bootstrap would truncate) and writes nothing."""
     from cdcgen.adapters.cql import client_for
     from cdcgen.airflow.assets import replicated_table
-    from cdcgen.replication.run import ChangesRejected, Mode, Replication, replicate
+    from cdcgen.replication.run import (
+        ChangesRejected,
+        Mode,
+        Replication,
+        ReplicationPorts,
+        ReplicationRequest,
+        replicate,
+    )
     from cdcgen.replication.settings import ReplicationSettings
 
     config = run_config(params)
@@ -154,22 +168,26 @@ def replicate_table(
     job = Replication.of(table, sink_keyspace=keyspace)
     # Only a dry run may plan a bootstrap here; the copy itself is the Spark job's.
     mode = mode_param(params) if dry_run else Mode.APPLY
+    request = ReplicationRequest(job, run_id, mode, dry_run=dry_run)
     settings = ReplicationSettings.from_env()
     with client_for(config) as source, client_for(sink_config) as sink:
-        record = replicate(
-            config, source, sink, job, run_id, settings,
-            mode=mode, bootstrap_new=dry_run, dry_run=dry_run, sink_config=sink_config,
-        )  # fmt: skip
+        ports = ReplicationPorts(source, sink, settings, sink_config=sink_config)
+        record = replicate(config, ports, request)
     if dry_run:
-        return record
+        return record.to_json()
     if outlet_events is not None and alias is not None:
-        keys = ("source_table", "sink_table", "consistent_until", "lag_seconds")
-        extra = {k: record[k] for k in keys} | {"applied_log_rows": record["applied_log_rows"]}
+        extra = {
+            "source_table": record.source_table,
+            "sink_table": record.sink_table,
+            "consistent_until": record.consistent_until,
+            "lag_seconds": record.lag_seconds,
+            "applied_log_rows": record.applied_log_rows,
+        }
         outlet_events[alias].add(replicated_table(job.sink.qualified), extra=extra)
-    if record["rejected_count"]:
+    if record.rejected_count:
         raise ChangesRejected(
-            f"{job.sink}: {record['rejected_count']} change(s) not applied, recorded in "
+            f"{job.sink}: {record.rejected_count} change(s) not applied, recorded in "
             f"{job.sink.keyspace}.cdc_replication_rejects: "
-            + "; ".join(f"{r['cdc_time']}: {r['reason']}" for r in record["rejected"][:5])
+            + "; ".join(f"{r.cdc_time}: {r.reason}" for r in record.rejected[:5])
         )
-    return record
+    return record.to_json()

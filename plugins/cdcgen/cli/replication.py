@@ -75,7 +75,10 @@ def run_command(args: argparse.Namespace) -> int:
     from cdcgen.core.replication_plan import ApplyIncomplete, CopyIncomplete, ReplicationError
     from cdcgen.replication.run import (
         SINK_PREFIX,
+        Mode,
         Replication,
+        ReplicationPorts,
+        ReplicationRequest,
         bootstrap_sink,
         replicate,
         sink_environment,
@@ -97,22 +100,22 @@ def run_command(args: argparse.Namespace) -> int:
     except (ConfigError, LogTableError, ValueError) as exc:
         raise CliError(str(exc)) from None
     run_id = args.run_id or f"manual__{uuid.uuid4().hex[:12]}"
+    if args.replication_command == "bootstrap":
+        mode = Mode.BOOTSTRAP_REPLACE if args.replace else Mode.BOOTSTRAP
+    else:
+        mode = Mode.APPLY
+    request = ReplicationRequest(job, run_id, mode, dry_run=args.dry_run)
     try:
         with client_for(config) as source, client_for(sink_config) as sink:
+            ports = ReplicationPorts(source, sink, settings, sink_config=sink_config)
             if args.replication_command == "bootstrap":
-                record = bootstrap_sink(
-                    config, source, sink, job, run_id, args.replace,
-                    dry_run=args.dry_run, settings=settings, sink_config=sink_config,
-                )  # fmt: skip
+                record = bootstrap_sink(config, ports, request)
             else:
-                record = replicate(
-                    config, source, sink, job, run_id, settings,
-                    dry_run=args.dry_run, sink_config=sink_config,
-                )  # fmt: skip
+                record = replicate(config, ports, request)
     except (ReplicationError, SinkSchemaError) as exc:
         raise CliError(str(exc)) from None
     except (CopyIncomplete, ApplyIncomplete) as exc:
         print(f"cdcgen: {exc}", file=sys.stderr)
         return ExitCode.TRANSIENT
-    print_json_line(record)
-    return ExitCode.FINDINGS if record.get("rejected_count") else ExitCode.OK
+    print_json_line(record.to_json())
+    return ExitCode.FINDINGS if record.rejected_count else ExitCode.OK

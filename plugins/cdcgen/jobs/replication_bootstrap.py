@@ -20,7 +20,6 @@ import argparse
 import logging
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from cdcgen.core.errors import ExitCode
 
@@ -44,10 +43,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     from cdcgen.adapters.errors import exit_code
     from cdcgen.config import PipelineConfig
     from cdcgen.core.errors import CdcgenError
+    from cdcgen.core.replication_record import ReplicationRecord
     from cdcgen.pipeline.result_files import write_result
     from cdcgen.replication.run import (
         SINK_PREFIX,
+        Mode,
         Replication,
+        ReplicationPorts,
+        ReplicationRequest,
         bootstrap_sink,
         sink_environment,
     )
@@ -55,12 +58,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     args = parse_args(argv)
-    failed: dict[str, Any] = {
-        "kind": "bootstrap",
-        "source_table": args.table,
-        "sink_table": args.sink_table,
-        "run_id": args.run_id,
-    }
+    failed = ReplicationRecord(
+        kind="bootstrap", source_table=args.table, sink_table=args.sink_table, run_id=args.run_id
+    )
     if args.output is not None:
         args.output.unlink(missing_ok=True)  # a re-run's result replaces the last one's
     try:
@@ -72,17 +72,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         settings = ReplicationSettings.from_env()
         job = Replication.of(args.table, sink_table=args.sink_table)
+        mode = Mode.BOOTSTRAP_REPLACE if args.replace else Mode.BOOTSTRAP
         with client_for(config) as source, client_for(sink_config) as sink:
-            record = bootstrap_sink(
-                config, source, sink, job, args.run_id, args.replace,
-                settings=settings, sink_config=sink_config,
-            )  # fmt: skip
+            ports = ReplicationPorts(source, sink, settings, sink_config=sink_config)
+            record = bootstrap_sink(config, ports, ReplicationRequest(job, args.run_id, mode))
     except CdcgenError as exc:
         # Refused (a bad setting or name, a refused login, a sink that cannot take the
         # table): a retry would be refused the same way. Incomplete: a retry resumes.
         status = exit_code(exc)
         outcome = "refused" if status is ExitCode.TERMINAL else "incomplete"
-        write_result(args.output, {**failed, "status": outcome, "error": str(exc)})
+        write_result(args.output, failed.updated(status=outcome, error=str(exc)).to_json())
         return status
-    write_result(args.output, record)
+    write_result(args.output, record.to_json())
     return ExitCode.OK

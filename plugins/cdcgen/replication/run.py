@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
@@ -37,6 +37,7 @@ from cdcgen.core.replication_plan import (
     plan_apply,
     snapshot_time,
 )
+from cdcgen.core.replication_record import BootstrapDone, RejectedEntry, ReplicationRecord
 from cdcgen.core.time import iso_millis
 from cdcgen.env_settings import ConfigError
 from cdcgen.replication.apply import SinkApplier
@@ -82,10 +83,14 @@ class ChangesRejected(TerminalError):
 
 
 class Mode(StrEnum):
-    """What a run does before it applies: nothing, a bootstrap of an empty sink table,
-    or a bootstrap that first truncates the sink table."""
+    """What a run does before it applies, one choice where two flags could contradict:
+    nothing (a sink never bootstrapped, or whose copy is unfinished, is refused: the DAG's
+    apply, once its plan ran the copy), a bootstrap only when the sink needs one (never
+    bootstrapped, or a copy left unfinished: what a DAG run in ``apply`` mode does), a
+    bootstrap of an empty sink table, or one that first truncates the sink table."""
 
     APPLY = "apply"
+    BOOTSTRAP_IF_NEEDED = "bootstrap-if-needed"
     BOOTSTRAP = "bootstrap"
     BOOTSTRAP_REPLACE = "bootstrap-replace"
 
@@ -107,6 +112,35 @@ class Replication:
         if sink_table:
             return cls(source, TableRef.parse(sink_table))
         return cls(source, TableRef(sink_keyspace or source.keyspace, source.table))
+
+
+@dataclass(frozen=True)
+class ReplicationRequest:
+    """What to replicate, under which run, what to do before applying, and whether to
+    write at all (a ``dry_run`` makes every check and says what it would do)."""
+
+    job: Replication
+    run_id: str
+    mode: Mode = Mode.APPLY
+    dry_run: bool = False
+
+
+@dataclass(frozen=True)
+class ReplicationPorts:
+    """Everything a run talks to, built by its caller: the source and sink clusters as
+    connected (the clients) and as the Spark tasks reach them (``sink_config``; the
+    source's is the run's configuration), the Spark session (default: the process's
+    for the job, :func:`cdcgen.spark.session.job_session`), where the sink table's own
+    changes are (``peer_lake``, default: this lake), and ``on_applied``, told of each
+    applied chunk of changes."""
+
+    source: CqlClient
+    sink: CqlClient
+    settings: ReplicationSettings = field(default_factory=ReplicationSettings)
+    sink_config: PipelineConfig | None = None
+    spark: SparkSession | None = None
+    peer_lake: LakeRoot | None = None
+    on_applied: Callable[[Sequence[dict[str, Any]]], None] | None = None
 
 
 def cluster_identity(client: CqlClient) -> tuple[str, frozenset[str]]:
@@ -197,33 +231,22 @@ def table_definition(client: CqlClient, table: TableRef) -> TableDefinition | No
 
 
 def replicate(
-    config: PipelineConfig,
-    source_client: CqlClient,
-    sink_client: CqlClient,
-    job: Replication,
-    run_id: str,
-    settings: ReplicationSettings | None = None,
-    *,
-    mode: Mode = Mode.APPLY,
-    bootstrap_new: bool = False,
-    dry_run: bool = False,
-    peer_lake: LakeRoot | None = None,
-    on_applied: Callable[[Sequence[dict[str, Any]]], None] | None = None,
-    sink_config: PipelineConfig | None = None,
-    spark: SparkSession | None = None,
-) -> dict[str, Any]:
+    config: PipelineConfig, ports: ReplicationPorts, request: ReplicationRequest
+) -> ReplicationRecord:
     """Apply what the lake holds beyond the sink's consistency point; the run's record.
 
-    First, with a bootstrap ``mode``, or with ``bootstrap_new`` when the sink needs one
-    (never bootstrapped: the design's new sink over a source with data; or a copy left
-    unfinished), a snapshot (:func:`bootstrap_sink`, whose Spark copy needs the sink's
-    ``sink_config`` and may be given ``spark``). Without, a sink whose copy is unfinished
-    is refused. The sink table's own changes, when a lake holds them (``peer_lake``,
-    default: this lake), filter out what it received from here (active-active,
-    :mod:`cdcgen.replication.peers`). A ``dry_run`` writes nothing: it returns the
-    bootstrap's dry run when one would happen, else the range the run would apply.
+    First, with a bootstrap ``request.mode``, or :attr:`Mode.BOOTSTRAP_IF_NEEDED` when
+    the sink needs one (never bootstrapped: the design's new sink over a source with
+    data; or a copy left unfinished), a snapshot (:func:`bootstrap_sink`, whose Spark
+    copy needs the sink's ``ports.sink_config`` and may be given ``ports.spark``).
+    Without, a sink whose copy is unfinished is refused. The sink table's own changes,
+    when a lake holds them (``ports.peer_lake``, default: this lake), filter out what it
+    received from here (active-active, :mod:`cdcgen.replication.peers`). A dry run writes
+    nothing: it returns the bootstrap's dry run when one would happen, else the range the
+    run would apply.
     """
-    settings = settings or ReplicationSettings()
+    job, run_id, dry_run = request.job, request.run_id, request.dry_run
+    source_client, sink_client, settings = ports.source, ports.sink, ports.settings
     started = datetime.now(UTC)
     check_not_source(source_client, sink_client, job)
     state = CqlSinkState(sink_client, job.source, job.sink)
@@ -232,11 +255,8 @@ def replicate(
     before = state.progress() if state.exists() else SinkProgress(job.source, job.sink)
     unfinished = state.copy_progress()
     copied = None
-    if needs_bootstrap(mode, bootstrap_new, before, unfinished):
-        copied = bootstrap_sink(
-            config, source_client, sink_client, job, run_id, mode is Mode.BOOTSTRAP_REPLACE,
-            dry_run=dry_run, settings=settings, sink_config=sink_config, spark=spark,
-        )  # fmt: skip
+    if needs_bootstrap(request.mode, before, unfinished):
+        copied = bootstrap_sink(config, ports, request)
         if dry_run:
             return copied
         before = state.progress()
@@ -249,35 +269,35 @@ def replicate(
             source_client, sink_client, job, config.lake_path,
             add_columns=settings.add_columns, dry_run=True,
         )  # fmt: skip  # refuses as a run would
-        record.update(
+        return record.updated(
             dry_run=True,
             would_apply_from=plan.since.isoformat(),
             would_apply_until=plan.until.isoformat(),
             ended_at=datetime.now(UTC).isoformat(),
-            rejected=[],
+            rejected=(),
             rejected_count=0,
             status="dry-run",
         )
-        return record
     if copied is not None:
-        record["bootstrap"] = {k: copied[k] for k in ("bootstrapped_at", "copied_rows")}
+        done = BootstrapDone(bootstrapped_at=copied.bootstrapped_at, copied_rows=copied.copied_rows)
+        record = record.updated(bootstrap=done)
     if plan.empty:
         log.info("%s: nothing new in the lake beyond %s", job.sink, plan.since)
         return _finish(config, record, before, 0, 0, [])
     shape = shape_of(
         source_client, sink_client, job, config.lake_path, add_columns=settings.add_columns
     )
-    peer = table_root(peer_lake or config.lake_path, job.sink)
+    peer = table_root(ports.peer_lake or config.lake_path, job.sink)
     elsewhere = None
     if settings.apply_tasks:
-        elsewhere = spark_apply(job, shape, run_id, settings, sink_config, spark)
+        elsewhere = spark_apply(job, shape, run_id, settings, ports.sink_config, ports.spark)
     applier = SinkApplier(
         sink_client, shape, state, run_id, settings,
-        peer=peer if is_delta(peer) else None, on_applied=on_applied, elsewhere=elsewhere,
+        peer=peer if is_delta(peer) else None, on_applied=ports.on_applied, elsewhere=elsewhere,
     )  # fmt: skip
     outcome = applier.apply(table_root(config.lake_path, job.source), plan)
     state.save_progress(plan.until, run_id, plan.lake_version)
-    record.update(
+    record = record.updated(
         applied_from=plan.since.isoformat(),
         lake_version=plan.lake_version,
         peer_log_rows_skipped=outcome.peer_rows,
@@ -316,41 +336,35 @@ def spark_apply(
     return SparkApply(session, target, settings.apply_tasks)
 
 
-def needs_bootstrap(
-    mode: Mode, bootstrap_new: bool, progress: SinkProgress, unfinished: CopyProgress | None
-) -> bool:
-    """Whether a run copies first: asked to (``mode``), or allowed to (``bootstrap_new``)
-    for a sink never bootstrapped or whose copy is unfinished."""
-    if mode is not Mode.APPLY:
+def needs_bootstrap(mode: Mode, progress: SinkProgress, unfinished: CopyProgress | None) -> bool:
+    """Whether a run copies first: asked to (a bootstrap ``mode``), or allowed to
+    (:attr:`Mode.BOOTSTRAP_IF_NEEDED`) for a sink never bootstrapped or whose copy is
+    unfinished."""
+    if mode in (Mode.BOOTSTRAP, Mode.BOOTSTRAP_REPLACE):
         return True
-    return bootstrap_new and (progress.consistent_until is None or unfinished is not None)
+    if mode is Mode.BOOTSTRAP_IF_NEEDED:
+        return progress.consistent_until is None or unfinished is not None
+    return False
 
 
 def bootstrap_sink(
-    config: PipelineConfig,
-    source_client: CqlClient,
-    sink_client: CqlClient,
-    job: Replication,
-    run_id: str,
-    replace: bool = False,
-    *,
-    dry_run: bool = False,
-    settings: ReplicationSettings | None = None,
-    sink_config: PipelineConfig | None = None,
-    spark: SparkSession | None = None,
-) -> dict[str, Any]:
+    config: PipelineConfig, ports: ReplicationPorts, request: ReplicationRequest
+) -> ReplicationRecord:
     """Copy the source table into the sink at a time the source's clocks give, or resume
     the unfinished copy at its own; the bootstrap's record.
 
-    The copy is a Spark job (:mod:`cdcgen.replication.spark_copy`) on ``spark``, default
-    the process's session for it (:func:`cdcgen.spark.session.job_session`: the
+    The copy is a Spark job (:mod:`cdcgen.replication.spark_copy`) on ``ports.spark``,
+    default the process's session for it (:func:`cdcgen.spark.session.job_session`: the
     spark-submit's, else a local one, ``$CDCGEN_SPARK_MASTER``); its tasks reach the
-    clusters ``config`` and ``sink_config`` describe (default: the source's), which must
-    be the ones the clients are connected to. A ``dry_run`` makes every check and says
-    what the bootstrap would do (which table it would truncate), writing nothing."""
+    clusters ``config`` and ``ports.sink_config`` describe (default: the source's), which
+    must be the ones the clients are connected to. Only :attr:`Mode.BOOTSTRAP_REPLACE`
+    may truncate a sink table holding rows. A dry run makes every check and says what
+    the bootstrap would do (which table it would truncate), writing nothing."""
+    job, run_id, dry_run = request.job, request.run_id, request.dry_run
+    replace = request.mode is Mode.BOOTSTRAP_REPLACE
+    source_client, sink_client, settings = ports.source, ports.sink, ports.settings
     started = datetime.now(UTC)
-    settings = settings or ReplicationSettings()
-    sink_config = sink_config or config
+    sink_config = ports.sink_config or config
     check_not_source(source_client, sink_client, job)
     check_described(source_client, config, "source")
     check_described(sink_client, sink_config, "sink")
@@ -368,7 +382,7 @@ def bootstrap_sink(
     )
     record = _record(job, run_id, started, before)
     if dry_run:
-        record.update(
+        return record.updated(
             kind="bootstrap",
             dry_run=True,
             snapshot_at=plan.snapshot_at.isoformat(),
@@ -376,21 +390,20 @@ def bootstrap_sink(
             resumes_copy=plan.resumes is not None,
             sink_cluster=cluster_identity(sink_client)[0],
             ended_at=datetime.now(UTC).isoformat(),
-            rejected=[],
+            rejected=(),
             rejected_count=0,
             status="dry-run",
         )
-        return record
     if abandoned is not None:
         log.warning("%s: the copy at %s cannot resume; starting over", job.sink, abandoned)
         state.end_copy(abandoned.snapshot_at)
     from cdcgen.spark.session import JobKind, job_session
 
     target = copy_target(config, sink_config, job.source, job.sink, shape.table, settings)
-    session = spark or job_session(JobKind.REPLICATION_COPY)
+    session = ports.spark or job_session(JobKind.REPLICATION_COPY)
     copier = SparkTableCopy(session, source_client, sink_client, target, settings.copy_splits)
     outcome = bootstrap(copier, state, plan, run_id)
-    record.update(
+    record = record.updated(
         kind="bootstrap",
         copied_rows=outcome.rows,
         truncated=outcome.truncated,
@@ -459,39 +472,39 @@ def check_described(client: CqlClient, config: PipelineConfig, role: str) -> Non
 
 def _record(
     job: Replication, run_id: str, started: datetime, progress: SinkProgress
-) -> dict[str, Any]:
-    return {
-        "kind": "apply",
-        "source_table": job.source.qualified,
-        "sink_table": job.sink.qualified,
-        "run_id": run_id,
-        "started_at": started.isoformat(),
-        "consistent_from": _iso(progress.consistent_until),
-    }
+) -> ReplicationRecord:
+    return ReplicationRecord(
+        kind="apply",
+        source_table=job.source.qualified,
+        sink_table=job.sink.qualified,
+        run_id=run_id,
+        started_at=started.isoformat(),
+        consistent_from=_iso(progress.consistent_until),
+    )
 
 
 def _finish(
     config: PipelineConfig,
-    record: dict[str, Any],
+    record: ReplicationRecord,
     progress: SinkProgress,
     log_rows: int,
     batches: int,
-    rejected: list[dict[str, Any]],
+    rejected: Sequence[Mapping[str, Any]],
     rejected_count: int = 0,
-) -> dict[str, Any]:
-    """The record completed and kept; ``rejected``: the first changes not applied,
-    ``rejected_count`` how many in all (at least as many)."""
+) -> ReplicationRecord:
+    """The record completed and kept; ``rejected``: the first changes not applied (as
+    the applier names them), ``rejected_count`` how many in all (at least as many)."""
     ended = datetime.now(UTC)
     count = max(rejected_count, len(rejected))
     lag = progress.lag(ended)
-    record.update(
+    record = record.updated(
         ended_at=ended.isoformat(),
         consistent_until=_iso(progress.consistent_until),
         bootstrapped_at=_iso(progress.bootstrapped_at),
         lag_seconds=None if lag is None else round(lag, 3),
         applied_log_rows=log_rows,
         applied_batches=batches,
-        rejected=rejected,
+        rejected=tuple(RejectedEntry.model_validate(change) for change in rejected),
         rejected_count=count,
         status="rejected" if count else "ok",
     )

@@ -6,9 +6,10 @@ Layout under the report directory::
 
 A record holds names, times and counts (source and sink table, consistency point, lag,
 changes applied, changes rejected and why), never a credential. Written whole through
-a rename, so a reader never sees half a record. The records are plain dicts, as the
-replication run builds them; :func:`read_run` gives the page a typed view, and names
-what it cannot read instead of failing the build that every later run depends on.
+a rename, so a reader never sees half a record. A record is the run's
+:class:`~cdcgen.core.replication_record.ReplicationRecord`, written and read back as
+one; :func:`read_run` gives the page its view (times parsed), and the page names what
+it cannot read instead of failing the build that every later run depends on.
 """
 
 from __future__ import annotations
@@ -21,7 +22,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from cdcgen.adapters.files import write_atomic
+from cdcgen.core.replication_record import ReplicationRecord
 from cdcgen.core.time import naive_as_utc
 from cdcgen.core.user_text import file_name
 
@@ -31,10 +35,13 @@ log = logging.getLogger(__name__)
 RECORDS_DIR = "replication"
 
 
-def save_record(report_dir: Path, record: dict[str, Any]) -> Path:
-    folder = Path(report_dir) / RECORDS_DIR / file_name(record["sink_table"])
-    path = folder / f"{record['ended_at'].replace(':', '')}-{file_name(record['run_id'])}.json"
-    write_atomic(path, json.dumps(record, indent=1, sort_keys=True) + "\n")
+def save_record(report_dir: Path, record: ReplicationRecord) -> Path:
+    """``record`` under its sink table's folder, named by its end (so names sort by it)."""
+    if record.ended_at is None:
+        raise ValueError(f"replication record of {record.sink_table}: its run has not ended")
+    folder = Path(report_dir) / RECORDS_DIR / file_name(record.sink_table)
+    path = folder / f"{record.ended_at.replace(':', '')}-{file_name(record.run_id)}.json"
+    write_atomic(path, json.dumps(record.to_json(), indent=1, sort_keys=True) + "\n")
     return path
 
 
@@ -53,16 +60,39 @@ def keep_newest(saved: Path, keep: int) -> list[Path]:
     return removed
 
 
-def load_records(report_dir: Path) -> list[dict[str, Any]]:
-    """Every run record, by sink table then time."""
+def load_records(report_dir: Path) -> tuple[list[ReplicationRecord], list[str]]:
+    """Every run record, by sink table then time, and one message per file that holds no
+    record (shown on the page; a file that is not JSON at all is only logged: one being
+    written is never seen, so it is no record)."""
     root = Path(report_dir) / RECORDS_DIR
-    records = []
+    records: list[ReplicationRecord] = []
+    problems: list[str] = []
     for path in sorted(root.glob("*/*.json")) if root.is_dir() else []:
         try:
-            records.append(json.loads(path.read_text(encoding="utf-8")))
+            data = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
             log.warning("unreadable replication record %s: %s", path, exc)
-    return records
+            continue
+        try:
+            records.append(parse_record(data))
+        except ValueError as exc:
+            problems.append(str(exc))
+    return records, problems
+
+
+def parse_record(data: Any) -> ReplicationRecord:
+    """The record a file's JSON value holds; ValueError naming it if it holds none."""
+    if not isinstance(data, Mapping):
+        raise ValueError(f"replication record is not an object: {data!r:.80}")
+    try:
+        return ReplicationRecord.from_json(data)
+    except ValidationError as exc:
+        errors = "; ".join(
+            f"{'.'.join(str(part) for part in error['loc'])}: {error['msg']}"
+            for error in exc.errors()
+        )
+        sink, run = data.get("sink_table", "?"), data.get("run_id", "?")
+        raise ValueError(f"replication record of {sink}, run {run}: {errors}") from None
 
 
 @dataclass(frozen=True)
@@ -103,64 +133,60 @@ class ReplicationRun:
         return self.kind == "bootstrap"
 
 
-def _time(value: Any) -> datetime | None:
+def _time(value: str | None) -> datetime | None:
     return None if value is None else naive_as_utc(datetime.fromisoformat(value))
 
 
-def _int(value: Any) -> int | None:
-    return None if value is None else int(value)
-
-
-def read_run(record: Mapping[str, Any]) -> ReplicationRun:
-    """The typed view of one record; ValueError naming the record if it cannot be read."""
+def read_run(record: ReplicationRecord) -> ReplicationRun:
+    """The page's view of one record; ValueError naming the record if it cannot be read."""
     try:
-        ended_at = _time(record["ended_at"])
+        ended_at = _time(record.ended_at)
         if ended_at is None:
             raise ValueError("no ended_at")
-        lag = record.get("lag_seconds")
         return ReplicationRun(
-            kind=str(record.get("kind", "apply")),
-            source_table=str(record["source_table"]),
-            sink_table=str(record["sink_table"]),
-            run_id=str(record.get("run_id", "")),
+            kind=record.kind,
+            source_table=record.source_table,
+            sink_table=record.sink_table,
+            run_id=record.run_id,
             ended_at=ended_at,
-            status=str(record.get("status", "ok")),
-            consistent_until=_time(record.get("consistent_until")),
-            bootstrapped_at=_time(record.get("bootstrapped_at")),
-            lag_seconds=None if lag is None else float(lag),
-            applied_from=_time(record.get("applied_from")),
-            applied_log_rows=int(record.get("applied_log_rows") or 0),
-            applied_batches=int(record.get("applied_batches") or 0),
-            lake_version=_int(record.get("lake_version")),
-            copied_rows=_int(record.get("copied_rows")),
-            truncated=bool(record.get("truncated", False)),
+            status=record.status,
+            consistent_until=_time(record.consistent_until),
+            bootstrapped_at=_time(record.bootstrapped_at),
+            lag_seconds=record.lag_seconds,
+            applied_from=_time(record.applied_from),
+            applied_log_rows=record.applied_log_rows,
+            applied_batches=record.applied_batches,
+            lake_version=record.lake_version,
+            copied_rows=record.copied_rows,
+            truncated=record.truncated,
             rejected=tuple(
-                RejectedChange(
-                    str(r.get("write_time")),
-                    str(r.get("cdc_time")),
-                    str(r.get("stream_id")),
-                    str(r.get("reason")),
-                )
-                for r in record.get("rejected") or ()
+                RejectedChange(r.write_time, r.cdc_time, r.stream_id, r.reason)
+                for r in record.rejected
             ),
-            rejected_count=int(record.get("rejected_count") or len(record.get("rejected") or ())),
+            rejected_count=record.rejected_count or len(record.rejected),
         )
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        sink, run = record.get("sink_table", "?"), record.get("run_id", "?")
+    except (TypeError, ValueError) as exc:
+        sink, run = record.sink_table, record.run_id or "?"
         raise ValueError(f"replication record of {sink}, run {run}: {exc!r}") from None
 
 
-def read_runs(records: Sequence[Any]) -> tuple[list[ReplicationRun], list[str]]:
+def read_runs(records: Sequence[ReplicationRecord]) -> tuple[list[ReplicationRun], list[str]]:
     """Every readable record as a run, oldest first, and one message per record that is
     not (shown on the page: a bad record must not hide the others, nor stop the build)."""
     runs: list[ReplicationRun] = []
     problems: list[str] = []
     for record in records:
         try:
-            if not isinstance(record, Mapping):
-                raise ValueError(f"replication record is not an object: {record!r:.80}")
             runs.append(read_run(record))
         except ValueError as exc:
             problems.append(str(exc))
     runs.sort(key=lambda r: (r.ended_at, r.run_id))
     return runs, problems
+
+
+def load_runs(report_dir: Path) -> tuple[list[ReplicationRun], list[str]]:
+    """Every record the page can show as a run, oldest first, and one message for each
+    file or record it cannot."""
+    records, unread = load_records(report_dir)
+    runs, problems = read_runs(records)
+    return runs, [*unread, *problems]

@@ -11,8 +11,8 @@ import random
 import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
 
+from cdcgen.core.replication_record import RejectedEntry, ReplicationRecord
 from cdcgen.core.topology import Node, make_generation
 from cdcgen.reports.adapters import owners_from_nodes, ring_from_description
 from cdcgen.reports.records import (
@@ -131,70 +131,73 @@ def sample_records(now: datetime | None = None) -> list[RunRecord]:
 
 def sample_replication(
     source: str, sink: str, bootstrapped_at: datetime, applies: int, seed: int = 5
-) -> list[dict[str, Any]]:
+) -> list[ReplicationRecord]:
     """A bootstrap of ``sink`` then ``applies`` runs 30 minutes apart, as the replication
     run records them; the second apply has one change the sink refused."""
     rng = random.Random(seed)
     ended = bootstrapped_at + timedelta(minutes=2)
     at = bootstrapped_at.isoformat()
-    common = {"source_table": source, "sink_table": sink, "bootstrapped_at": at}
-    records: list[dict[str, Any]] = [
-        {
-            **common,
-            "kind": "bootstrap",
-            "run_id": f"bootstrap__{at}",
-            "started_at": at,
-            "ended_at": ended.isoformat(),
-            "consistent_from": None,
-            "consistent_until": at,
-            "lag_seconds": (ended - bootstrapped_at).total_seconds(),
-            "applied_log_rows": 0,
-            "applied_batches": 0,
-            "rejected": [],
-            "status": "ok",
-            "copied_rows": rng.randint(10_000, 90_000),
-            "truncated": False,
-        }
+    records = [
+        ReplicationRecord(
+            source_table=source,
+            sink_table=sink,
+            bootstrapped_at=at,
+            kind="bootstrap",
+            run_id=f"bootstrap__{at}",
+            started_at=at,
+            ended_at=ended.isoformat(),
+            consistent_from=None,
+            consistent_until=at,
+            lag_seconds=(ended - bootstrapped_at).total_seconds(),
+            applied_log_rows=0,
+            applied_batches=0,
+            rejected=(),
+            status="ok",
+            copied_rows=rng.randint(10_000, 90_000),
+            truncated=False,
+        )
     ]
     until = bootstrapped_at
     for i in range(applies):
         run_end = ended + timedelta(minutes=30 * (i + 1))
         since, until = until, run_end - timedelta(seconds=rng.randint(40, 200))
         log_rows = rng.randint(200, 4000)
-        rejected = [] if i != 1 else [_sample_rejected(sink, since, rng)]
+        rejected = () if i != 1 else (_sample_rejected(sink, since, rng),)
         records.append(
-            {
-                **common,
-                "kind": "apply",
-                "run_id": f"scheduled__{run_end.isoformat()}",
-                "started_at": (run_end - timedelta(seconds=20)).isoformat(),
-                "ended_at": run_end.isoformat(),
-                "consistent_from": since.isoformat(),
-                "applied_from": since.isoformat(),
-                "consistent_until": until.isoformat(),
-                "lag_seconds": (run_end - until).total_seconds(),
-                "lake_version": 3 + i,
-                "applied_log_rows": log_rows,
-                "applied_batches": log_rows // 3,
-                "rejected": rejected,
-                "status": "rejected" if rejected else "ok",
-            }
+            ReplicationRecord(
+                source_table=source,
+                sink_table=sink,
+                bootstrapped_at=at,
+                kind="apply",
+                run_id=f"scheduled__{run_end.isoformat()}",
+                started_at=(run_end - timedelta(seconds=20)).isoformat(),
+                ended_at=run_end.isoformat(),
+                consistent_from=since.isoformat(),
+                applied_from=since.isoformat(),
+                consistent_until=until.isoformat(),
+                lag_seconds=(run_end - until).total_seconds(),
+                lake_version=3 + i,
+                applied_log_rows=log_rows,
+                applied_batches=log_rows // 3,
+                rejected=rejected,
+                status="rejected" if rejected else "ok",
+            )
         )
     return records
 
 
-def _sample_rejected(sink: str, after: datetime, rng: random.Random) -> dict[str, Any]:
+def _sample_rejected(sink: str, after: datetime, rng: random.Random) -> RejectedEntry:
     write_time = after + timedelta(seconds=rng.randint(1, 600))
-    return {
-        "write_time": write_time.isoformat(),
-        "cdc_time": str(uuid.UUID(int=rng.getrandbits(128), version=1)),
-        "stream_id": f"{rng.getrandbits(128):032x}",
-        "reason": f"{sink}.items: removed list elements are logged by cell key, which CQL "
+    return RejectedEntry(
+        write_time=write_time.isoformat(),
+        cdc_time=str(uuid.UUID(int=rng.getrandbits(128), version=1)),
+        stream_id=f"{rng.getrandbits(128):032x}",
+        reason=f"{sink}.items: removed list elements are logged by cell key, which CQL "
         "cannot address",
-    }
+    )
 
 
-def sample_replication_records(now: datetime | None = None) -> list[dict[str, Any]]:
+def sample_replication_records(now: datetime | None = None) -> list[ReplicationRecord]:
     now = now or datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
     return [
         *sample_replication("shop.orders", "replica.orders", now - timedelta(hours=3), 5),

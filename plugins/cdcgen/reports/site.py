@@ -30,10 +30,11 @@ from dataclasses import dataclass, replace
 from datetime import timedelta
 from glob import escape as glob_escape
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from cdcgen.adapters.files import write_atomic
 from cdcgen.config import DEFAULT_REPORT_KEEP_RUNS
+from cdcgen.core.replication_record import ReplicationRecord
 from cdcgen.reports import catalog, replication_records, run_files
 from cdcgen.reports.changes_page import render_changes_page
 from cdcgen.reports.generation_page import render_generation_page
@@ -178,7 +179,7 @@ def render_first_index(report_dir: Path) -> str:
     report_dir = Path(report_dir)
     found = catalog.refresh(report_dir, write=False)
     records = _relative(found.records(), report_dir)
-    replicated, unread = replication_records.read_runs(replication_records.load_records(report_dir))
+    replicated, unread = replication_records.load_runs(report_dir)
     return render_index_pages(list(records.values()), (*found.problems, *unread), replicated)[0]
 
 
@@ -299,7 +300,7 @@ def _write_lists(
     every = list(records.values())
     changes = [r for r in every if isinstance(r, ChangesReport)]
     write_atomic(report_dir / CHANGES, render_changes_page(changes))
-    replicated, unread = replication_records.read_runs(replication_records.load_records(report_dir))
+    replicated, unread = replication_records.load_runs(report_dir)
     write_atomic(report_dir / REPLICATION, render_replication_page(replicated, unread))
     pages = render_index_pages(every, problems, replicated)
     for number, html in enumerate(pages, start=1):
@@ -351,7 +352,7 @@ def _write_generation_page(
 
 
 def record_replication(
-    report_dir: Path, record: dict[str, Any], *, keep_runs: int = DEFAULT_REPORT_KEEP_RUNS
+    report_dir: Path, record: ReplicationRecord, *, keep_runs: int = DEFAULT_REPORT_KEEP_RUNS
 ) -> Path:
     """Save a replication run's record, keep the sink table's newest ``keep_runs``, and
     update the site; returns ``replication.html``.
