@@ -198,7 +198,7 @@ def main() -> None:
         # The DAG's publish task is a process of its own: it parses the description again.
         documents._parsed.clear()
         with stage("publish"):
-            from cdcgen.extract.lake import LocalGenerationLake
+            from cdcgen.extract.generation_lake import LocalGenerationLake
             from cdcgen.pipeline.publish import publish_in_order
             from cdcgen.pipeline.reporting import record_generation
 

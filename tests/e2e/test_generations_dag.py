@@ -87,7 +87,7 @@ def test_raft_generations_published_as_at_source(
     assert comparison == Comparison(published=2, matching=2)
     # One commit of the generations table per generation, each validated and published
     # at the version the summary names; one Asset event per publication.
-    from cdcgen.extract.lake import list_artifacts, read_artifact
+    from cdcgen.extract.generation_lake import list_artifacts, read_artifact
 
     extracted = list_artifacts(scn.config.lake_path)
     assert sorted(a.generation.iso for a in extracted) == sorted(summary["lake_versions"])

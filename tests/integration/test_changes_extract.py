@@ -47,8 +47,8 @@ from cdcgen.adapters.cql import CqlClient, connect
 from cdcgen.adapters.generation_sources import source_for
 from cdcgen.adapters.lake_store import LakeLocation, LakeRoot
 from cdcgen.adapters.log_tables import describe_log_table
+from cdcgen.changes.changes_lake import DeltaChangesLake
 from cdcgen.changes.job import TableAdapters, reader_factory, table_adapters
-from cdcgen.changes.lake import DeltaChangesLake
 from cdcgen.changes.layout import STATS_COLUMNS, read_delta, table_root
 from cdcgen.changes.report import changes_report, record_changes_run
 from cdcgen.changes.result import ExtractionResult

@@ -27,7 +27,7 @@ from cdcgen.core.ring import Ring
 from cdcgen.core.topology import Node
 from cdcgen.core.windows import LakeWindow, window_label
 from cdcgen.extract.description_columns import DescriptionColumns
-from cdcgen.extract.lake import ArtifactError, list_artifacts
+from cdcgen.extract.generation_lake import ArtifactError, list_artifacts
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -26,7 +26,7 @@ from pydantic import SecretStr
 
 from cdcgen.core.topology import Node, make_generation
 from cdcgen.core.topology_json import description_to_json, nodes_to_json
-from cdcgen.extract.lake import artifact_at
+from cdcgen.extract.generation_lake import artifact_at
 from cdcgen.extract.spark_extract import read_streams
 from cdcgen.spark.connect_server import SPARK_TOKEN_ENV
 from cdcgen.spark.connect_settings import TOKEN_ENV, TOKEN_FILE_ENV

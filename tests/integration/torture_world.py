@@ -36,7 +36,7 @@ from cdcgen.core.cql_types import ParsedType
 from cdcgen.core.log_ttls import shortest
 from cdcgen.core.replication import quote
 from cdcgen.core.windows import Interval, Mode
-from cdcgen.extract.lake import LocalGenerationLake
+from cdcgen.extract.generation_lake import LocalGenerationLake
 from cdcgen.extract.ring_records import LakeRingRecords
 from cdcgen.jobs.extract_generation import arguments
 from cdcgen.jobs.extract_generation import run as extract_generation

@@ -21,7 +21,7 @@ from cdcgen.core.ring import Ring
 from cdcgen.core.time import from_millis
 from cdcgen.core.topology import Node
 from cdcgen.extract.description_columns import DescriptionColumns
-from cdcgen.extract.lake import (
+from cdcgen.extract.generation_lake import (
     ArtifactError,
     LocalGenerationLake,
     artifact_at,
@@ -29,8 +29,8 @@ from cdcgen.extract.lake import (
     previous_artifact,
     read_artifact,
 )
-from cdcgen.extract.lake_migrate import migrate_generations
-from cdcgen.extract.lake_writes import write_generation
+from cdcgen.extract.generation_migration import migrate_generations
+from cdcgen.extract.generation_writes import write_generation
 from cdcgen.extract.streams_table import STREAMS_SCHEMA, flatten_generation
 from cdcgen.validation.suites import (
     GENERATION_SUITES,
@@ -102,13 +102,13 @@ def _extract_killed_at_the_commit_point(lake: LakeLocation) -> None:
     import os
     import signal
 
-    from cdcgen.extract import lake_writes
+    from cdcgen.extract import generation_writes
 
     def killed(*args: object) -> int:
         os.kill(os.getpid(), signal.SIGKILL)
         raise AssertionError("still alive after SIGKILL")
 
-    lake_writes.commit_files = killed  # type: ignore[assignment]
+    generation_writes.commit_files = killed  # type: ignore[assignment]
     write_generation(lake, _columns(2), WHEN, "second")
 
 

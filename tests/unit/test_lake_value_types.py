@@ -22,6 +22,7 @@ from cassandra import cqltypes
 from cassandra.util import Date, Duration, Time
 
 from cdcgen.adapters.delta_tables import stored_schema
+from cdcgen.changes.arrow_types import FrozenMap, driver_converter, driver_value
 from cdcgen.changes.columns import (
     LakeBatchBuilder,
     Placement,
@@ -30,7 +31,6 @@ from cdcgen.changes.columns import (
     lake_schema,
     text_columns,
 )
-from cdcgen.changes.lake_types import FrozenMap, driver_converter, driver_value
 from cdcgen.core.cdc_log import timeuuid_from_micros
 
 PROTOCOL = 4

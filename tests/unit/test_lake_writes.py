@@ -19,12 +19,12 @@ import pytest
 from cdcgen.adapters.lake_store import LakeLocation
 from cdcgen.core.generation_arrays import build_generation_arrays
 from cdcgen.core.topology import Node
-from cdcgen.extract import lake_writes
+from cdcgen.extract import generation_writes
 from cdcgen.extract.description_columns import DescriptionColumns, hex_matrix
 from cdcgen.extract.description_json import description_bytes
 from cdcgen.extract.documents import DOCUMENTS_DIR
-from cdcgen.extract.lake import MANIFEST_KEY, LocalGenerationLake
-from cdcgen.extract.lake_writes import NO_STATISTICS, UNIQUE_COLUMNS, write_generation
+from cdcgen.extract.generation_lake import MANIFEST_KEY, LocalGenerationLake
+from cdcgen.extract.generation_writes import NO_STATISTICS, UNIQUE_COLUMNS, write_generation
 from cdcgen.extract.streams_table import flatten_generation
 
 WHEN = datetime(2026, 11, 23, 10, 0, tzinfo=UTC)
@@ -129,7 +129,7 @@ def test_no_file_is_written_when_the_documents_fail(
     def refuse(lake: LakeLocation, data: bytes) -> str:
         raise OSError("disk full")
 
-    monkeypatch.setattr(lake_writes, "write_document", refuse)
+    monkeypatch.setattr(generation_writes, "write_document", refuse)
     with pytest.raises(OSError, match="disk full"):
         write_generation(tmp_path / "lake", _columns(), WHEN, "g", nodes=NODES)
     assert not list((tmp_path / "lake").rglob("*.parquet"))

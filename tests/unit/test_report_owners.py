@@ -93,7 +93,7 @@ def test_a_link_is_owned_by_both_ends(tmp_path: Path) -> None:
 
 
 def test_generation_data_docs_folders_are_named_as_the_lake_labels_them() -> None:
-    from cdcgen.extract.lake import PARTITION_PREFIX, TABLE_PREFIX
+    from cdcgen.extract.generation_lake import PARTITION_PREFIX, TABLE_PREFIX
 
     assert owners(f"{PARTITION_PREFIX}1795334400005/index.html") == GEN
     assert owners(f"{TABLE_PREFIX}shop.orders/{PARTITION_PREFIX}1/index.html") == GEN

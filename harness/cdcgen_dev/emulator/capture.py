@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from itertools import groupby
 from typing import Any
 
-from cdcgen.changes.lake_types import driver_value
+from cdcgen.changes.arrow_types import driver_value
 from cdcgen.core.cdc_log import STREAM_ID, TIME, quote_column, timeuuid_from_micros
 from cdcgen.core.time import to_micros
 from cdcgen_dev.emulator.cluster import SandboxCluster

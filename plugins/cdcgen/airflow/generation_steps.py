@@ -140,7 +140,7 @@ def publish(
     from dataclasses import replace
 
     from cdcgen.adapters.generation_sources import connected_generation_ports
-    from cdcgen.extract.lake import LocalGenerationLake
+    from cdcgen.extract.generation_lake import LocalGenerationLake
     from cdcgen.pipeline.publish import publish_in_order
     from cdcgen.pipeline.reporting import record_generation
 

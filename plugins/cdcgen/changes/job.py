@@ -24,8 +24,8 @@ from cdcgen.adapters.log_tables import describe_log_table
 from cdcgen.adapters.read_retries import Backoff
 from cdcgen.adapters.read_sessions import SessionKey
 from cdcgen.adapters.stream_routing import range_replicas, stream_replicas
+from cdcgen.changes.changes_lake import DeltaChangesLake
 from cdcgen.changes.columns import column_specs, lake_schema, text_columns
-from cdcgen.changes.lake import DeltaChangesLake
 from cdcgen.changes.layout import table_root
 from cdcgen.changes.range_reads import RangeFanout
 from cdcgen.changes.read_task import ReadJob

@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from cdcgen.changes.lake import DeltaChangesLake
+from cdcgen.changes.changes_lake import DeltaChangesLake
 from cdcgen.changes.range_counts import range_counts_frame
 from cdcgen.changes.result import ExtractionResult, JobRows
 from cdcgen.changes.row_frames import (

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from cdcgen.core.generation import Generation
     from cdcgen.core.topology import Node, TopologyDescription
     from cdcgen.extract.description_columns import DescriptionColumns
-    from cdcgen.extract.lake import GenerationArtifact
+    from cdcgen.extract.generation_lake import GenerationArtifact
 
 SubParsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 
@@ -257,7 +257,7 @@ def load_publication(path: str) -> tuple[TopologyDescription, Generation | None]
     """The description to publish and, for a lake partition, the generation it was
     extracted from (checked against its digest); a JSON file names no generation."""
     from cdcgen.core.topology import InvalidDescription
-    from cdcgen.extract.lake import ArtifactError
+    from cdcgen.extract.generation_lake import ArtifactError
 
     try:
         if Path(path).is_dir():
@@ -270,7 +270,7 @@ def load_publication(path: str) -> tuple[TopologyDescription, Generation | None]
 
 def load_artifact(directory: Path) -> GenerationArtifact:
     """The latest extraction of a lake partition folder named on the command line."""
-    from cdcgen.extract.lake import ArtifactError, artifact_at
+    from cdcgen.extract.generation_lake import ArtifactError, artifact_at
 
     try:
         return artifact_at(directory)

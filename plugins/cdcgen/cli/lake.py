@@ -64,8 +64,8 @@ def migrate_command(args: argparse.Namespace) -> int:
             raise CliError(str(exc)) from exc
     from cdcgen.adapters.lake_store import LakeLocation
     from cdcgen.core.lake_uri import LakeUriError
-    from cdcgen.extract.lake import ArtifactError
-    from cdcgen.extract.lake_migrate import migrate_generations
+    from cdcgen.extract.generation_lake import ArtifactError
+    from cdcgen.extract.generation_migration import migrate_generations
 
     try:
         location = LakeLocation.of(lake)

@@ -19,7 +19,7 @@ import json
 from cdcgen.adapters.lake_store import LakeLocation, LakeRoot
 from cdcgen.core.generation import Generation
 from cdcgen.core.ring import Ring, ring_from_json, ring_to_json
-from cdcgen.extract.lake import PARTITION_PREFIX
+from cdcgen.extract.generation_lake import PARTITION_PREFIX
 
 RINGS_DIR = "rings"
 

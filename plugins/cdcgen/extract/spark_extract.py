@@ -6,7 +6,7 @@ With a large generation (``benchmarks/bench_generation_pipeline.py`` measures on
 writing the flattened Arrow table with pyarrow and reading it back with Spark is far
 quicker than ``spark.createDataFrame(arrow_table).write.parquet`` (the table is
 shipped to the JVM in small Arrow batches, one task each). So pyarrow writes the
-Parquet files of a generation's commit (:func:`cdcgen.extract.lake_writes.write_generation`)
+Parquet files of a generation's commit (:func:`cdcgen.extract.generation_writes.write_generation`)
 and Spark reads exactly the files of that version: the DataFrame validation runs on is
 the artifact itself, not a copy of it.
 """
@@ -22,8 +22,8 @@ from cdcgen.adapters.lake_store import LakeRoot
 from cdcgen.core.ring import Ring
 from cdcgen.core.topology import Node
 from cdcgen.extract.description_columns import DescriptionColumns
-from cdcgen.extract.lake import ArtifactError, GenerationArtifact
-from cdcgen.extract.lake_writes import write_generation
+from cdcgen.extract.generation_lake import ArtifactError, GenerationArtifact
+from cdcgen.extract.generation_writes import write_generation
 from cdcgen.extract.streams_table import STREAMS_SCHEMA
 
 if TYPE_CHECKING:

@@ -6,7 +6,7 @@ from ``CDCGEN_*`` variables (the task that submits the job hands over its own wi
 timestamp, id and (tablets) table. The job then reads the description from the source
 itself (it can hold millions of streams, too much for XCom), or from ``--description``.
 Output: one commit of the generations table (partition ``generation_ts=<ms>``, see
-:mod:`cdcgen.extract.lake`), read back by Spark at that version, and one JSON line on
+:mod:`cdcgen.extract.generation_lake`), read back by Spark at that version, and one JSON line on
 stdout describing it (its version, files and digests).
 """
 

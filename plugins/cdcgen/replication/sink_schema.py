@@ -14,7 +14,7 @@ refuses them), vectors, and columns an earlier version of the lake kept as text 
 tuples and durations, now stored as structs: :mod:`cdcgen.changes.columns`).
 
 Each column gets the converter that turns the lake's value back into what the driver
-binds (:func:`cdcgen.changes.lake_types.driver_converter`, the inverse of how the lake
+binds (:func:`cdcgen.changes.arrow_types.driver_converter`, the inverse of how the lake
 stores each CQL type), from the driver's type of the column.
 """
 
@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from cdcgen.changes.lake_types import (
+from cdcgen.changes.arrow_types import (
     arrow_type_and_converter,
     driver_converter,
     holds_text_for_struct,

@@ -44,7 +44,7 @@ _FOLDERS = {
     GENERATIONS_DIR: frozenset({GENERATIONS_DAG}),
     CHECKS_DIR: frozenset({CHANGES_DAG}),
 }
-#: A generation's Data Docs: ``cdcgen.extract.lake``'s PARTITION_PREFIX and TABLE_PREFIX
+#: A generation's Data Docs: ``cdcgen.extract.generation_lake``'s PARTITION_PREFIX and TABLE_PREFIX
 #: (a sibling layer: the test of this module keeps them in step).
 _FOLDER_PREFIXES = {
     "generation_ts=": frozenset({GENERATIONS_DAG}),

@@ -1,6 +1,6 @@
 """Delta Lake on the pinned Spark: its two jars, installed into PySpark's own ``jars/``.
 
-The lake's tables are Delta tables (:mod:`cdcgen.changes.lake`). Spark needs Delta's
+The lake's tables are Delta tables (:mod:`cdcgen.changes.changes_lake`). Spark needs Delta's
 jars on the driver's and every executor's class path, and its SQL extension and
 catalog configured when the session starts (:data:`SESSION_CONF`).
 

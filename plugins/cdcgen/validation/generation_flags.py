@@ -49,7 +49,7 @@ import pyarrow.compute as pc
 from cdcgen.core.ring import Ring
 from cdcgen.extract.description_columns import DescriptionColumns
 from cdcgen.extract.description_json import read_description_file
-from cdcgen.extract.lake import GenerationArtifact
+from cdcgen.extract.generation_lake import GenerationArtifact
 from cdcgen.extract.streams_table import entries_table, stream_id_table
 from cdcgen.validation.generation_rules import (
     ENTRY_DERIVED,

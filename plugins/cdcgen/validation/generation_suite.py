@@ -37,8 +37,8 @@ from cdcgen.core.ring import Ring, ring_for
 from cdcgen.core.time import EPOCH
 from cdcgen.core.topology import Node
 from cdcgen.extract.description_columns import DescriptionColumns
-from cdcgen.extract.lake import GenerationArtifact, previous_artifact
-from cdcgen.extract.lake_writes import write_generation
+from cdcgen.extract.generation_lake import GenerationArtifact, previous_artifact
+from cdcgen.extract.generation_writes import write_generation
 from cdcgen.extract.streams_table import as_ring, flatten_generation
 from cdcgen.validation import generation_flags as flags
 from cdcgen.validation.generation_flags import (

@@ -9,7 +9,7 @@
 
 A row is a stream (:data:`~cdcgen.extract.streams_table.STREAMS_SCHEMA`, entry then
 shard order). Each extraction of a generation is one commit replacing its partition
-(:mod:`cdcgen.extract.lake_writes`): a reader sees the previous extraction or the new
+(:mod:`cdcgen.extract.generation_writes`): a reader sees the previous extraction or the new
 one, whole, never a mix, and files of a killed extraction belong to no commit.
 
 Every file of an extraction carries its manifest in its Parquet footer: generation id,
@@ -65,7 +65,7 @@ def partition_values(timestamp_ms: int, table: str | None = None) -> dict[str, s
 
 def partition_predicate(timestamp_ms: int, table: str | None = None) -> str:
     """A SQL predicate selecting exactly that partition (``table`` is checked by the
-    writer, :func:`cdcgen.extract.lake_writes.check_table_name`)."""
+    writer, :func:`cdcgen.extract.generation_writes.check_table_name`)."""
     terms = [f"{TIMESTAMP_COLUMN} = {int(timestamp_ms)}"]
     if table:
         terms.insert(0, f"{TABLE_COLUMN} = '{table}'")

@@ -17,8 +17,8 @@ from typing import Any
 from cdcgen.core.ring import ring_from_json
 from cdcgen.core.time import from_millis
 from cdcgen.extract.description_json import columns_from_json
-from cdcgen.extract.lake import ArtifactError, parquet_partitions
-from cdcgen.extract.lake_writes import write_extraction
+from cdcgen.extract.generation_lake import ArtifactError, parquet_partitions
+from cdcgen.extract.generation_writes import write_extraction
 
 OLD_MANIFEST = "_manifest.json"
 OLD_DESCRIPTION = "description.json"

@@ -48,7 +48,7 @@ from cdcgen.core.topology import Node
 from cdcgen.extract.description_columns import DescriptionColumns
 from cdcgen.extract.description_json import description_bytes
 from cdcgen.extract.documents import write_document
-from cdcgen.extract.lake import (
+from cdcgen.extract.generation_lake import (
     MANIFEST_KEY,
     TABLE_COLUMN,
     TIMESTAMP_COLUMN,
