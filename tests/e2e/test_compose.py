@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 import json
 import re
+import subprocess
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -196,6 +197,7 @@ def test_compose_refuses_a_broken_copy(
 
 def test_every_component_is_there(services: dict[str, Any]) -> None:
     expected = {
+        "host-check",
         *SCYLLA_NODES,
         "postgres",
         "airflow-init",
@@ -280,6 +282,68 @@ def test_services_wait_for_what_they_need(services: dict[str, Any]) -> None:
             assert target in services, f"{name} depends on unknown {target}"
             if rule["condition"] == "service_healthy":
                 assert services[target].get("healthcheck"), f"{target} has no health check"
+
+
+def fake_host(root: Path, aio_max: int, memory_gb: int, cpus: int) -> Path:
+    """A ``/proc`` with what the host check reads."""
+    (root / "sys" / "fs").mkdir(parents=True)
+    (root / "sys" / "fs" / "aio-max-nr").write_text(f"{aio_max}\n")
+    (root / "sys" / "fs" / "aio-nr").write_text("0\n")
+    (root / "meminfo").write_text(f"MemTotal: {memory_gb * 1024 * 1024} kB\n")
+    (root / "cpuinfo").write_text("".join(f"processor\t: {i}\n\n" for i in range(cpus)))
+    return root
+
+
+def test_scylla_starts_only_on_a_host_that_can_run_it(
+    services: dict[str, Any], tmp_path: Path
+) -> None:
+    """The host check runs first and names what ScyllaDB lacks (fs.aio-max-nr: 11026
+    contexts per shard), with the fix; memory, CPUs and disk are warnings."""
+    check = services["host-check"]
+    first = services[SCYLLA_NODES[0]]["depends_on"]["host-check"]
+    assert first["condition"] == "service_completed_successfully"
+    env = env_of(check)
+    smp = re.search(r"--smp (\d+)", " ".join(map(str, services[SCYLLA_NODES[0]]["command"])))
+    assert smp and env == {"SCYLLA_NODES": str(len(SCYLLA_NODES)), "SCYLLA_SMP": smp.group(1)}
+    mounts = {target: source for source, target in bind_mounts(check)}
+    script_path = check["entrypoint"][-1]
+    folder = next(t for t in mounts if script_path.startswith(t + "/"))
+    script = REPO / mounts[folder] / Path(script_path).name
+
+    def run(host: Path) -> subprocess.CompletedProcess[str]:
+        variables = {"PATH": "/usr/bin:/bin", "HOST_PROC": str(host), "DATA_DIR": str(tmp_path)}
+        return subprocess.run(
+            ["bash", str(script)], env={**variables, **env}, capture_output=True, text=True
+        )
+
+    enough = run(fake_host(tmp_path / "enough", 65536, 16, 4))
+    assert enough.returncode == 0 and enough.stderr == "", enough.stderr
+    short = run(fake_host(tmp_path / "short", 30000, 2, 1))
+    assert short.returncode == 1
+    assert "fs.aio-max-nr: 30000 asynchronous I/O contexts free, ScyllaDB needs 33078" in (
+        short.stderr
+    )
+    assert "sudo sysctl -w fs.aio-max-nr=1048576" in short.stderr
+    assert "warning: memory: 2048 MB" in short.stderr and "warning: CPUs: 1" in short.stderr
+    low_memory = run(fake_host(tmp_path / "low_memory", 65536, 2, 4))
+    assert low_memory.returncode == 0 and "warning: memory" in low_memory.stderr
+
+
+def test_airflow_components_share_one_api_secret_key_and_the_task_logs(
+    compose: dict[str, Any], services: dict[str, Any]
+) -> None:
+    """The API server reads a running task's log from the component that runs it, over
+    HTTP signed with ``[api] secret_key``, and a finished task's from the logs folder:
+    one key for every component, and one volume for their logs."""
+    keys = {}
+    for name, service in airflow_services(services).items():
+        keys[name] = env_of(service).get("AIRFLOW__API__SECRET_KEY")
+        assert "airflow-logs:/opt/airflow/logs" in service["volumes"], name
+    assert set(keys) >= set(AIRFLOW_COMMANDS) and len(set(keys.values())) == 1, keys
+    assert next(iter(keys.values())), "the secret key is empty"
+    assert "airflow-logs" in compose["volumes"]
+    init = " ".join(str(part) for part in services["airflow-init"]["command"])
+    assert "/opt/airflow/logs" in init.split("chown", 1)[1]  # writable by AIRFLOW_UID
 
 
 def test_api_server_health_check_is_the_monitor_endpoint(services: dict[str, Any]) -> None:
