@@ -17,7 +17,11 @@ for each table (a mapped task group):
    statements in one request, every write with its original timestamp (last writer
    wins); the consistency timestamp is kept on the sink and moved after each slice is
    acknowledged;
-3. emit an Asset event for the sink table with its consistency timestamp and lag.
+3. emit an Asset event for the sink table with its consistency timestamp and lag;
+
+then **summarize** the run (every table's record, also a JSON file under the report
+directory's `summaries/replication`); it fails the run naming each table not brought
+forward.
 
 A sink the lake no longer covers (the log's TTL expired changes before they were
 extracted) fails naming the command that re-bootstraps it: a run with
@@ -128,7 +132,16 @@ def cdc_replication() -> None:
 
         bootstrap >> apply(table)
 
-    per_table.expand_kwargs(plan())
+    @task(
+        trigger_rule="all_done",
+        doc_md="What the run replicated, per table (also a JSON file); fails the run "
+        "naming each table that was not brought forward.",
+    )
+    def summarize(planned, params=None, run_id=None, ti=None):
+        return steps.replication_summary(params, run_id, planned, ti)
+
+    planned = plan()
+    per_table.expand_kwargs(planned) >> summarize(planned)
 
 
 cdc_replication()

@@ -184,6 +184,19 @@ def test_changes_dag_runs_on_time_and_on_published_generations() -> None:
     assert all(task.doc_md for task in dag.tasks), [t.task_id for t in dag.tasks if not t.doc_md]
 
 
+def test_replication_dag_ends_with_a_summary_of_every_table() -> None:
+    from airflow.dag_processing.dagbag import DagBag
+
+    bag = DagBag(dag_folder=str(REPO_ROOT / "dags" / "cdc_replication.py"))
+    assert bag.import_errors == {}
+    dag = bag.dags["cdc_replication"]
+    chain = ["plan", "table.bootstrap", "table.apply", "summarize"]
+    for upstream, downstream in itertools.pairwise(chain):
+        assert downstream in dag.get_task(upstream).downstream_task_ids
+    assert dag.get_task("summarize").trigger_rule == "all_done"
+    assert all(task.doc_md for task in dag.tasks), [t.task_id for t in dag.tasks if not t.doc_md]
+
+
 # --- trigger and sensor --------------------------------------------------------------
 
 TS_MS = 1_790_000_000_000

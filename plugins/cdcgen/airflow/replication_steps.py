@@ -18,7 +18,7 @@ bootstrapped.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from cdcgen.airflow.connections import SINK_CONN_ID
@@ -191,3 +191,30 @@ def replicate_table(
             + "; ".join(f"{r.cdc_time}: {r.reason}" for r in record.rejected[:5])
         )
     return record.to_json()
+
+
+@fail_fast
+def replication_summary(
+    params: Mapping[str, Any],
+    run_id: str,
+    planned: Sequence[Mapping[str, Any]] | None,
+    ti: Any,
+) -> dict[str, Any]:
+    """Every planned table's record in one summary (also a JSON file); fails the run
+    naming each table that has none. Runs whatever happened upstream, as the other
+    DAGs' last tasks do."""
+    from pathlib import Path
+
+    from cdcgen.core.replication_record import ReplicationRecord
+    from cdcgen.pipeline.replication_summary import SUMMARIES_DIR, replication_run_summary
+    from cdcgen.pipeline.run_summary import RunIncomplete, write_summary
+
+    config = run_config(params)
+    pulled = ti.xcom_pull(task_ids=["table.apply"]) or []
+    records = [ReplicationRecord.from_json(value) for value in pulled if value]
+    tables = None if planned is None else [str(item["table"]) for item in planned]
+    summary = replication_run_summary(run_id, tables, records)
+    write_summary(Path(config.report_dir) / SUMMARIES_DIR, summary)
+    if summary.problems:
+        raise RunIncomplete("; ".join(summary.problems))
+    return summary.to_json()
