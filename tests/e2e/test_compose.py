@@ -12,7 +12,6 @@ they need is healthy, and Airflow components started with the wrong sub-command.
 
 from __future__ import annotations
 
-import ast
 import json
 import re
 import subprocess
@@ -126,17 +125,19 @@ def settings_read_by_the_pipeline() -> set[str]:
 
 
 def conn_ids_used_by_dags() -> set[str]:
-    """Connection ids the DAG files pass: constants of cdcgen.airflow.connections or literals."""
+    """Connection ids the default DAGs' tasks name (``dags/``, built by the factories):
+    the sensors' and operators' ``cdc_conn_id``, ``sink_conn_id`` and Spark ``conn_id``."""
+    from airflow.dag_processing.dagbag import DagBag
+
+    bag = DagBag(dag_folder=str(REPO / "dags"))
+    assert bag.import_errors == {}
     used: set[str] = set()
-    for path in sorted((REPO / "dags").glob("*.py")):
-        tree = ast.parse(path.read_text(), filename=str(path))
-        for node in ast.walk(tree):
-            if isinstance(node, ast.keyword) and node.arg and node.arg.endswith("conn_id"):
-                value = node.value
-                if isinstance(value, ast.Name) and hasattr(connections, value.id):
-                    used.add(getattr(connections, value.id))
-                elif isinstance(value, ast.Constant) and isinstance(value.value, str):
-                    used.add(value.value)
+    for dag in bag.dags.values():
+        for task in dag.tasks:
+            for name in ("cdc_conn_id", "sink_conn_id", "_conn_id"):
+                value = getattr(task, name, None)
+                if isinstance(value, str) and value:
+                    used.add(value)
     return used
 
 

@@ -197,6 +197,64 @@ def test_replication_dag_ends_with_a_summary_of_every_table() -> None:
     assert all(task.doc_md for task in dag.tasks), [t.task_id for t in dag.tasks if not t.doc_md]
 
 
+SECOND_CLUSTER = """
+from cdcgen.airflow.dags import (
+    ClusterConnections, cdc_changes_dag, cdc_generations_dag, cdc_generations_maintenance_dag,
+    cdc_replication_dag,
+)
+
+east = ClusterConnections(source="east_source", spark="east_spark", sink="east_sink")
+generations = cdc_generations_dag(dag_id="east_generations", connections=east)
+maintenance = cdc_generations_maintenance_dag(dag_id="east_maintenance", connections=east)
+changes = cdc_changes_dag(dag_id="east_changes", schedule="*/5 * * * *", connections=east)
+replication = cdc_replication_dag(dag_id="east_replication", connections=east)
+"""
+
+
+def assets_of(dag: Any) -> set[str]:
+    """Names of the Assets and aliases a DAG waits for or updates."""
+    condition = getattr(dag.timetable, "asset_condition", None)
+    names = {a.name for a in getattr(condition, "objects", None) or ()}
+    for task in dag.tasks:
+        names |= {outlet.name for outlet in task.outlets}
+    return names
+
+
+def test_a_second_cluster_s_dags_import_beside_the_defaults_without_a_collision(
+    tmp_path: Path,
+) -> None:
+    from airflow.dag_processing.dagbag import DagBag
+
+    folder = tmp_path / "dags"
+    folder.mkdir()
+    for default in (REPO_ROOT / "dags").glob("*.py"):
+        (folder / default.name).write_text(default.read_text())
+    (folder / "east_cluster_dags.py").write_text(SECOND_CLUSTER)
+    bag = DagBag(dag_folder=str(folder))
+    assert bag.import_errors == {}
+    defaults = {"cdc_generations", "cdc_generations_maintenance", "cdc_changes", "cdc_replication"}
+    east = {"east_generations", "east_maintenance", "east_changes", "east_replication"}
+    assert set(bag.dags) == defaults | east
+    default_assets = set().union(*(assets_of(bag.dags[d]) for d in defaults))
+    east_assets = set().union(*(assets_of(bag.dags[d]) for d in east))
+    assert default_assets and east_assets and not default_assets & east_assets
+    assert all(name.startswith("east_source.") for name in east_assets), east_assets
+    # Each cluster's changes follow its own publications, its replication its own changes.
+    changes, generations = bag.dags["east_changes"], bag.dags["east_generations"]
+    published = {a.name for a in changes.timetable.asset_condition.objects}
+    assert published == {"east_source.system_distributed.cdc_generation_timestamps"}
+    assert changes.timetable.timetable.expression == "*/5 * * * *"
+    assert assets_of(generations) == {"east_source.cdc_published_generations"}
+    conn_ids = {
+        getattr(task, name)
+        for dag in (bag.dags[d] for d in east)
+        for task in dag.tasks
+        for name in ("cdc_conn_id", "sink_conn_id", "_conn_id")
+        if isinstance(getattr(task, name, None), str)
+    }
+    assert conn_ids == {"east_source", "east_spark", "east_sink"}
+
+
 # --- trigger and sensor --------------------------------------------------------------
 
 TS_MS = 1_790_000_000_000

@@ -1,9 +1,14 @@
 """The Assets the DAGs share: what ``cdc_generations`` publishes, what ``cdc_changes`` follows.
 
-One definition for both DAG files (a DAG file must not import another), built from the
+One definition for every DAG (a DAG file must not import another), built from the
 environment only, so parsing does no I/O. Parsing reads the one setting the Assets need
 (the target keyspace), not the whole configuration: a bad value of another setting must
 fail the runs that use it, with its message, not make the DAG files fail to import.
+
+Every Asset and alias is named by its *cluster* (the DAGs' name for it: by default the
+source connection's id, or the sink's for a sink table) and its table, so that the DAGs
+of two clusters, built by the same factories (:mod:`cdcgen.airflow.dags`), never update
+or wait for each other's.
 """
 
 from __future__ import annotations
@@ -12,40 +17,55 @@ import logging
 
 from airflow.sdk import Asset, AssetAlias
 
+from cdcgen.airflow.connections import SOURCE_CONN_ID
 from cdcgen.config import ConfigError, PipelineConfig
 
 log = logging.getLogger(__name__)
 
 
-def asset_uri(settings: PipelineConfig) -> str:
+def asset_uri(settings: PipelineConfig, cluster: str = SOURCE_CONN_ID) -> str:
     """The Asset each publication updates: the target's generation-timestamps table."""
-    return published_generations(settings).uri
+    return published_generations(cluster, settings).uri
 
 
-def published_generations(settings: PipelineConfig | None = None) -> Asset:
+def published_generations(
+    cluster: str = SOURCE_CONN_ID, settings: PipelineConfig | None = None
+) -> Asset:
     """The target's ``cdc_generation_timestamps``: updated once per published generation."""
     keyspace = settings.target_keyspace if settings else _target_keyspace_from_env()
-    return Asset(
-        name=f"{keyspace}.cdc_generation_timestamps",
-        uri=f"cdc://{keyspace}/cdc_generation_timestamps",
-        group="cdc",
-    )
+    return _table(cluster, keyspace, "cdc_generation_timestamps")
 
 
-def extracted_changes(settings: PipelineConfig | None = None) -> Asset:
+def extracted_changes(
+    cluster: str = SOURCE_CONN_ID, settings: PipelineConfig | None = None
+) -> Asset:
     """The changes pipeline's progress: updated by every successful ``cdc_changes`` run
     (the watermarks moved, so there is more to replicate)."""
     keyspace = settings.checkpoint_keyspace if settings else _state_keyspace_from_env()
+    return _table(cluster, keyspace, "cdc_table_progress")
+
+
+def replicated_table(cluster: str, sink_table: str) -> Asset:
+    """A sink table on the ``cluster`` it is replicated to: one event per replication
+    run, with its consistency timestamp."""
+    keyspace, _, table = sink_table.partition(".")
+    return _table(cluster, keyspace, table)
+
+
+def publications(cluster: str = SOURCE_CONN_ID) -> AssetAlias:
+    """A task emits one event per Asset outlet; through this alias, one per generation."""
+    return AssetAlias(name=f"{cluster}.cdc_published_generations", group="cdc")
+
+
+def replications(cluster: str = SOURCE_CONN_ID) -> AssetAlias:
+    """Through this alias, one event per sink table a replication run brought forward."""
+    return AssetAlias(name=f"{cluster}.cdc_replicated_tables", group="cdc")
+
+
+def _table(cluster: str, keyspace: str, table: str) -> Asset:
     return Asset(
-        name=f"{keyspace}.cdc_table_progress",
-        uri=f"cdc://{keyspace}/cdc_table_progress",
-        group="cdc",
+        name=f"{cluster}.{keyspace}.{table}", uri=f"cdc://{cluster}/{keyspace}/{table}", group="cdc"
     )
-
-
-def replicated_table(sink_table: str) -> Asset:
-    """A sink table: one event per replication run, with its consistency timestamp."""
-    return Asset(name=sink_table, uri=f"cdc://{sink_table.replace('.', '/')}", group="cdc")
 
 
 def _state_keyspace_from_env() -> str:
@@ -73,9 +93,3 @@ def _target_keyspace_from_env() -> str:
     except ConfigError as exc:
         log.warning("the DAGs' Assets use %s: %s", default, exc)
         return default
-
-
-#: A task emits one event per Asset outlet; through this alias, one per generation.
-PUBLICATIONS = AssetAlias(name="cdc_published_generations", group="cdc")
-#: Through this alias, one event per sink table a replication run brought forward.
-REPLICATIONS = AssetAlias(name="cdc_replicated_tables", group="cdc")

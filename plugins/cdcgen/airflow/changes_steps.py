@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from cdcgen.airflow.connections import DEFAULT_CONNECTIONS, ClusterConnections
 from cdcgen.airflow.failures import fail_fast
 from cdcgen.airflow.generation_steps import run_config, run_type_of
 
@@ -16,12 +17,13 @@ def changes_plan(
     dag_run: Any,
     interval_start: datetime | None,
     interval_end: datetime | None,
+    connections: ClusterConnections = DEFAULT_CONNECTIONS,
 ) -> list[dict[str, Any]]:
     """The run's tables, each with its window end (for the wait) and its Spark job."""
     from cdcgen.pipeline import changes
 
     return changes.plan(
-        run_config(params),
+        run_config(params, connections.source),
         run_type=run_type_of(dag_run.run_type),
         interval_start=interval_start,
         interval_end=interval_end,
@@ -34,13 +36,16 @@ def changes_plan(
 
 @fail_fast
 def changes_summary(
-    params: Mapping[str, Any], run_id: str, planned: Sequence[Mapping[str, Any]] | None
+    params: Mapping[str, Any],
+    run_id: str,
+    planned: Sequence[Mapping[str, Any]] | None,
+    connections: ClusterConnections = DEFAULT_CONNECTIONS,
 ) -> dict[str, Any]:
     """Every table's result in one summary; fails the run naming each table that failed."""
     from cdcgen.pipeline import changes
     from cdcgen.pipeline.run_summary import RunIncomplete
 
-    summary = changes.changes_run_summary(run_config(params), run_id, planned)
+    summary = changes.changes_run_summary(run_config(params, connections.source), run_id, planned)
     if summary.problems:
         raise RunIncomplete("; ".join(summary.problems))
     return summary.to_json()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -25,6 +26,21 @@ SINK_CONN_ID = "cdcgen_sink"
 SPARK_CONN_ID = "cdcgen_spark"
 
 DEFAULT_SPARK_MASTER = "local[2]"
+
+
+@dataclass(frozen=True)
+class ClusterConnections:
+    """The connections one set of DAGs works with (:mod:`cdcgen.airflow.dags`): the source
+    cluster, whose id also names its Assets, the Spark master, and the replication sink,
+    whose id names the sink tables' Assets. Another cluster's DAGs take their own."""
+
+    source: str = SOURCE_CONN_ID
+    spark: str = SPARK_CONN_ID
+    sink: str = SINK_CONN_ID
+
+
+#: The default DAGs' (``dags/``).
+DEFAULT_CONNECTIONS = ClusterConnections()
 
 #: Connection extras passed through as ``PipelineConfig.extra`` (adapter-specific options).
 #: Each with what it means (the configuration reference prints it).

@@ -14,6 +14,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from cdcgen.airflow.connections import DEFAULT_CONNECTIONS, SOURCE_CONN_ID, ClusterConnections
 from cdcgen.airflow.failures import fail_fast
 from cdcgen.airflow.hooks import CdcSourceHook
 from cdcgen.airflow.lake_connection import use_lake_connection
@@ -35,11 +36,12 @@ def run_type_of(run_type: Any) -> str:
     return str(getattr(run_type, "value", run_type) or "")
 
 
-def run_config(params: Mapping[str, Any]) -> PipelineConfig:
-    """The run's configuration; the task's process gets the lake's access with it (its
-    own environment: nothing outlives the task)."""
+def run_config(params: Mapping[str, Any], conn_id: str = SOURCE_CONN_ID) -> PipelineConfig:
+    """The run's configuration, from the source connection ``conn_id`` and the run's
+    Params; the task's process gets the lake's access with it (its own environment:
+    nothing outlives the task)."""
     use_lake_connection()
-    return CdcSourceHook().config_for_run(params)
+    return CdcSourceHook(cdc_conn_id=conn_id).config_for_run(params)
 
 
 @fail_fast
@@ -48,6 +50,7 @@ def detect(
     interval_start: datetime | None,
     interval_end: datetime | None,
     run_type: Any = None,
+    connections: ClusterConnections = DEFAULT_CONNECTIONS,
 ) -> list[dict[str, Any]]:
     """Generations this run handles, each with its Spark job (mapped-group kwargs).
 
@@ -60,7 +63,7 @@ def detect(
     from cdcgen.jobs.extract_generation import arguments
     from cdcgen.pipeline.detect import detect as detect_generations
 
-    config = run_config(params)
+    config = run_config(params, connections.source)
     interval = None
     backfill = run_type_of(run_type) == BACKFILL
     if backfill and interval_start is not None and interval_end is not None:
@@ -87,7 +90,12 @@ def detect(
 
 
 @fail_fast
-def validate(params: Mapping[str, Any], generation: Any, ti: Any) -> dict[str, Any]:
+def validate(
+    params: Mapping[str, Any],
+    generation: Any,
+    ti: Any,
+    connections: ClusterConnections = DEFAULT_CONNECTIONS,
+) -> dict[str, Any]:
     """Validate; on failure record the outcome (Data Docs path) and fail (a rejection is
     terminal: the same description fails the same checks)."""
     from cdcgen.pipeline.outcomes import GenerationRejected
@@ -95,7 +103,7 @@ def validate(params: Mapping[str, Any], generation: Any, ti: Any) -> dict[str, A
 
     try:
         outcome = validate_generation(
-            run_config(params),
+            run_config(params, connections.source),
             from_xcom(Generation, generation),
             dag_id=ti.dag_id,
             run_id=ti.run_id,
@@ -129,6 +137,7 @@ def publish(
     outlet_events: Any = None,
     alias: Any = None,
     asset: Any = None,
+    connections: ClusterConnections = DEFAULT_CONNECTIONS,
 ) -> dict[str, Any]:
     """Publish the run's validated generations in order; one Asset event per publication.
 
@@ -144,7 +153,7 @@ def publish(
     from cdcgen.pipeline.publish import publish_in_order
     from cdcgen.pipeline.reporting import record_generation
 
-    config = run_config(params)
+    config = run_config(params, connections.source)
     validations = _validations(ti, group_id)
     with connected_generation_ports(config) as ports:
         outcome = publish_in_order(
@@ -190,6 +199,7 @@ def summarize_run(
     detected: Sequence[Mapping[str, Any]] | None,
     ti: Any,
     group_id: str,
+    connections: ClusterConnections = DEFAULT_CONNECTIONS,
 ) -> dict[str, Any]:
     """The run's summary, written to ``<report_dir>/summaries/<run id>.json`` for the demo.
 
@@ -205,7 +215,7 @@ def summarize_run(
         write_summary,
     )
 
-    config = run_config(params)
+    config = run_config(params, connections.source)
     pulled = ti.xcom_pull(task_ids="publish")
     publication = from_xcom(PublicationOutcome, pulled) if pulled else PublicationOutcome()
     summary = generations_run_summary(
@@ -218,21 +228,27 @@ def summarize_run(
 
 
 @fail_fast
-def rewrite_v1(params: Mapping[str, Any]) -> dict[str, Any]:
+def rewrite_v1(
+    params: Mapping[str, Any], connections: ClusterConnections = DEFAULT_CONNECTIONS
+) -> dict[str, Any]:
     from cdcgen.pipeline import maintenance
 
-    return maintenance.rewrite_v1(run_config(params))
+    return maintenance.rewrite_v1(run_config(params, connections.source))
 
 
 @fail_fast
-def expire_superseded(params: Mapping[str, Any]) -> dict[str, Any]:
+def expire_superseded(
+    params: Mapping[str, Any], connections: ClusterConnections = DEFAULT_CONNECTIONS
+) -> dict[str, Any]:
     from cdcgen.pipeline import maintenance
 
-    return maintenance.expire_superseded(run_config(params))
+    return maintenance.expire_superseded(run_config(params, connections.source))
 
 
 @fail_fast
-def vacuum_lake(params: Mapping[str, Any]) -> dict[str, Any]:
+def vacuum_lake(
+    params: Mapping[str, Any], connections: ClusterConnections = DEFAULT_CONNECTIONS
+) -> dict[str, Any]:
     from cdcgen.pipeline import maintenance
 
-    return maintenance.vacuum_lake(run_config(params))
+    return maintenance.vacuum_lake(run_config(params, connections.source))

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from cdcgen.airflow.connections import SINK_CONN_ID
+from cdcgen.airflow.connections import DEFAULT_CONNECTIONS, SINK_CONN_ID, ClusterConnections
 from cdcgen.airflow.failures import fail_fast
 from cdcgen.airflow.generation_steps import run_config
 from cdcgen.airflow.hooks import CdcSourceHook
@@ -31,21 +31,26 @@ if TYPE_CHECKING:
     from cdcgen.replication.run import Mode
 
 
-def _sink(params: Mapping[str, Any]) -> tuple[Any, str, list[str]]:
+def _sink(params: Mapping[str, Any], conn_id: str) -> tuple[Any, str, list[str]]:
     """The sink's configuration, its keyspace and the tables to replicate, the run's
     Params within what the connection configures."""
-    sink = CdcSourceHook(cdc_conn_id=SINK_CONN_ID).get_config()
+    sink = CdcSourceHook(cdc_conn_id=conn_id).get_config()
     keyspace, tables = sink_targets(
         str(sink.extra.get("sink_keyspace") or ""),
         str(sink.extra.get("replicated_tables") or ""),
         str(params.get("sink_keyspace") or ""),
         str(params.get("tables") or ""),
+        conn_id,
     )
     return sink, keyspace, tables
 
 
 def sink_targets(
-    keyspaces: str, tables: str, asked_keyspace: str, asked_tables: str
+    keyspaces: str,
+    tables: str,
+    asked_keyspace: str,
+    asked_tables: str,
+    conn_id: str = SINK_CONN_ID,
 ) -> tuple[str, list[str]]:
     """The run's sink keyspace and tables: the connection's (``keyspaces``: the first of
     a comma-separated list), or what the Params ask among them; anything else is refused
@@ -56,13 +61,13 @@ def sink_targets(
     allowed = [t.qualified for t in TableRef.parse_list(tables)]
     if not allowed_keyspaces or not allowed:
         raise ConfigError(
-            f"connection {SINK_CONN_ID}: set the extras sink_keyspace and replicated_tables "
+            f"connection {conn_id}: set the extras sink_keyspace and replicated_tables "
             "(the run's Params may only narrow them)"
         )
     keyspace = asked_keyspace.strip() or allowed_keyspaces[0]
     if keyspace not in allowed_keyspaces:
         raise ConfigError(
-            f"sink keyspace {keyspace!r} is not one the connection {SINK_CONN_ID} allows "
+            f"sink keyspace {keyspace!r} is not one the connection {conn_id} allows "
             f"(its extra sink_keyspace: {', '.join(allowed_keyspaces)})"
         )
     chosen = [t.qualified for t in TableRef.parse_list(asked_tables)] or allowed
@@ -70,7 +75,7 @@ def sink_targets(
     if outside:
         raise ConfigError(
             f"table(s) {', '.join(outside)} are not replicated by the connection "
-            f"{SINK_CONN_ID} (its extra replicated_tables: {', '.join(allowed)})"
+            f"{conn_id} (its extra replicated_tables: {', '.join(allowed)})"
         )
     return keyspace, chosen
 
@@ -94,7 +99,9 @@ def mode_param(params: Mapping[str, Any]) -> Mode:
 
 
 @fail_fast
-def replication_plan(params: Mapping[str, Any], run_id: str) -> list[dict[str, Any]]:
+def replication_plan(
+    params: Mapping[str, Any], run_id: str, connections: ClusterConnections = DEFAULT_CONNECTIONS
+) -> list[dict[str, Any]]:
     """One mapped task group per table: ``table``, and the bootstrap job's ``spark_args``
     (empty: no bootstrap) and ``env_vars`` (no credential: they pass through XCom)."""
     from cdcgen.adapters.cql import client_for
@@ -106,8 +113,8 @@ def replication_plan(params: Mapping[str, Any], run_id: str) -> list[dict[str, A
     from cdcgen.replication.sink_state import CqlSinkState
     from cdcgen.spark.session import submit_env
 
-    config = run_config(params)
-    sink_config, keyspace, tables = _sink(params)
+    config = run_config(params, connections.source)
+    sink_config, keyspace, tables = _sink(params, connections.sink)
     mode = mode_param(params)
     env = {
         **submit_env(),
@@ -143,6 +150,7 @@ def replicate_table(
     run_id: str,
     outlet_events: Any = None,
     alias: Any = None,
+    connections: ClusterConnections = DEFAULT_CONNECTIONS,
 ) -> dict[str, Any]:
     """Apply the lake's changes (after the bootstrap job, when the plan ran one), emit its
     Asset event; fails (not retried) on a sink that must be (re-)bootstrapped, and after
@@ -160,8 +168,8 @@ def replicate_table(
     )
     from cdcgen.replication.settings import ReplicationSettings
 
-    config = run_config(params)
-    sink_config, keyspace, tables = _sink(params)
+    config = run_config(params, connections.source)
+    sink_config, keyspace, tables = _sink(params, connections.sink)
     dry_run = bool(params.get("dry_run"))
     if table not in tables:
         raise ConfigError(f"table {table} is not among this run's tables")
@@ -183,7 +191,9 @@ def replicate_table(
             "lag_seconds": record.lag_seconds,
             "applied_log_rows": record.applied_log_rows,
         }
-        outlet_events[alias].add(replicated_table(job.sink.qualified), extra=extra)
+        outlet_events[alias].add(
+            replicated_table(connections.sink, job.sink.qualified), extra=extra
+        )
     if record.rejected_count:
         raise ChangesRejected(
             f"{job.sink}: {record.rejected_count} change(s) not applied, recorded in "
@@ -199,6 +209,7 @@ def replication_summary(
     run_id: str,
     planned: Sequence[Mapping[str, Any]] | None,
     ti: Any,
+    connections: ClusterConnections = DEFAULT_CONNECTIONS,
 ) -> dict[str, Any]:
     """Every planned table's record in one summary (also a JSON file); fails the run
     naming each table that has none. Runs whatever happened upstream, as the other
@@ -209,7 +220,7 @@ def replication_summary(
     from cdcgen.pipeline.replication_summary import SUMMARIES_DIR, replication_run_summary
     from cdcgen.pipeline.run_summary import RunIncomplete, write_summary
 
-    config = run_config(params)
+    config = run_config(params, connections.source)
     pulled = ti.xcom_pull(task_ids=["table.apply"]) or []
     records = [ReplicationRecord.from_json(value) for value in pulled if value]
     tables = None if planned is None else [str(item["table"]) for item in planned]

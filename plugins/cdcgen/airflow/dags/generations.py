@@ -1,0 +1,172 @@
+"""The ``cdc_generations`` DAG, as a factory (the DAG's documentation is :data:`DOC`)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+import pendulum
+from airflow.sdk import DAG, CronDataIntervalTimetable, Param, dag, task, task_group
+
+from cdcgen.airflow import generation_steps as steps
+from cdcgen.airflow.assets import publications, published_generations
+from cdcgen.airflow.connections import DEFAULT_CONNECTIONS, ClusterConnections
+from cdcgen.airflow.sensors import GenerationStartedSensor
+from cdcgen.airflow.spark_jobs import GENERATION_EXTRACT
+from cdcgen.airflow.spark_submit import GenerationExtractOperator
+
+DOC = """
+### CDC generations: detect, wait, extract, validate, publish
+
+Follows the CDC generations of a ScyllaDB cluster (raft, gossip, legacy V1 or
+tablets, per the `cdc_source` connection) and publishes their stream
+descriptions to the user-facing tables, the way ScyllaDB does, but only after
+checking them.
+
+1. **detect**: committed generations not yet published, oldest first; a
+   backfill run also re-does those whose timestamp falls in its data interval.
+2. per generation (a mapped task group):
+   - **wait** until every node's clock has passed the generation timestamp plus
+     leeway (deferrable: the triggerer waits, not a worker);
+   - **extract** the description with Spark into the lake, one row per stream
+     (spark-submit, or on the Spark Connect server `CDCGEN_SPARK_REMOTE` names);
+   - **validate** with the Great Expectations suites (Data Docs in the report
+     directory); a failure stops this generation's publication.
+3. **publish** the validated generations oldest first: for each,
+   `cdc_streams_descriptions_v2` then `cdc_generation_timestamps`, and an Asset
+   event. Consumers follow the timestamps in order, so a generation that cannot
+   be published holds back every newer one instead of letting them skip it.
+4. **summarize** the run; it fails the run if anything was not published.
+
+Logic lives in the `cdcgen` package (`cdcgen.airflow`, `cdcgen.pipeline`); this
+file only wires it.
+
+Built by a factory, so that a team configures it instead of copying it: its id,
+schedule, start date and connections are arguments, and its Assets are named by the
+source connection (:mod:`cdcgen.airflow.assets`), so the DAGs of two clusters live side
+by side. ``dags/`` holds the defaults, built with no argument.
+"""
+
+#: Every default DAG's first data interval.
+START_DATE = pendulum.datetime(2026, 1, 1, tz="UTC")
+
+
+def cdc_generations_dag(
+    *,
+    dag_id: str = "cdc_generations",
+    schedule: str = "*/10 * * * *",
+    start_date: datetime = START_DATE,
+    connections: ClusterConnections = DEFAULT_CONNECTIONS,
+    tags: Sequence[str] = ("cdc", "scylladb", "generations"),
+) -> DAG:
+    """The generations DAG of the cluster ``connections.source`` (a cron ``schedule``)."""
+    published = published_generations(connections.source)  # environment only: no I/O
+    alias = publications(connections.source)
+
+    @dag(
+        dag_id=dag_id,
+        schedule=CronDataIntervalTimetable(schedule, timezone="UTC"),
+        start_date=start_date,
+        catchup=False,
+        max_active_runs=1,
+        dagrun_timeout=timedelta(hours=2),
+        tags=list(tags),
+        doc_md=DOC,
+        default_args={"retries": 0, "retry_delay": timedelta(seconds=10)},
+        params={
+            "generation_id": Param(
+                "",
+                type="string",
+                title="Generation",
+                description="Only this generation (source id, ISO timestamp or ms); empty: all.",
+            ),
+            "force": Param(
+                False,
+                type="boolean",
+                title="Force re-publish",
+                description="Also re-publish generations that are already published.",
+            ),
+            "lake_path": Param(
+                "",
+                type="string",
+                title="Lake path",
+                description="Where the extract job writes; empty: CDCGEN_LAKE_PATH or lake/. "
+                "Absolute, inside CDCGEN_LAKE_PATH or a CDCGEN_LAKE_ROOTS root.",
+            ),
+        },
+    )
+    def generations() -> None:
+        @task(
+            doc_md="Committed generations to handle in this run, with their Spark arguments.",
+            retries=2,  # the cluster may be briefly unreachable; selection is idempotent
+        )
+        def detect(
+            params: Any = None,
+            data_interval_start: Any = None,
+            data_interval_end: Any = None,
+            dag_run: Any = None,
+        ) -> Any:
+            return steps.detect(
+                params, data_interval_start, data_interval_end, dag_run.run_type,
+                connections=connections,
+            )  # fmt: skip
+
+        @task(doc_md="Great Expectations suites on the extracted generation; fails with a summary.")
+        def validate(generation: Any, params: Any = None, ti: Any = None) -> Any:
+            return steps.validate(params, generation, ti, connections=connections)
+
+        @task(
+            trigger_rule="all_done",  # publish what passed even if another generation failed
+            doc_md="Validated generations, oldest first: streams, then the timestamp row; "
+            "a generation that cannot go out holds back every newer one. "
+            "One Asset event per published generation.",
+            outlets=[alias],
+            retries=2,  # publication is idempotent: a retry rewrites the same rows
+        )
+        def publish(
+            detected: Any, params: Any = None, ti: Any = None, outlet_events: Any = None
+        ) -> Any:
+            return steps.publish(
+                params, detected, ti, "generation", outlet_events, alias, published,
+                connections=connections,
+            )  # fmt: skip
+
+        @task_group(group_id="generation")
+        def per_generation(generation: Any, spark_args: Any, env_vars: Any) -> Any:
+            wait = GenerationStartedSensor(
+                task_id="wait",
+                generation=generation,
+                cdc_conn_id=connections.source,
+                deferrable=True,
+                doc_md="Every node's clock past the generation timestamp + leeway (deferrable).",
+            )
+            extract = GenerationExtractOperator(
+                task_id="extract",
+                cdc_conn_id=connections.source,
+                conn_id=connections.spark,
+                application=GENERATION_EXTRACT.application,
+                application_args=spark_args,
+                conf=dict(GENERATION_EXTRACT.conf),
+                env_vars=env_vars,
+                name=GENERATION_EXTRACT.name,
+                retries=1,  # a node restarting is common; a terminal error is not retried
+                doc_md="Spark: the generation's description to Parquet, one row per stream.",
+            )
+            wait >> extract >> validate(generation)
+
+        @task(
+            trigger_rule="all_done",
+            doc_md="What the run detected, validated and published (also a JSON file).",
+        )
+        def summarize(detected: Any, params: Any = None, run_id: Any = None, ti: Any = None) -> Any:
+            return steps.summarize_run(
+                params, run_id, detected, ti, group_id="generation", connections=connections
+            )
+
+        detected = detect()
+        published_now = publish(detected)
+        per_generation.expand_kwargs(detected) >> published_now >> summarize(detected)
+
+    built: DAG = generations()
+    return built
