@@ -10,7 +10,7 @@ ways to :class:`~cdcgen.core.topology.TopologyDescription`.
 :func:`cdcgen.core.topology.make_generation` for the same nodes and the same seeded
 generator: same tokens (``find_first_token_for_shard_array``), same indices, and the
 random bits drawn in the same order (``rng.getrandbits(38)`` per stream, entry by entry,
-shard by shard). ``tests/unit/test_lookup.py`` checks that equality.
+shard by shard). ``tests/unit/core/test_lookup.py`` checks that equality.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ It is a fast path, not a second rulebook: it answers only when every rule the ob
 path enforces visibly holds (16-byte IDs of a known version, no empty range, no
 duplicate, distinct range ends, possible sharding, every stream on its shard's token),
 and returns ``None`` otherwise, so that the caller runs the object path, which either
-names the problem exactly or agrees. ``tests/unit/test_stored_arrays.py`` checks that the
+names the problem exactly or agrees. ``tests/unit/core/test_stored_arrays.py`` checks that the
 two give equal arrays on valid input and that this one declines every corruption.
 """
 

@@ -2,7 +2,7 @@
 
 Looking up millions of tokens, or building a generation of millions of streams, one
 Python call per token would take minutes. These functions give the same answers as their
-scalar twins (``tests/unit/test_tokens.py`` checks them against each other) using uint64
+scalar twins (``tests/unit/core/test_tokens.py`` checks them against each other) using uint64
 arithmetic only, splitting 64x64-bit products into 32-bit halves, so nothing overflows or
 loses precision.
 """

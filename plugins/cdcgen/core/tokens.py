@@ -3,7 +3,7 @@
 A port of ScyllaDB's ``dht/token.cc`` (``unbias``, ``bias``, ``zero_based_shard_of``,
 ``init_zero_based_shard_start``, ``token_for_next_shard``, ``find_first_token_for_shard``).
 CDC stream IDs are placed on the ring with these exact functions, so every rounding rule
-here must match the C++ bit for bit; ``tests/unit/test_tokens.py`` replays the vectors of
+here must match the C++ bit for bit; ``tests/unit/core/test_tokens.py`` replays the vectors of
 ScyllaDB's ``test/boost/partitioner_test.cc``.
 
 Tokens are plain Python ints in ``[MIN_TOKEN, MAX_TOKEN]`` (signed 64-bit). ScyllaDB also

@@ -21,8 +21,7 @@ from cdcgen.pipeline.publish import (
     publish_named,
 )
 from cdcgen.pipeline.run_summary import generations_run_summary
-
-from .generation_fakes import Crash, FakeLake, FakePublisher, FakeSource, rows_for
+from unit.generation_fakes import Crash, FakeLake, FakePublisher, FakeSource, rows_for
 
 T0 = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
 GENS = [Generation(T0 + timedelta(minutes=10 * i), f"gen-{i}") for i in range(4)]

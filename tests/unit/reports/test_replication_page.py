@@ -15,8 +15,7 @@ from cdcgen.reports.replication_records import RECORDS_DIR, read_runs, save_reco
 from cdcgen.reports.sample import write_sample_site
 from cdcgen.reports.site import RUNS_DIR, build_site, record_replication
 from cdcgen.reports.web import index_is_stale
-
-from .test_reports import SVG_NS, parse, svgs
+from unit.reports.test_renderers import SVG_NS, parse, svgs
 
 T0 = datetime(2026, 11, 1, 9, 0, tzinfo=UTC)
 HOSTILE = '<script>alert("x")</script>&'

@@ -36,8 +36,7 @@ from cdcgen.reports.site import (
     save_record,
     update_site,
 )
-
-from .test_replication_page import record as replication_record
+from unit.reports.test_replication_page import record as replication_record
 
 T0 = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
 

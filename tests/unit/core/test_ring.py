@@ -31,8 +31,7 @@ from cdcgen.pipeline.outcomes import ValidationOutcome
 from cdcgen.pipeline.run_summary import ring_verdict
 from cdcgen.reports.records import ExpectationOutcome
 from cdcgen_dev.emulator.faults import FaultKind, GenerationFault, generation_ring
-
-from .generation_fakes import FakePublisher, FakeRingReader, FakeRingRecords, FakeSource
+from unit.generation_fakes import FakePublisher, FakeRingReader, FakeRingRecords, FakeSource
 
 T0 = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
 NODES = [Node("a", 2, 12, (-100, 200)), Node("b", 4, 12, (0, 300))]

@@ -17,7 +17,7 @@ from cdcgen.reports.site import record_run, save_record
 from cdcgen.reports.web import URL_PREFIX, LazyApp, create_app, resolve_file
 
 T0 = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
-PLUGINS = Path(__file__).resolve().parents[2] / "plugins"
+PLUGINS = Path(__file__).resolve().parents[3] / "plugins"
 
 
 @pytest.fixture
