@@ -1,6 +1,7 @@
-"""Schema changes of a CDC table, the pure parts: the emulator's new definition after an
-ALTER (``cdcgen_dev.emulator.schema_changes``), and which columns a replication run adds
-to the sink or keeps replaying (``cdcgen.replication.sink_columns``)."""
+"""Schema changes of a CDC table in the sandbox, the pure part: the emulator's new
+definition after an ALTER (``cdcgen_dev.emulator.schema_changes``). Which columns a
+replication run then adds to the sink or keeps replaying is
+``tests/unit/replication/test_sink_columns.py``."""
 
 from __future__ import annotations
 
@@ -8,14 +9,6 @@ from dataclasses import replace
 
 import pytest
 
-from cdcgen.core.cdc_log import TableRef
-from cdcgen.replication.sink_columns import (
-    add_statement,
-    columns_to_add,
-    with_columns,
-    with_dropped_columns,
-)
-from cdcgen.replication.sink_schema import SinkSchemaError, sink_shape
 from cdcgen_dev.emulator.cql_types import InvalidTableSpec
 from cdcgen_dev.emulator.log_schema import Column, Field, UserType, log_columns, orders_table
 from cdcgen_dev.emulator.schema_changes import (
@@ -25,9 +18,6 @@ from cdcgen_dev.emulator.schema_changes import (
     altered_spec,
 )
 from cdcgen_dev.emulator.tables import spec_from_json, spec_to_json
-from unit.table_definitions import definition
-
-SOURCE, SINK = TableRef("shop", "orders"), TableRef("shop_dr", "orders")
 
 
 def test_an_added_column_gives_the_log_its_columns_and_a_drop_takes_them() -> None:
@@ -71,31 +61,3 @@ def test_new_cdc_options_are_kept_with_the_definition() -> None:
     spec = altered_spec(orders_table("ks"), CdcOptions(ttl=600, postimage=True))
     assert (spec.cdc_ttl, spec.preimage, spec.postimage) == (600, False, True)
     assert spec_from_json(spec_to_json(spec)) == spec
-
-
-def test_a_run_adds_the_sources_new_columns_to_the_sink() -> None:
-    source = definition(SOURCE, v="text", note="static text", labels="map<text, int>")
-    sink = definition(SINK, v="text")
-    with pytest.raises(SinkSchemaError, match=r"has no column\(s\) note, labels"):
-        sink_shape(source, SINK, sink)
-    names = columns_to_add(source, sink)
-    assert names == ["note", "labels"]
-    assert add_statement(source, sink, "note") == (
-        'ALTER TABLE "shop_dr"."orders" ADD "note" text STATIC'
-    )
-    shape = sink_shape(source, SINK, with_columns(source, sink, names))
-    assert set(shape.table.columns) == {"v", "note", "labels"}
-
-
-def test_a_column_of_a_user_type_the_sink_defines_otherwise_is_not_added() -> None:
-    source = definition(SOURCE, home="address")
-    assert columns_to_add(source, definition(SINK)) == ["home"]
-    assert columns_to_add(source, definition(SINK, udts=False)) == []
-
-
-def test_a_column_dropped_on_the_source_keeps_being_replayed_while_the_lake_holds_it() -> None:
-    source = definition(SOURCE, v="text")
-    sink = definition(SINK, v="text", note="text")
-    kept = with_dropped_columns(source, sink, {"v", "note"})
-    assert sink_shape(kept, SINK, sink).table.columns.keys() == {"v", "note"}
-    assert with_dropped_columns(source, sink, {"v"}) == source  # not in the lake
