@@ -7,7 +7,7 @@ The YugabyteDB xCluster design's state, on this pipeline's lake:
   ``C`` to the snapshot's time; each completed run moves it to the lake's watermark
   ``W`` (everything before ``W`` is in the lake, :mod:`cdcgen.core.watermark`).
 * A run applies the changes with write time in ``[C, W)``, in consecutive time slices
-  (:mod:`cdcgen.replication.lake_changes`): once a slice is applied, every change before
+  (:mod:`cdcgen.replication.change_slices`): once a slice is applied, every change before
   its end is, so ``C`` moves there. A run killed half-way resumes from the last slice it
   finished; re-applying part of one is harmless, since every write carries its original
   timestamp.

@@ -1,7 +1,7 @@
 """Applying a table's changes from the lake to a sink, slice by slice, checkpointed.
 
 A run reads the lake version that holds everything up to the watermark, in consecutive
-time slices of bounded size (:mod:`cdcgen.replication.lake_changes`), and replays each
+time slices of bounded size (:mod:`cdcgen.replication.change_slices`), and replays each
 slice's changes in time order, the statements of a CDC batch
 (:func:`cdcgen.core.replication.batch_statements`) always in one request, many requests
 at a time:
@@ -50,7 +50,7 @@ from cdcgen.core.replication_plan import ApplyPlan
 from cdcgen.core.time import from_micros, to_micros
 from cdcgen.extract.description_columns import paused_collections
 from cdcgen.progress import Progress
-from cdcgen.replication.lake_changes import (
+from cdcgen.replication.change_slices import (
     WRITE_TIME_US,
     ChangeSlice,
     LakeSource,
@@ -267,7 +267,7 @@ class SinkApplier:
         outcome: ApplyOutcome,
         clock: SinkClock,
     ) -> None:
-        """``rows`` (of :func:`~cdcgen.replication.lake_changes.log_rows`, whole CDC
+        """``rows`` (of :func:`~cdcgen.replication.change_slices.log_rows`, whole CDC
         batches in time order) replayed; returns once every request is acknowledged."""
         replays: list[Replay] = []
         applied: list[dict[str, Any]] = []

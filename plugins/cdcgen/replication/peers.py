@@ -12,7 +12,7 @@ sent back once, and stops there, the same tombstones already being on both sides
 What the sink received from this side came from this side's lake, so by then its
 original is in the sink's lake; and a batch the sink already holds identically needs
 no applying, whatever its origin. The sink's changes are read in the same time slices as
-the table's (:mod:`cdcgen.replication.lake_changes`): a slice's fingerprints are all a
+the table's (:mod:`cdcgen.replication.change_slices`): a slice's fingerprints are all a
 batch of it can match, since the write time is part of each.
 """
 
@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from cdcgen.core.cdc_log import BATCH_SEQ_NO, END_OF_BATCH, STREAM_ID, TIME, TTL
-from cdcgen.replication.lake_changes import log_rows
+from cdcgen.replication.change_slices import log_rows
 
 if TYPE_CHECKING:
     import pyarrow as pa

@@ -3,7 +3,7 @@
 One Python process turns changes into statements at a rate far below what the changes
 extraction, a Spark job, writes into the lake; a table loaded near its cluster's capacity
 would leave the sink ever further behind. So a run can spread each slice
-(:mod:`cdcgen.replication.lake_changes`) over Spark tasks, with
+(:mod:`cdcgen.replication.change_slices`) over Spark tasks, with
 ``CDCGEN_REPLICATION_APPLY_TASKS`` set:
 
 1. the driver cuts the slice by partition key into that many buckets (each keeps the
@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 from cdcgen.core.cdc_log import TableRef
 from cdcgen.core.replication_plan import ApplyIncomplete, ReplicationError
 from cdcgen.replication.apply import ApplyOutcome, SinkApplier, SinkClock
-from cdcgen.replication.lake_changes import ChangeSlice
+from cdcgen.replication.change_slices import ChangeSlice
 from cdcgen.replication.settings import ReplicationSettings
 from cdcgen.replication.sink_schema import SinkShape
 from cdcgen.replication.sink_state import CqlSinkState

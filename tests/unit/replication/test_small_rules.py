@@ -9,7 +9,7 @@ import pyarrow as pa
 import pytest
 
 from cdcgen.config import PipelineConfig
-from cdcgen.replication.lake_changes import batch_chunks
+from cdcgen.replication.change_slices import batch_chunks
 from cdcgen.replication.peers import fingerprint
 from cdcgen.replication.run import sink_environment
 
