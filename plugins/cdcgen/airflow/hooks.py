@@ -80,12 +80,14 @@ def config_from_connection(
 
 
 class CdcSourceHook(BaseHook):
-    """Reads the ``cdc_source`` connection (type cassandra) into cdcgen's configuration."""
+    """Reads a cluster's connection (``cdc_source`` by default; of type ``cdcgen``, whose
+    form the provider declares, or ``cassandra`` with the same fields) into cdcgen's
+    configuration."""
 
     conn_name_attr = "cdc_conn_id"
     default_conn_name = SOURCE_CONN_ID
-    conn_type = "cassandra"
-    hook_name = "cdcgen CDC source"
+    conn_type = "cdcgen"
+    hook_name = "cdcgen: a ScyllaDB cluster (CDC source or replication sink)"
 
     def __init__(self, cdc_conn_id: str = SOURCE_CONN_ID, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -111,6 +113,17 @@ class CdcSourceHook(BaseHook):
             return config.with_overrides(lake_path=run_lake(str(params["lake_path"]), roots))
         except LakeUriError as exc:
             raise ConfigError(str(exc)) from None
+
+    def test_connection(self) -> tuple[bool, str]:
+        """The connection form's Test button: the settings it gives are valid and a node
+        answers with them (credentials and TLS included); the message says which cluster
+        and version answered, or why none did."""
+        try:
+            with self.get_client() as client:
+                row = client.execute("SELECT cluster_name, release_version FROM system.local").one()
+        except Exception as exc:  # the button shows any failure, named, and nothing else
+            return False, f"{type(exc).__name__}: {exc}"
+        return True, f"connected to cluster {row.cluster_name!r} (release {row.release_version})"
 
     @contextmanager
     def get_client(self, config: PipelineConfig | None = None) -> Iterator[CqlClient]:
