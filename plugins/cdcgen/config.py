@@ -73,15 +73,19 @@ class PipelineConfig(EnvSettings):
     """The changes pipeline's checkpoints and watermark; unset, the target keyspace
     (which then may not be ``system_distributed``: no tables of ours go there)."""
     lake_path: Annotated[str, BeforeValidator(lake_uri)] = env(
-        "CDCGEN_LAKE_PATH", lake_uri(REPO_ROOT / "lake")
+        "CDCGEN_LAKE_PATH", lake_uri(REPO_ROOT / "lake"), connection="extra.lake_path"
     )
     """The lake: a folder, or ``s3://bucket/prefix`` (reached with the ``AWS_*``
-    settings or the ``cdcgen_lake`` connection)."""
+    settings or the ``cdcgen_lake`` connection). A second cluster's connection names its
+    own."""
     lake_roots: tuple[str, ...] = env("CDCGEN_LAKE_ROOTS", ())
     """Further lakes a run's ``lake_path`` Param may name (comma-separated folders or
     s3:// prefixes), besides the configured lake and what lies under it."""
-    report_dir: Path = env("CDCGEN_REPORT_DIR", REPO_ROOT / "reports")
-    """Where the report site and its run records are written."""
+    report_dir: Path = env(
+        "CDCGEN_REPORT_DIR", REPO_ROOT / "reports", connection="extra.report_dir"
+    )
+    """Where the report site, its run records, the jobs' result files and the runs'
+    summaries are written. A second cluster's connection names its own."""
     report_keep_runs: int = env("CDCGEN_REPORT_KEEP_RUNS", DEFAULT_REPORT_KEEP_RUNS, ge=1)
     """Run records the report site keeps, the oldest removed as a run is recorded; also
     replication records per sink table."""

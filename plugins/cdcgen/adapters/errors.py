@@ -106,7 +106,7 @@ def is_transient(exc: BaseException) -> bool:
         Timeout,
         Unavailable,
     )
-    from cassandra.cluster import NoHostAvailable
+    from cassandra.cluster import NoConnectionsAvailable, NoHostAvailable
     from cassandra.connection import ConnectionException
     from cassandra.protocol import (
         ConfigurationException,
@@ -125,6 +125,7 @@ def is_transient(exc: BaseException) -> bool:
         return False
     transient = (
         ConnectionFailed,
+        NoConnectionsAvailable,
         Timeout,
         Unavailable,
         CoordinationFailure,

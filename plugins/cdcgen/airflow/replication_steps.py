@@ -31,6 +31,10 @@ if TYPE_CHECKING:
     from cdcgen.replication.run import Mode
 
 
+#: XCom key under which each table's apply records its run, rejected changes or not.
+RECORD_KEY = "replication_record"
+
+
 def _sink(params: Mapping[str, Any], conn_id: str) -> tuple[Any, str, list[str]]:
     """The sink's configuration, its keyspace and the tables to replicate, the run's
     Params within what the connection configures."""
@@ -151,11 +155,13 @@ def replicate_table(
     outlet_events: Any = None,
     alias: Any = None,
     connections: ClusterConnections = DEFAULT_CONNECTIONS,
+    ti: Any = None,
 ) -> dict[str, Any]:
     """Apply the lake's changes (after the bootstrap job, when the plan ran one), emit its
     Asset event; fails (not retried) on a sink that must be (re-)bootstrapped, and after
-    the event when a change was rejected. With the ``dry_run`` Param, says what the run
-    would do (which table a bootstrap would truncate) and writes nothing."""
+    the event when a change was rejected. The record goes to XCom under
+    :data:`RECORD_KEY` either way, for the run's summary. With the ``dry_run`` Param, says
+    what the run would do (which table a bootstrap would truncate) and writes nothing."""
     from cdcgen.adapters.cql import client_for
     from cdcgen.airflow.assets import replicated_table
     from cdcgen.replication.run import (
@@ -181,6 +187,8 @@ def replicate_table(
     with client_for(config) as source, client_for(sink_config) as sink:
         ports = ReplicationPorts(source, sink, settings, sink_config=sink_config)
         record = replicate(config, ports, request)
+    if ti is not None:
+        ti.xcom_push(key=RECORD_KEY, value=record.to_json())
     if dry_run:
         return record.to_json()
     if outlet_events is not None and alias is not None:
@@ -211,9 +219,9 @@ def replication_summary(
     ti: Any,
     connections: ClusterConnections = DEFAULT_CONNECTIONS,
 ) -> dict[str, Any]:
-    """Every planned table's record in one summary (also a JSON file); fails the run
-    naming each table that has none. Runs whatever happened upstream, as the other
-    DAGs' last tasks do."""
+    """Every planned table's record in one summary (also a JSON file, but for a dry run,
+    which writes nothing); fails the run naming each table that has none or whose sink
+    rejected changes. Runs whatever happened upstream, as the other DAGs' last tasks do."""
     from pathlib import Path
 
     from cdcgen.core.replication_record import ReplicationRecord
@@ -221,11 +229,12 @@ def replication_summary(
     from cdcgen.pipeline.run_summary import RunIncomplete, write_summary
 
     config = run_config(params, connections.source)
-    pulled = ti.xcom_pull(task_ids=["table.apply"]) or []
+    pulled = ti.xcom_pull(task_ids=["table.apply"], key=RECORD_KEY) or []
     records = [ReplicationRecord.from_json(value) for value in pulled if value]
     tables = None if planned is None else [str(item["table"]) for item in planned]
     summary = replication_run_summary(run_id, tables, records)
-    write_summary(Path(config.report_dir) / SUMMARIES_DIR, summary)
+    if not params.get("dry_run"):
+        write_summary(Path(config.report_dir) / SUMMARIES_DIR, summary)
     if summary.problems:
         raise RunIncomplete("; ".join(summary.problems))
     return summary.to_json()

@@ -5,9 +5,10 @@ comes from the ``CDCGEN_*`` environment as the typed configuration, exactly as t
 tasks saw it (:meth:`~cdcgen.config.EnvSettings.to_env`), the same way the generation
 extract job receives it. Calls :func:`cdcgen.changes.job.run_changes_job`, prints the
 run's JSON on stdout and writes it to ``--output``. Exit status
-(:class:`~cdcgen.core.errors.ExitCode`): 0 done, 3 terminal (the row checks failed, or the
-log no longer holds the changes: re-bootstrap; the result's ``status`` says which), 4
-transient (a read failed after its retries: run it again).
+(:class:`~cdcgen.core.errors.ExitCode`): 0 done, 3 terminal (the row checks failed, the
+log no longer holds the changes: re-bootstrap, or another terminal error such as a
+refused login; the result's ``status`` says which), 4 transient (a read failed after its
+retries, no node answered: run it again).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 
-from cdcgen.core.errors import ExitCode
+from cdcgen.core.errors import CdcgenError, ExitCode
 
 
 def _moment(text: str) -> datetime:
@@ -44,6 +45,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from cdcgen.adapters.errors import exit_code
     from cdcgen.adapters.read_retries import TransientReadError
     from cdcgen.changes.job import run_changes_job
     from cdcgen.changes.run import ChangesRequest
@@ -84,5 +86,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         retry = failed.updated(status="transient read error", error=str(exc))
         _write(args.output, retry.to_json())
         return ExitCode.TRANSIENT
+    except CdcgenError as exc:  # a refused login, a bad setting, the cluster unreachable...
+        print(exc, file=sys.stderr)
+        code = exit_code(exc)
+        kind = "refused" if code is ExitCode.TERMINAL else "transient error"
+        _write(args.output, failed.updated(status=kind, error=str(exc)).to_json())
+        return code
     _write(args.output, output.to_json())
     return ExitCode.OK

@@ -2,8 +2,8 @@
 
 Written to ``<report_dir>/summaries/replication/<run id>.json`` and returned by the DAG's
 last task, as the other two DAGs' summaries are. ``problems`` names every planned table
-that has no record of this run (its bootstrap or its apply failed, or the sink refused
-some of its changes: the apply then fails after recording them); an empty list means
+that has no record of this run (its bootstrap or its apply failed) and every one whose
+sink refused some changes (the apply fails after recording them); an empty list means
 every table was brought forward (or, in a dry run, said what it would do).
 """
 
@@ -67,6 +67,11 @@ def replication_run_summary(
             tables[table] = TableReplication(status="not replicated")
             continue
         tables[table] = TableReplication.of(record)
+        if record.rejected_count:
+            problems.append(
+                f"{table}: {record.rejected_count} change(s) not applied, recorded in "
+                f"{record.sink_table.partition('.')[0]}.cdc_replication_rejects"
+            )
     return ReplicationRunSummary(
         run_id=run_id,
         tables=tables,

@@ -111,7 +111,7 @@ class ValidationFailed(TerminalError):
 class ChangesInvalid(ValidationFailed):
     """The rows a changes run wrote broke a rule; the message names the offending rows.
 
-    Terminal for the run (retrying reads the same rows again): the Spark job exits 2.
+    Terminal for the run (retrying reads the same rows again): the Spark job exits 3.
     """
 
     def __init__(self, result: ValidationResult) -> None:

@@ -41,3 +41,12 @@ def test_every_planned_table_has_its_record_or_a_problem(tmp_path: Path) -> None
 def test_a_run_whose_plan_failed_says_so() -> None:
     failed = replication_run_summary("r2", None, [])
     assert failed.problems == ("planning failed: no table was examined",) and failed.tables == {}
+
+
+def test_a_table_whose_sink_rejected_changes_is_a_problem_with_its_record() -> None:
+    rejected = record("shop.orders", 5).model_copy(update={"rejected_count": 2})
+    summary = replication_run_summary("r3", ["shop.orders"], [rejected])
+    assert summary.tables["shop.orders"].rejected_count == 2
+    assert summary.problems == (
+        "shop.orders: 2 change(s) not applied, recorded in sink.cdc_replication_rejects",
+    )

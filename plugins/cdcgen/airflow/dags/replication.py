@@ -150,10 +150,14 @@ def cdc_replication_dag(
                 outlets=[alias],
             )
             def apply(
-                table: Any, params: Any = None, run_id: Any = None, outlet_events: Any = None
+                table: Any,
+                params: Any = None,
+                run_id: Any = None,
+                outlet_events: Any = None,
+                ti: Any = None,
             ) -> Any:
                 return steps.replicate_table(
-                    params, table, run_id, outlet_events, alias, connections=connections
+                    params, table, run_id, outlet_events, alias, connections=connections, ti=ti
                 )
 
             bootstrap >> apply(table)
