@@ -213,7 +213,7 @@ def a_killed_extraction_leaves_part_of_the_lake(scn: Scenario) -> tuple[int, int
         deadline = time.monotonic() + 600
         while time.monotonic() < deadline and not killed.is_set():
             if lake.exists() and committed_files(lake):  # a first job is committed
-                for process in spark_submit_processes():
+                for process in spark_submit_processes(Path(scn.config.report_dir)):
                     for doomed in [*process.children(recursive=True), process]:
                         with contextlib.suppress(psutil.NoSuchProcess):
                             doomed.kill()
@@ -318,11 +318,17 @@ def everything_lands_in_an_s3_lake_with_the_connection_s_access(
     assert sorted(p for p in local_lake.rglob("*") if p.is_file()) == local_files
 
 
-def spark_submit_processes() -> list[psutil.Process]:
-    """spark-submit JVMs (``SparkSubmit``) running the changes job."""
-    found: list[Path] = []
+def spark_submit_processes(report_dir: Path) -> list[psutil.Process]:
+    """spark-submit JVMs (``SparkSubmit``) running this scenario's changes job: its result
+    file is under ``report_dir``. Not any other: a test session beside this one (``make
+    test`` runs two) may be running a changes job of its own, which a kill must spare."""
+    found: list[psutil.Process] = []
     for process in psutil.process_iter(["cmdline"]):
         command = " ".join(process.info["cmdline"] or ())
-        if "org.apache.spark.deploy.SparkSubmit" in command and "extract_changes.py" in command:
+        if (
+            "org.apache.spark.deploy.SparkSubmit" in command
+            and "extract_changes.py" in command
+            and f"--output {report_dir}/" in command
+        ):
             found.append(process)
     return found
