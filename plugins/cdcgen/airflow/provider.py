@@ -18,6 +18,7 @@ from pydantic.fields import FieldInfo
 from cdcgen.access_settings import AccessSettings
 from cdcgen.airflow.connections import PASS_THROUGH_EXTRAS
 from cdcgen.config import PipelineConfig
+from cdcgen.env_settings import connection_field
 
 #: The connection type the provider registers.
 CONNECTION_TYPE = "cdcgen"
@@ -90,10 +91,8 @@ def connection_fields() -> dict[str, dict[str, Any]]:
 
 
 def _extra_key(field: FieldInfo) -> str | None:
-    extra = field.json_schema_extra
-    overridden = extra.get("connection") if isinstance(extra, dict) else None
-    text = str(overridden or "")
-    return text.removeprefix("extra.") if text.startswith("extra.") else None
+    overridden = connection_field(field) or ""
+    return overridden.removeprefix("extra.") if overridden.startswith("extra.") else None
 
 
 def _json_type(field: FieldInfo) -> str:
