@@ -22,7 +22,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-from cdcgen.cli import CliError
+from cdcgen.cli import CliError, plain_text
 from cdcgen.cli.generation_ops import print_json_line
 
 if TYPE_CHECKING:
@@ -43,7 +43,7 @@ def register(subparsers: SubParsers) -> None:
     migrate = commands.add_parser(
         "migrate",
         help="convert a Parquet lake's generations and changes tables to Delta, in place",
-        description=__doc__.split("\n\n")[1] if __doc__ else None,
+        description=plain_text(__doc__, 1),
     )
     migrate.add_argument(
         "--lake", help="the lake's root (default: $CDCGEN_LAKE_PATH)", metavar="PATH"

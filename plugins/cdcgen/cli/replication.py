@@ -13,8 +13,12 @@ its tasks on that cluster, which is given the package and the settings the tasks
 ``--dry-run`` checks everything and prints what would be done, such as the table a
 ``--replace`` would truncate, writing nothing. Prints the run's record as one JSON line;
 exit 0 when every change was applied, 1 when some were rejected (named in the record and
-in ``<sink keyspace>.cdc_replication_rejects``), 2 on an error, 4 when the copy stopped
-part-way (transient: run it again to resume).
+in ``<sink keyspace>.cdc_replication_rejects``), 2 on a flag or setting it cannot take,
+3 when the sink cannot take the table as things are (the message says why), 4 when the
+copy or the apply stopped part-way (transient: run it again to resume).
+
+``status`` prints, per replicated table, what the sink's state tables say: the sink's
+consistency point, its lag, the last run and its outcome. It reads, never writes.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ import sys
 import uuid
 from typing import TypeAlias
 
-from cdcgen.cli import CliError, decimal
+from cdcgen.cli import CliError, decimal, plain_text
 from cdcgen.cli.generation_ops import print_json_line
 from cdcgen.core.errors import ExitCode
 
@@ -35,7 +39,7 @@ def register(subparsers: SubParsers) -> None:
     parser = subparsers.add_parser(
         "replication",
         help="replicate a table's changes from the lake into a sink table",
-        description=__doc__.split("\n\n")[1] if __doc__ else None,
+        description=plain_text(__doc__, 1, 2),
     )
     commands = parser.add_subparsers(
         dest="replication_command", metavar="SUBCOMMAND", required=True
