@@ -34,6 +34,10 @@ class ConfigError(TerminalError, ValueError):
     """A setting has a value the pipeline cannot use; the message names the setting."""
 
     summary = "configuration refused"
+    next_step = (
+        "correct what the message names (the connection's field or extra, the CDCGEN_* "
+        "variable or the run's Param; docs/configuration.md), then clear the task"
+    )
 
 
 def env(name: str, default: Any = ..., *, connection: str | None = None, **kwargs: Any) -> Any:

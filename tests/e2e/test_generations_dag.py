@@ -24,6 +24,7 @@ created (2 x ring delay + leeway, then + leeway for every clock).
 from __future__ import annotations
 
 import re
+import sqlite3
 import threading
 import time
 from collections.abc import Callable
@@ -184,10 +185,20 @@ def test_corrupted_generation_is_not_published(scenario: Callable[..., Scenario]
     run, summary = scn.run()
     assert not run.succeeded, "a rejected generation must fail the run"
     assert "failed validation and will not be published" in run.output
-    assert summary["generations_published"] == 1
-    assert summary["validation"] == "failed"
     bad_ts = bad.generation.timestamp.isoformat(timespec="milliseconds")
     good_ts = good.generation.timestamp.isoformat(timespec="milliseconds")
+    # The failure ends with what it holds back and the Param that re-does it alone.
+    assert (
+        "Next: every newer generation waits behind it, unpublished." in run.output
+        and f"with the Param generation_id={bad_ts} to extract" in run.output
+    ), run.tail(80)
+    # The grid names each mapped task by its generation, not by its index.
+    assert rendered_map_indexes(scn) == {
+        task: {good_ts, bad_ts}
+        for task in ("generation.wait", "generation.extract", "generation.validate")
+    }
+    assert summary["generations_published"] == 1
+    assert summary["validation"] == "failed"
     assert summary["rejected"] == [bad_ts]
     assert summary["published"] == [good_ts]
     comparison = scn.compare()
@@ -207,6 +218,20 @@ def test_corrupted_generation_is_not_published(scenario: Callable[..., Scenario]
     site = list((scn.config.report_dir / "generations").glob(f"*{slug(bad.generation.id)}.html"))
     assert site, "no report page for the rejected generation"
     assert "stream IDs unique" in site[0].read_text()
+
+
+def rendered_map_indexes(scn: Scenario) -> dict[str, set[str]]:
+    """What the grid shows for each mapped task of the scenario's generations runs: the
+    map index Airflow rendered from the task's ``map_index_template``."""
+    with sqlite3.connect(scn.home / "airflow.db") as db:
+        rows = db.execute(
+            "SELECT task_id, rendered_map_index FROM task_instance "
+            "WHERE dag_id = 'cdc_generations' AND map_index >= 0"
+        ).fetchall()
+    shown: dict[str, set[str]] = {}
+    for task_id, label in rows:
+        shown.setdefault(task_id, set()).add(label)
+    return shown
 
 
 def test_extract_and_validation_on_the_spark_connect_server(

@@ -96,7 +96,9 @@ def test_a_failure_message_opens_with_what_went_wrong() -> None:
 
     with pytest.raises(AirflowFailException) as failed:
         fail_fast(incomplete)()
-    assert str(failed.value) == "run incomplete (not retried): orders: 1 window not extracted"
+    opening, next_step = str(failed.value).split("\n")
+    assert opening == "run incomplete (not retried): orders: 1 window not extracted"
+    assert next_step == f"Next: {RunIncomplete.next_step}"
 
     def corrupt() -> None:
         raise CorruptGeneration("bad stream id")

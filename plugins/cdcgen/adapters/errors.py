@@ -37,6 +37,12 @@ class AccessRefused(TerminalError):
     """
 
     summary = "cluster refused access"
+    next_step = (
+        "every task on this cluster fails the same way until it connects: correct the "
+        "connection's login and password or its TLS extras (or the CDCGEN_USERNAME, "
+        "CDCGEN_PASSWORD_FILE and CDCGEN_TLS_* settings; docs/connecting.md), then clear "
+        "the task"
+    )
 
 
 class ReplicasUnavailable(TransientError):

@@ -7,7 +7,8 @@ generation that failed validation are answered the same way every time: retrying
 delays the one message that names the cause. The error's kind decides
 (:func:`cdcgen.adapters.errors.is_terminal`, from :mod:`cdcgen.core.errors`), never the
 task that met it: every task body, sensor and operator of the package goes through
-:func:`fail_fast`, and the Spark jobs say the same with their exit status.
+:func:`fail_fast`, and the Spark jobs say the same with their exit status. Its message
+ends with the error's next step, one rule for every task (:func:`failure_message`).
 """
 
 from __future__ import annotations
@@ -35,7 +36,17 @@ def fail_fast(step: Callable[P, R]) -> Callable[P, R]:
                 raise
             from airflow.sdk.exceptions import AirflowFailException
 
-            headline = exc.headline() if isinstance(exc, TerminalError) else type(exc).__name__
-            raise AirflowFailException(f"{headline} (not retried): {exc}") from exc
+            raise AirflowFailException(failure_message(exc)) from exc
 
     return run
+
+
+def failure_message(exc: BaseException) -> str:
+    """The failure message of a task that met the terminal ``exc``: what went wrong, the
+    error's own text, and last what to do next (:meth:`TerminalError.what_next`), so
+    that the line an on-call engineer reads first and last says how to get going."""
+    if not isinstance(exc, TerminalError):
+        return f"{type(exc).__name__} (not retried): {exc}"
+    message = f"{exc.headline()} (not retried): {exc}"
+    step = exc.what_next()
+    return f"{message}\nNext: {step}" if step else message

@@ -152,17 +152,20 @@ class GenerationStartedSensor(ClockPastSensor):
 
 class WindowClosedSensor(ClockPastSensor):
     """The changes DAG's wait. ``window_end_ms``: the end of the windows a table's extract
-    reads (templated, so a mapped task group can pass its mapped argument)."""
+    reads; ``table``: that table, as the messages and the grid name the wait (both
+    templated, so a mapped task group can pass its mapped arguments)."""
 
-    template_fields = ("window_end_ms",)
+    template_fields = ("window_end_ms", "table")
 
-    def __init__(self, *, window_end_ms: Any, **kwargs: Any) -> None:
+    def __init__(self, *, window_end_ms: Any, table: Any = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.window_end_ms = window_end_ms
+        self.table = table
 
     def target(self, config: PipelineConfig) -> datetime:
         end = from_millis(int(self.window_end_ms))
         return window_closes_at(end, config.generation_leeway, config.confidence_window)
 
     def subject(self) -> str:
-        return f"changes window ending {from_millis(int(self.window_end_ms)).isoformat()}"
+        window = f"changes window ending {from_millis(int(self.window_end_ms)).isoformat()}"
+        return f"{self.table}: {window}" if self.table else window

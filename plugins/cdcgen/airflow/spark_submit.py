@@ -63,6 +63,10 @@ class JobRefused(TerminalError):
     the task's log, names it. Not retried: the job would meet it again."""
 
     summary = "the Spark job refused"
+    next_step = (
+        "fix what the job's error names (its output is in this task's log), then clear "
+        "the task; a later run of the DAG meets the same error until then"
+    )
 
 
 class CdcSparkSubmitOperator(SparkSubmitOperator):
@@ -72,21 +76,28 @@ class CdcSparkSubmitOperator(SparkSubmitOperator):
     terminal error fails the task at once, anything else is left to its retries.
     """
 
+    template_fields = (*SparkSubmitOperator.template_fields, "table")
+
     def __init__(
         self,
         *,
         cdc_conn_id: str = SOURCE_CONN_ID,
         sink_conn_id: str | None = None,
         result_arg: str | None = None,
+        table: Any = None,
         **kwargs: Any,
     ) -> None:
         """``result_arg``: the job argument naming its result file, which then becomes
         the file of this attempt (:mod:`cdcgen.pipeline.result_files`); ``sink_conn_id``:
-        the replication sink the job also connects to (its credentials are added)."""
+        the replication sink the job also connects to (its credentials are added);
+        ``table``: the table the job works on, as the grid names a mapped task
+        (:mod:`cdcgen.airflow.map_index`; templated, so that a mapped group's argument
+        reaches it)."""
         super().__init__(**kwargs)
         self.cdc_conn_id = cdc_conn_id
         self.sink_conn_id = sink_conn_id
         self.result_arg = result_arg
+        self.table = table
 
     @fail_fast
     def execute(self, context: Any) -> Any:
@@ -99,7 +110,7 @@ class CdcSparkSubmitOperator(SparkSubmitOperator):
         except AirflowException as exc:
             # The job says the kind of its error with its exit status (ExitCode).
             if f"Error code is: {int(ExitCode.TERMINAL)}." in str(exc):
-                raise JobRefused(str(exc)) from exc
+                raise JobRefused(self._job_error() or str(exc)) from exc
             raise
         finally:
             self.env_vars, self.conf = planned, planned_conf
@@ -129,6 +140,20 @@ class CdcSparkSubmitOperator(SparkSubmitOperator):
             with submit_environment({**job, **lake_connection_env()}):
                 return super().execute(context)
 
+    def _job_error(self) -> str | None:
+        """The error the job wrote to this attempt's result file (which says what to do
+        about it: an expired log names the re-bootstrap), rather than spark-submit's
+        command line; None when it wrote none."""
+        args = list(self.application_args or [])
+        if self.result_arg is None or self.result_arg not in args[:-1]:
+            return None
+        try:
+            written = json.loads(Path(args[args.index(self.result_arg) + 1]).read_text())
+        except (OSError, ValueError):
+            return None
+        error = written.get("error") if isinstance(written, dict) else None
+        return str(error) if error else None
+
     def _attempt_args(self, args: list[str], attempt: int) -> list[str]:
         if self.result_arg is None or self.result_arg not in args[:-1]:
             return args
@@ -144,7 +169,16 @@ class GenerationExtractOperator(CdcSparkSubmitOperator):
     partition here, and has the server read it back. Its configuration is the one the
     spark-submit would get (the planned ``CDCGEN_*`` variables) with the connection's
     credentials, which then never leave this process.
+
+    ``generation``: the detect step's record of the generation the job extracts, as the
+    grid names a mapped task (templated, as the table of the other jobs).
     """
+
+    template_fields = (*CdcSparkSubmitOperator.template_fields, "generation")
+
+    def __init__(self, *, generation: Any = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.generation = generation
 
     @fail_fast
     def execute(self, context: Any) -> Any:

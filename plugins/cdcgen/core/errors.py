@@ -31,9 +31,19 @@ class TerminalError(CdcgenError):
     #: the class's name when empty.
     summary: ClassVar[str] = ""
 
+    #: What to do next, as the task's failure message ends: what stays held back, and
+    #: which command, Param or setting lets it through; empty when the message itself
+    #: says it (the raiser knew the table and the command).
+    next_step: ClassVar[str] = ""
+
     @classmethod
     def headline(cls) -> str:
         return cls.summary or cls.__name__
+
+    def what_next(self) -> str:
+        """This error's next step: :attr:`next_step`, unless the class knows a closer one
+        from what it carries (a rejected generation names itself and its Param)."""
+        return self.next_step
 
 
 class TransientError(CdcgenError):

@@ -42,6 +42,13 @@ class ReplicationError(TerminalError):
     """Terminal: the sink cannot be brought forward as it stands; the message says why
     and what to run."""
 
+    next_step = (
+        "until then no change reaches this sink table. In Airflow, a replication DAG run "
+        "with the Param mode=bootstrap does what the command without --replace does, "
+        "mode=bootstrap-replace what it does with --replace (dry_run first shows what it "
+        "would truncate)"
+    )
+
 
 class CopyIncomplete(TransientError):
     """Transient: a bootstrap's copy stopped part-way (a node, an executor, a timeout).

@@ -46,6 +46,18 @@ class GenerationRejected(TerminalError):
         super().__init__(message)
         self.outcome = outcome
 
+    def what_next(self) -> str:
+        """Consumers take generations in timestamp order, so this one holds back its
+        lane; the Param that re-does it alone is named."""
+        generation = self.outcome.generation
+        lane = f"of {generation.table} " if generation.table else ""
+        return (
+            f"every newer generation {lane}waits behind it, unpublished. Its report page "
+            "lists the failed checks; once their cause is fixed (a new extraction, the "
+            "ring recorded for it), trigger the DAG with the Param "
+            f"generation_id={generation.iso} to extract, validate and publish it again"
+        )
+
 
 #: Offending rows quoted per check in the record (its Data Docs list them all).
 ROWS_QUOTED = 3

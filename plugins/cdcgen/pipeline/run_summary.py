@@ -34,6 +34,11 @@ class RunIncomplete(TerminalError):
     alone reads the same."""
 
     summary = "run incomplete"
+    next_step = (
+        "each failed task's message ends with what resolves it; the next run takes up "
+        "whatever this one left (unpublished generations, checkpoints and consistency "
+        "timestamps stand)"
+    )
 
 
 def validation_verdict(

@@ -80,6 +80,13 @@ class ChangesRejected(TerminalError):
     them either; the message names the first few."""
 
     summary = "changes not applied"
+    next_step = (
+        "the sink table's consistency timestamp has moved past them, each kept with its "
+        "reason in the sink keyspace's cdc_replication_rejects and on the report's "
+        "replication page: fix what refused them on the sink, then re-copy the table with "
+        "a replication DAG run with the Param mode=bootstrap-replace (dry_run first shows "
+        "what it truncates)"
+    )
 
 
 class Mode(StrEnum):

@@ -46,6 +46,11 @@ _COLLECTIONS = ("set", "list", "map")
 class SinkSchemaError(TerminalError):
     """Terminal: the sink table cannot receive the source table's changes."""
 
+    next_step = (
+        "no change reaches this sink table until it can take them: create or alter it "
+        "to the source table's definition (docs/replication.md), then clear the task"
+    )
+
 
 #: A keyspace's user types: name -> its fields ``(name, type)`` in order.
 UserTypes = Mapping[str, tuple[tuple[str, ParsedType], ...]]

@@ -17,6 +17,7 @@ from airflow.sdk import (
 )
 
 from cdcgen.airflow import changes_steps as steps
+from cdcgen.airflow import map_index
 from cdcgen.airflow.assets import extracted_changes, published_generations
 from cdcgen.airflow.connections import DEFAULT_CONNECTIONS, ClusterConnections
 from cdcgen.airflow.dags.generations import START_DATE
@@ -83,6 +84,7 @@ def cdc_changes_dag(
         tags=list(tags),
         doc_md=DOC,
         default_args={"retries": 0, "retry_delay": timedelta(seconds=30)},
+        user_defined_macros=map_index.MACROS,
         params={
             "tables": Param(
                 "",
@@ -116,11 +118,12 @@ def cdc_changes_dag(
                 connections=connections,
             )  # fmt: skip
 
-        @task_group(group_id="table")
+        @task_group(group_id="table", default_args=map_index.GROUP_DEFAULTS)
         def per_table(table: Any, window_end_ms: Any, spark_args: Any, env_vars: Any) -> Any:
             wait = WindowClosedSensor(
                 task_id="wait",
                 window_end_ms=window_end_ms,
+                table=table,
                 cdc_conn_id=connections.source,
                 deferrable=True,
                 doc_md="Every node's clock past the window end + leeway + confidence window.",
@@ -129,6 +132,7 @@ def cdc_changes_dag(
                 task_id="extract",
                 cdc_conn_id=connections.source,
                 conn_id=connections.spark,
+                table=table,
                 application=CHANGES_EXTRACT.application,
                 application_args=spark_args,
                 result_arg="--output",  # a file per attempt: a re-run never reads an old one

@@ -10,6 +10,7 @@ import pendulum
 from airflow.sdk import DAG, CronDataIntervalTimetable, Param, dag, task, task_group
 
 from cdcgen.airflow import generation_steps as steps
+from cdcgen.airflow import map_index
 from cdcgen.airflow.assets import publications, published_generations
 from cdcgen.airflow.connections import DEFAULT_CONNECTIONS, ClusterConnections
 from cdcgen.airflow.sensors import GenerationStartedSensor
@@ -74,6 +75,7 @@ def cdc_generations_dag(
         tags=list(tags),
         doc_md=DOC,
         default_args={"retries": 0, "retry_delay": timedelta(seconds=10)},
+        user_defined_macros=map_index.MACROS,
         params={
             "generation_id": Param(
                 "",
@@ -132,7 +134,7 @@ def cdc_generations_dag(
                 connections=connections,
             )  # fmt: skip
 
-        @task_group(group_id="generation")
+        @task_group(group_id="generation", default_args=map_index.GROUP_DEFAULTS)
         def per_generation(generation: Any, spark_args: Any, env_vars: Any) -> Any:
             wait = GenerationStartedSensor(
                 task_id="wait",
@@ -145,6 +147,7 @@ def cdc_generations_dag(
                 task_id="extract",
                 cdc_conn_id=connections.source,
                 conn_id=connections.spark,
+                generation=generation,
                 application=GENERATION_EXTRACT.application,
                 application_args=spark_args,
                 conf=dict(GENERATION_EXTRACT.conf),
@@ -153,7 +156,7 @@ def cdc_generations_dag(
                 retries=1,  # a node restarting is common; a terminal error is not retried
                 doc_md="Spark: the generation's description to Parquet, one row per stream.",
             )
-            wait >> extract >> validate(generation)
+            wait >> extract >> validate(generation=generation)
 
         @task(
             trigger_rule="all_done",

@@ -16,6 +16,7 @@ from airflow.sdk import (
     task_group,
 )
 
+from cdcgen.airflow import map_index
 from cdcgen.airflow import replication_steps as steps
 from cdcgen.airflow.assets import extracted_changes, replications
 from cdcgen.airflow.connections import DEFAULT_CONNECTIONS, ClusterConnections
@@ -91,6 +92,7 @@ def cdc_replication_dag(
         tags=list(tags),
         doc_md=DOC,
         default_args={"retries": 2, "retry_delay": timedelta(seconds=30)},
+        user_defined_macros=map_index.MACROS,
         params={
             "tables": Param(
                 "",
@@ -127,13 +129,14 @@ def cdc_replication_dag(
         def plan(params: Any = None, run_id: Any = None) -> Any:
             return steps.replication_plan(params, run_id, connections=connections)
 
-        @task_group(group_id="table")
+        @task_group(group_id="table", default_args=map_index.GROUP_DEFAULTS)
         def per_table(table: Any, spark_args: Any, env_vars: Any) -> Any:
             bootstrap = ReplicationBootstrapOperator(
                 task_id="bootstrap",
                 cdc_conn_id=connections.source,
                 sink_conn_id=connections.sink,
                 conn_id=connections.spark,
+                table=table,
                 application=REPLICATION_BOOTSTRAP.application,
                 application_args=spark_args,
                 result_arg="--output",  # a file per attempt
@@ -160,7 +163,7 @@ def cdc_replication_dag(
                     params, table, run_id, outlet_events, alias, connections=connections, ti=ti
                 )
 
-            bootstrap >> apply(table)
+            bootstrap >> apply(table=table)
 
         @task(
             trigger_rule="all_done",
