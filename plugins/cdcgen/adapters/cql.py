@@ -3,7 +3,8 @@
 One place decides the things every adapter must get right: the consistency level
 for metadata (QUORUM as soon as more than one node owns tokens, ONE otherwise,
 as ScyllaDB itself does), retries of idempotent statements, connection timeouts and
-clean shutdown.
+clean shutdown, and the protocol version: negotiated once per cluster and process, then
+given to every later connection (:func:`protocol_version_for`).
 
 Why reads retry here and not only in the driver: a node that has just crashed is still
 up in its peers' gossip for several seconds, so a coordinator may send it its share of
@@ -16,6 +17,7 @@ succeeds. Once retries are spent, an ``Unavailable`` answer becomes
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -138,6 +140,40 @@ class CqlClient:
         self.cluster.shutdown()
 
 
+#: The protocol version each cluster negotiated in this process, by contact points and
+#: port (see :func:`protocol_version_for`).
+_NEGOTIATED: dict[tuple[frozenset[str], int], int] = {}
+_NEGOTIATED_LOCK = threading.Lock()
+
+
+def protocol_version_for(
+    contact_points: Sequence[str], port: int, configured: int | None = None
+) -> int | None:
+    """The protocol version to start a new ``Cluster`` at: the configured one, else the
+    one a cluster of the same contact points negotiated earlier in this process, else
+    None (the driver negotiates).
+
+    Unset, the driver offers its newest version and steps down, with a warning, each
+    time a node refuses it (ScyllaDB and Cassandra 5 answer v6 that way): every task,
+    job and trigger would say so again, for every cluster it opens. Negotiated once, the
+    version is remembered (:func:`remember_protocol_version`) and later clusters start
+    at it, explicitly, so they neither step down nor warn.
+    """
+    if configured is not None:
+        return configured
+    with _NEGOTIATED_LOCK:
+        return _NEGOTIATED.get((frozenset(contact_points), port))
+
+
+def remember_protocol_version(cluster: Cluster) -> None:
+    """Record the version a connected ``cluster`` settled on, for the next ones."""
+    version = getattr(cluster, "protocol_version", None)
+    if not isinstance(version, int):
+        return
+    with _NEGOTIATED_LOCK:
+        _NEGOTIATED[(frozenset(map(str, cluster.contact_points)), int(cluster.port))] = version
+
+
 #: Seconds to open a connection, and for the control connection's first reads on it
 #: (``system.local``, ``system.peers``, the schema). The driver gives those reads 2 s of
 #: their own, which a busy node with a large schema overruns: the connect then fails
@@ -163,7 +199,9 @@ def connect(
         connect_timeout=connect_timeout,
         control_connection_timeout=connect_timeout,
         load_balancing_policy=RoundRobinPolicy(),
-        **(access or ClusterAccess()).driver_options(protocol_version),
+        **(access or ClusterAccess()).driver_options(
+            protocol_version_for(contact_points, port, protocol_version)
+        ),
     )
     return CqlClient(cluster, open_session(cluster))
 
@@ -171,12 +209,13 @@ def connect(
 def open_session(cluster: Cluster) -> Session:
     """``cluster.connect()``, failures sorted: refused access is terminal, the rest transient.
 
-    The cluster is shut down on failure, so no driver thread outlives the attempt.
+    The cluster is shut down on failure, so no driver thread outlives the attempt. The
+    protocol version it settled on is remembered for the process's next clusters.
     """
     from cassandra.cluster import NoHostAvailable
 
     try:
-        return cluster.connect()
+        session = cluster.connect()
     except NoHostAvailable as exc:
         cluster.shutdown()
         refused = refusals(exc)
@@ -184,6 +223,8 @@ def open_session(cluster: Cluster) -> Session:
             raise AccessRefused("; ".join(refused)) from None
         points = ", ".join(str(point) for point in cluster.contact_points)
         raise ConnectionFailed(f"no CQL node answered at {points}:{cluster.port}: {exc}") from exc
+    remember_protocol_version(cluster)
+    return session
 
 
 def open_client(config: PipelineConfig) -> CqlClient:

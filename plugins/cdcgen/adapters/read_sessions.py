@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from cdcgen.adapters.cluster_access import ClusterAccess
-from cdcgen.adapters.cql import CONNECT_TIMEOUT, CqlClient, open_session
+from cdcgen.adapters.cql import CONNECT_TIMEOUT, CqlClient, open_session, protocol_version_for
 from cdcgen.adapters.stream_routing import stream_routing_policy
 from cdcgen.core.cdc_log import LogPartitioner
 
@@ -62,7 +62,9 @@ def open_read_session(key: SessionKey) -> tuple[Cluster, Session]:
         execution_profiles={EXEC_PROFILE_DEFAULT: profile},
         connect_timeout=CONNECT_TIMEOUT,
         control_connection_timeout=CONNECT_TIMEOUT,
-        **key.access.driver_options(key.protocol_version),
+        **key.access.driver_options(
+            protocol_version_for(key.contact_points, key.port, key.protocol_version)
+        ),
     )
     return cluster, open_session(cluster)
 
