@@ -24,7 +24,6 @@ created (2 x ring delay + leeway, then + leeway for every clock).
 from __future__ import annotations
 
 import re
-import sqlite3
 import threading
 import time
 from collections.abc import Callable
@@ -34,6 +33,7 @@ from typing import Any
 
 import pytest
 from dag_scenarios import CLUSTER_ENV, Scenario, assert_ok, assert_ran_on, on_cluster
+from map_indexes import rendered_map_indexes
 
 from cdcgen.adapters.readback import Comparison
 from cdcgen.airflow.connections import DEFAULT_SPARK_MASTER
@@ -193,7 +193,7 @@ def test_corrupted_generation_is_not_published(scenario: Callable[..., Scenario]
         and f"with the Param generation_id={bad_ts} to extract" in run.output
     ), run.tail(80)
     # The grid names each mapped task by its generation, not by its index.
-    assert rendered_map_indexes(scn) == {
+    assert rendered_map_indexes(scn.home, "cdc_generations") == {
         task: {good_ts, bad_ts}
         for task in ("generation.wait", "generation.extract", "generation.validate")
     }
@@ -218,20 +218,6 @@ def test_corrupted_generation_is_not_published(scenario: Callable[..., Scenario]
     site = list((scn.config.report_dir / "generations").glob(f"*{slug(bad.generation.id)}.html"))
     assert site, "no report page for the rejected generation"
     assert "stream IDs unique" in site[0].read_text()
-
-
-def rendered_map_indexes(scn: Scenario) -> dict[str, set[str]]:
-    """What the grid shows for each mapped task of the scenario's generations runs: the
-    map index Airflow rendered from the task's ``map_index_template``."""
-    with sqlite3.connect(scn.home / "airflow.db") as db:
-        rows = db.execute(
-            "SELECT task_id, rendered_map_index FROM task_instance "
-            "WHERE dag_id = 'cdc_generations' AND map_index >= 0"
-        ).fetchall()
-    shown: dict[str, set[str]] = {}
-    for task_id, label in rows:
-        shown.setdefault(task_id, set()).add(label)
-    return shown
 
 
 def test_extract_and_validation_on_the_spark_connect_server(

@@ -29,6 +29,7 @@ from typing import Any
 
 import pytest
 from dag_scenarios import CLUSTER_ENV, Scenario, assert_ok, assert_ran_on, on_cluster
+from map_indexes import rendered_map_indexes
 
 from cdcgen.core.cdc_log import TableRef
 from cdcgen.core.generation import SourceMode
@@ -157,3 +158,6 @@ def test_a_new_sink_is_bootstrapped_by_a_spark_job_on_a_standalone_cluster(
     assert_ok(second)
     assert "needs no bootstrap" in second.output  # skipped: the sink is bootstrapped
     assert_ran_on(spark_standalone, again, apps=0)
+    # The grid names each table's tasks by the table, the skipped bootstrap too.
+    shown = rendered_map_indexes(setup.scenario.home, "cdc_replication")
+    assert shown == {"table.bootstrap": {SOURCE.qualified}, "table.apply": {SOURCE.qualified}}
