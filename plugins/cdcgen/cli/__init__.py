@@ -41,6 +41,7 @@ GROUPS: tuple[str, ...] = (
     "cdcgen.cli.generation",
     "cdcgen.cli.generations",
     "cdcgen.cli.lake",
+    "cdcgen.cli.changes",
     "cdcgen.cli.replication",
 )
 
@@ -140,7 +141,7 @@ def add_json_flag(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--json",
         action="store_true",
-        help="print one JSON object per line (for scripts) instead of a table",
+        help="print one JSON object per line, for scripts",
     )
 
 

@@ -17,8 +17,14 @@ in ``<sink keyspace>.cdc_replication_rejects``), 2 on a flag or setting it canno
 3 when the sink cannot take the table as things are (the message says why), 4 when the
 copy or the apply stopped part-way (transient: run it again to resume).
 
-``status`` prints, per replicated table, what the sink's state tables say: the sink's
-consistency point, its lag, the last run and its outcome. It reads, never writes.
+``status`` prints, per replicated table, what the state tables on the sink say (in the
+sink table's keyspace, on the sink cluster: the ``CDCGEN_SINK_*`` settings): the
+consistency point (every change up to it is in the sink), the lag (now minus that
+point), the last run and its outcome: ``applied``, ``rejected changes`` (the run left
+changes in ``cdc_replication_rejects``) or ``copy unfinished`` (a bootstrap's copy
+stopped part-way: run the bootstrap again to resume it). It reads and never writes: a
+keyspace or table that is not there is an error naming it (exit 3). A table by line, or
+with ``--json`` one JSON object per sink table.
 """
 
 from __future__ import annotations
@@ -26,11 +32,14 @@ from __future__ import annotations
 import argparse
 import sys
 import uuid
-from typing import TypeAlias
+from typing import TYPE_CHECKING, TypeAlias
 
-from cdcgen.cli import CliError, decimal, plain_text
+from cdcgen.cli import CliError, add_json_flag, decimal, plain_text, print_model, print_table
 from cdcgen.cli.generation_ops import print_json_line
 from cdcgen.core.errors import ExitCode
+
+if TYPE_CHECKING:
+    from cdcgen.core.pipeline_status import ReplicationStatus
 
 SubParsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 
@@ -70,6 +79,19 @@ def register(subparsers: SubParsers) -> None:
             "truncate); write nothing",
         )  # fmt: skip
         command.set_defaults(func=run_command, replication_command=name)
+    status = commands.add_parser(
+        "status",
+        help="per sink table: consistency point, lag, last run and its outcome (read-only)",
+        description=plain_text(__doc__, 2),
+    )
+    status.add_argument(
+        "--sink-keyspace",
+        metavar="KEYSPACE",
+        help="the keyspace whose sink tables to show (default: every keyspace of the sink "
+        "cluster that holds replication state)",
+    )
+    add_json_flag(status)
+    status.set_defaults(func=status_command)
 
 
 def run_command(args: argparse.Namespace) -> int:
@@ -123,3 +145,63 @@ def run_command(args: argparse.Namespace) -> int:
         return ExitCode.TRANSIENT
     print_json_line(record.to_json())
     return ExitCode.FINDINGS if record.rejected_count else ExitCode.OK
+
+
+def status_command(args: argparse.Namespace) -> int:
+    from datetime import UTC, datetime
+
+    from cassandra import DriverException
+
+    from cdcgen.adapters.cql import client_for
+    from cdcgen.cli.changes import lag, moment
+    from cdcgen.config import ConfigError, PipelineConfig
+    from cdcgen.core.errors import CdcgenError
+    from cdcgen.core.pipeline_status import StateMissing
+    from cdcgen.pipeline.status import read_replication_status, sink_keyspaces
+    from cdcgen.replication.run import SINK_PREFIX, sink_environment
+
+    try:
+        sink_config = PipelineConfig.from_env(
+            sink_environment(
+                {**PipelineConfig.read_env(), **PipelineConfig.read_env_under(SINK_PREFIX)}
+            )
+        )
+    except (ConfigError, ValueError) as exc:
+        raise CliError(str(exc)) from exc
+    now = datetime.now(UTC)
+    try:
+        with client_for(sink_config) as sink:
+            keyspaces = [args.sink_keyspace] if args.sink_keyspace else sink_keyspaces(sink)
+            if not keyspaces:
+                hosts = ",".join(sink_config.contact_points)
+                raise StateMissing(
+                    f"no keyspace of the sink cluster ({hosts}) holds cdc_replication_progress: "
+                    "no replication has run into it (the sink is CDCGEN_SINK_CONTACT_POINTS, "
+                    "else the source cluster)"
+                )
+            found = [s for ks in keyspaces for s in read_replication_status(sink, ks, now)]
+    except (CdcgenError, DriverException) as exc:  # named, with its kind's exit status
+        raise CliError(str(exc)) from exc
+    if args.json:
+        for status in found:
+            print_model(status)
+        return 0
+    header = ("SOURCE", "SINK", "CONSISTENT UNTIL", "LAG", "LAST RUN", "AT", "OUTCOME")
+    print_table(
+        header,
+        (
+            (s.source_table, s.sink_table, moment(s.consistent_until), lag(s.lag_seconds),
+             s.last_run or "-", moment(s.last_run_at), outcome_text(s))
+            for s in found
+        ),
+    )  # fmt: skip
+    return 0
+
+
+def outcome_text(status: ReplicationStatus) -> str:
+    """The outcome with its count: how many changes, how many ranges copied."""
+    if status.rejected_in_last_run:
+        return f"{status.outcome.value} ({status.rejected_in_last_run})"
+    if status.copied_ranges is not None:
+        return f"{status.outcome.value} ({status.copied_ranges} ranges copied)"
+    return status.outcome.value
