@@ -196,6 +196,16 @@ class LakeLocation:
             staging.unlink()
         return True
 
+    def remove(self) -> None:
+        """Delete the object (a file); one that is not there is no error."""
+        if self.is_local:
+            self.path.unlink(missing_ok=True)
+            return
+        store, key = self._store()
+        import obstore
+
+        obstore.delete(store, key)
+
     def exists(self) -> bool:
         """Whether an object or a folder is there."""
         if self.is_local:

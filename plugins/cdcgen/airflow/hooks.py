@@ -115,15 +115,23 @@ class CdcSourceHook(BaseHook):
             raise ConfigError(str(exc)) from None
 
     def test_connection(self) -> tuple[bool, str]:
-        """The connection form's Test button: the settings it gives are valid and a node
-        answers with them (credentials and TLS included); the message says which cluster
-        and version answered, or why none did."""
+        """The connection form's Test button: the checks of `cdcgen check` that concern
+        the cluster (:func:`cdcgen.pipeline.preflight.check_source`): the settings it
+        gives are valid, a node answers with them (credentials and TLS included), the
+        source mode's generation metadata and the CDC log tables can be read, the target
+        and state keyspaces written. The message is the first failure, named, or what
+        every check found, starting with the cluster and version that answered."""
+        from cdcgen.pipeline.preflight import check_source, named_error
+
         try:
-            with self.get_client() as client:
-                row = client.execute("SELECT cluster_name, release_version FROM system.local").one()
+            config = self.get_config()
         except Exception as exc:  # the button shows any failure, named, and nothing else
-            return False, f"{type(exc).__name__}: {exc}"
-        return True, f"connected to cluster {row.cluster_name!r} (release {row.release_version})"
+            return False, named_error(exc)
+        results = check_source(config)
+        failure = next((result for result in results if not result.ok), None)
+        if failure is not None:
+            return False, failure.detail if failure.check == "connection" else failure.line()
+        return True, "; ".join(result.detail for result in results)
 
     @contextmanager
     def get_client(self, config: PipelineConfig | None = None) -> Iterator[CqlClient]:

@@ -43,6 +43,7 @@ GROUPS: tuple[str, ...] = (
     "cdcgen.cli.lake",
     "cdcgen.cli.changes",
     "cdcgen.cli.replication",
+    "cdcgen.cli.check",
 )
 
 

@@ -37,7 +37,7 @@ PARSERS = dict(every_parser())
 
 
 def test_the_walk_reaches_every_group_and_sub_command() -> None:
-    for command in ("cdcgen lake migrate", "cdcgen changes status", "cdcgen replication status"):
+    for command in ("cdcgen lake migrate", "cdcgen changes status", "cdcgen check"):
         assert command in PARSERS
     assert len(PARSERS) > 20
 
