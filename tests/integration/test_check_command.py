@@ -206,3 +206,19 @@ def test_the_connections_test_button_runs_the_clusters_checks(
     monkeypatch.setenv("AIRFLOW_CONN_CDCGEN_CHECKED", json.dumps(closed))
     ok, message = CdcSourceHook("cdcgen_checked").test_connection()
     assert not ok and message.startswith("ConnectionFailed: "), message
+
+
+def test_generations_list_prints_one_json_object_per_generation_with_or_without_json(
+    world: World, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for variable, value in world.env.items():
+        monkeypatch.setenv(variable, value)
+    assert main(["generations", "list"]) == ExitCode.OK
+    plain = capsys.readouterr().out
+    assert main(["generations", "list", "--json"]) == ExitCode.OK
+    assert capsys.readouterr().out == plain
+    (line,) = [json.loads(text) for text in plain.splitlines()]
+    assert sorted(line) == ["id", "kind", "published", "timestamp", "timestamp_ms"]
+    assert (line["kind"], line["published"]) == ("source", False)
+    assert main(["generations", "list", "--source-only"]) == ExitCode.OK
+    assert "published" not in json.loads(capsys.readouterr().out)

@@ -19,7 +19,9 @@ import sys
 from collections.abc import Callable
 from typing import TypeAlias
 
-from cdcgen.cli import CliError, decimal, read_json_file
+from pydantic import BaseModel
+
+from cdcgen.cli import CliError, add_json_flag, decimal, print_model, read_json_file
 from cdcgen.core.generation_arrays import build_generation_arrays
 from cdcgen.core.tokens import InvalidToken, parse_token
 from cdcgen.core.topology import InvalidDescription, InvalidTopology, TopologyDescription
@@ -77,7 +79,15 @@ def add_lookup(commands: SubParsers) -> None:
     )
     parser.add_argument("--description", required=True, metavar="FILE", help="description JSON")
     parser.add_argument("tokens", nargs="+", metavar="TOKEN", help="signed 64-bit token")
+    add_json_flag(parser)
     parser.set_defaults(func=lookup_command)
+
+
+class TokenStream(BaseModel):
+    """The stream a partition token's writes go to (a line of ``lookup --json``)."""
+
+    token: int
+    stream_id: str
 
 
 def lookup_command(args: argparse.Namespace) -> int:
@@ -87,7 +97,11 @@ def lookup_command(args: argparse.Namespace) -> int:
         raise CliError(str(exc)) from None
     description = load_description(args.description)
     for token in tokens:
-        print(description.get_stream(token).hex)
+        stream = description.get_stream(token).hex
+        if args.json:
+            print_model(TokenStream(token=token, stream_id=stream))
+        else:
+            print(stream)
     return 0
 
 

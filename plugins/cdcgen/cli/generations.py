@@ -6,15 +6,18 @@ One JSON object per line, oldest first, so the output pipes into ``jq`` or a tes
     {"kind": "published", "timestamp": "...", "timestamp_ms": ..., "expired": null}
 
 A source generation with ``"published": false`` is one the pipeline still has to publish.
+The output is JSON whether or not ``--json`` is given (scripts may say it).
 """
 
 from __future__ import annotations
 
 import argparse
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
-from cdcgen.cli import CliError, decimal
+from pydantic import BaseModel
+
+from cdcgen.cli import CliError, add_json_flag, decimal
 from cdcgen.cli.generation_ops import connection_config, print_json_line
 from cdcgen.core.time import iso_millis, to_millis
 
@@ -51,7 +54,30 @@ def add_list(commands: SubParsers) -> None:
     parser.add_argument("--keyspace", help="target keyspace (default: $CDCGEN_TARGET_KEYSPACE)")
     parser.add_argument("--contact-points", nargs="+", metavar="HOST", help="CQL nodes")
     parser.add_argument("--port", type=decimal, help="CQL port")
+    add_json_flag(parser)
     parser.set_defaults(func=list_command)
+
+
+class SourceGeneration(BaseModel):
+    """A generation the source has committed (``table``: a tablets stream set's table;
+    ``published``: absent with ``--source-only``)."""
+
+    kind: Literal["source"] = "source"
+    timestamp: str
+    timestamp_ms: int
+    id: str
+    table: str | None = None
+    published: bool | None = None
+
+
+class PublishedGeneration(BaseModel):
+    """A generation the target publishes, and when it expired (None: current)."""
+
+    kind: Literal["published"] = "published"
+    timestamp: str
+    timestamp_ms: int
+    expired: str | None
+    keyspace: str
 
 
 def list_command(args: argparse.Namespace) -> int:
@@ -74,21 +100,17 @@ def list_command(args: argparse.Namespace) -> int:
             f"{config.source_keyspace_prefix!r}, target {config.target_keyspace}): {exc}"
         ) from exc
     for generation in source:
-        line = {"kind": "source", **_when(generation.timestamp), "id": generation.id}
-        if generation.table:
-            line["table"] = generation.table
-        if not args.source_only:
-            line["published"] = generation.timestamp in published
-        print_json_line(line)
-    for moment, expired in sorted(published.items()):
-        print_json_line(
-            {
-                "kind": "published",
-                **_when(moment),
-                "expired": expired.isoformat(timespec="milliseconds") if expired else None,
-                "keyspace": config.target_keyspace,
-            }
+        line = SourceGeneration(
+            **_when(generation.timestamp),
+            id=generation.id,
+            table=generation.table or None,
+            published=None if args.source_only else generation.timestamp in published,
         )
+        print_json_line(line.model_dump(exclude_none=True))  # keys sorted, as always
+    for moment, expired in sorted(published.items()):
+        stamp = expired.isoformat(timespec="milliseconds") if expired else None
+        done = PublishedGeneration(**_when(moment), expired=stamp, keyspace=config.target_keyspace)
+        print_json_line(done.model_dump())
     return 0
 
 

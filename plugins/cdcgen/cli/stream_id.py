@@ -8,10 +8,10 @@ what an operator needs to tell which node and vnode a CDC log partition belongs 
 from __future__ import annotations
 
 import argparse
-import json
-from typing import Any
 
-from cdcgen.cli import CliError, decimal
+from pydantic import BaseModel
+
+from cdcgen.cli import CliError, add_json_flag, decimal, print_model
 from cdcgen.core.stream_id import InvalidStreamId, StreamId
 from cdcgen.core.tokens import DEFAULT_IGNORE_MSB, InvalidSharding, check_sharding, shard_of
 
@@ -26,7 +26,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     decode = commands.add_parser(
         "decode",
         help="print token, index, version, random bits (and shard) of stream IDs",
-        description="Print one JSON object per stream ID.",
+        description="Print one JSON object per stream ID (whether or not --json is given).",
     )
     decode.add_argument("stream_ids", nargs="+", metavar="HEX", help="32 hex digits, 0x optional")
     decode.add_argument(
@@ -41,19 +41,31 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         default=DEFAULT_IGNORE_MSB,
         help=f"sharding ignore_msb bits of the node (default {DEFAULT_IGNORE_MSB})",
     )
+    add_json_flag(decode)
     decode.set_defaults(func=decode_command)
 
 
-def describe(stream: StreamId, shards: int | None, ignore_msb: int) -> dict[str, Any]:
+class DecodedStreamId(BaseModel):
+    """What ``decode`` prints for one stream ID (``shard``: with ``--shards`` only)."""
+
+    stream_id: str
+    token: int
+    index: int
+    version: int
+    random: int
+    shard: int | None
+
+
+def describe(stream: StreamId, shards: int | None, ignore_msb: int) -> DecodedStreamId:
     """The fields ``decode`` prints for one stream ID."""
-    return {
-        "stream_id": stream.hex,
-        "token": stream.token,
-        "index": stream.index,
-        "version": stream.version,
-        "random": stream.random,
-        "shard": None if shards is None else shard_of(stream.token, shards, ignore_msb),
-    }
+    return DecodedStreamId(
+        stream_id=stream.hex,
+        token=stream.token,
+        index=stream.index,
+        version=stream.version,
+        random=stream.random,
+        shard=None if shards is None else shard_of(stream.token, shards, ignore_msb),
+    )
 
 
 def decode_command(args: argparse.Namespace) -> int:
@@ -70,5 +82,5 @@ def decode_command(args: argparse.Namespace) -> int:
         except InvalidStreamId as exc:
             raise CliError(f"invalid stream id {text!r}: {exc}") from exc
     for stream in streams:
-        print(json.dumps(describe(stream, args.shards, args.ignore_msb)))
+        print_model(describe(stream, args.shards, args.ignore_msb))
     return 0

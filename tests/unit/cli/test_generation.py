@@ -114,6 +114,19 @@ def test_lookup_prints_streams(capsys: pytest.CaptureFixture[str], description_f
     assert out.splitlines()[2] == description.entries[1].streams[1].hex
 
 
+def test_lookup_json_pairs_each_token_with_its_stream(
+    capsys: pytest.CaptureFixture[str], description_file: Path
+) -> None:
+    argv = ["generation", "lookup", "--description", str(description_file), "--json"]
+    status, out, _ = run(capsys, *argv, "-50", "100")
+    description = description_from_json(json.loads(description_file.read_text()))
+    assert status == 0
+    assert [json.loads(line) for line in out.splitlines()] == [
+        {"token": -50, "stream_id": description.get_stream(-50).hex},
+        {"token": 100, "stream_id": description.get_stream(100).hex},
+    ]
+
+
 @pytest.mark.parametrize(
     ("token", "message"),
     [
