@@ -1,4 +1,5 @@
-"""How to get into a cluster: credentials and TLS, one group of settings.
+"""How to get into a cluster: credentials, TLS and the local datacenter, one group of
+settings.
 
 Nested in :class:`cdcgen.config.PipelineConfig` as ``access`` and read from the same
 flat ``CDCGEN_*`` variables, so the credentials' variable names are written here only:
@@ -42,6 +43,13 @@ class AccessSettings(EnvSettings):
         "CDCGEN_TLS_VERIFY_HOSTNAME", True, connection="extra.tls_verify_hostname"
     )
     """Whether a node's certificate must name the host it was reached at."""
+    local_datacenter: str | None = env(
+        "CDCGEN_LOCAL_DATACENTER", None, min_length=1, connection="extra.local_datacenter"
+    )
+    """The datacenter the pipeline runs beside, on a cluster of several: requests go to
+    its nodes first (token-aware), and the pipeline's own state is read and written at
+    LOCAL_QUORUM there; the description tables and the generations' metadata stay at
+    QUORUM (docs/connecting.md). Unset: every node alike, QUORUM throughout."""
 
     NOT_EXPORTED: ClassVar[frozenset[str]] = frozenset({"username", "password", "password_file"})
     #: Field names of the credentials (what a connection's login and password replace).

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import ssl
+import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +24,8 @@ from pydantic import SecretStr
 from cdcgen.config import ConfigError
 
 if TYPE_CHECKING:
+    from cassandra.policies import LoadBalancingPolicy
+
     from cdcgen.config import PipelineConfig
 
 
@@ -36,13 +39,41 @@ class TlsMaterial:
     verify_hostname: bool = True
 
 
+#: Nodes of each remote datacenter a session keeps connections to: all of them. The
+#: clock checks ask every node of every datacenter for its clock (a generation starts
+#: everywhere), which the driver does only over a connection to that node.
+ALL_REMOTE_HOSTS = sys.maxsize
+
+
 @dataclass(frozen=True)
 class ClusterAccess:
-    """Credentials and TLS for one cluster; the empty value is an open cluster."""
+    """Credentials and TLS for one cluster, and the datacenter its requests go to first;
+    the empty value is an open cluster whose nodes are all alike."""
 
     username: str | None = None
     password: SecretStr | None = None
     tls: TlsMaterial | None = None
+    local_datacenter: str | None = None
+
+    def routing_policy(self) -> LoadBalancingPolicy:
+        """Where a session sends its requests: with a local datacenter, to its replicas of
+        the request's token, then its other nodes, then (failing those) the other
+        datacenters' nodes; without one, to every node in turn, as on a cluster of one
+        datacenter."""
+        from cassandra.policies import RoundRobinPolicy, TokenAwarePolicy
+
+        if self.local_datacenter is None:
+            return RoundRobinPolicy()
+        return TokenAwarePolicy(self.datacenter_policy())
+
+    def datacenter_policy(self) -> LoadBalancingPolicy:
+        """The local datacenter's nodes first (the driver's guess, the contact point's
+        datacenter, when none is set), every remote node still connected."""
+        from cassandra.policies import DCAwareRoundRobinPolicy
+
+        return DCAwareRoundRobinPolicy(
+            self.local_datacenter, used_hosts_per_remote_dc=ALL_REMOTE_HOSTS
+        )
 
     def driver_options(self, protocol_version: int | None = None) -> dict[str, Any]:
         """``Cluster(**options)``: the auth provider and SSL context when needed, and the
@@ -84,7 +115,7 @@ def access_for(config: PipelineConfig) -> ClusterAccess:
             ),
             verify_hostname=settings.tls_verify_hostname,
         )
-    return ClusterAccess(settings.username, password, tls)
+    return ClusterAccess(settings.username, password, tls, settings.local_datacenter)
 
 
 def ssl_context(tls: TlsMaterial) -> ssl.SSLContext:

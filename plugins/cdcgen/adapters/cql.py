@@ -46,22 +46,42 @@ RETRIES = 5
 RETRY_BACKOFF_SECONDS = 0.5
 
 
+def state_consistency_level(node_count: int, local_datacenter: str | None) -> int:
+    """The consistency of the pipeline's own state (checkpoints, watermarks, a sink's
+    progress and rows): LOCAL_QUORUM in the local datacenter when one is set, else what
+    the metadata gets (QUORUM on more than one node, ONE on a single node).
+
+    Only the pipeline reads its state, always from the local datacenter, so a local
+    quorum written is a local quorum read; the description tables and the generations'
+    metadata, which ScyllaDB and its consumers read at QUORUM from any datacenter, keep
+    :attr:`CqlClient.metadata_consistency`."""
+    from cassandra import ConsistencyLevel
+
+    if node_count <= 1:
+        return int(ConsistencyLevel.ONE)
+    if local_datacenter is not None:
+        return int(ConsistencyLevel.LOCAL_QUORUM)
+    return int(ConsistencyLevel.QUORUM)
+
+
 @dataclass
 class CqlClient:
-    """A connected driver session plus the consistency to use for metadata."""
+    """A connected driver session plus the consistency to use for metadata and for the
+    pipeline's own state (``local_datacenter``: see :func:`state_consistency_level`)."""
 
     cluster: Cluster
     session: Session
     _prepared: dict[str, Any] = field(default_factory=dict, repr=False)
+    local_datacenter: str | None = None
 
     def prepared(self, cql: str) -> Any:
         """``cql`` prepared once per client, idempotent (the driver may retry it on another
-        node), at the metadata consistency level: what every state and replication
+        node), at the state consistency level: what every state and replication
         statement is (their writes are idempotent by construction)."""
         statement = self._prepared.get(cql)
         if statement is None:
             statement = self.session.prepare(cql)
-            statement.consistency_level = self.metadata_consistency
+            statement.consistency_level = self.state_consistency
             statement.is_idempotent = True
             self._prepared[cql] = statement
         return statement
@@ -76,6 +96,10 @@ class CqlClient:
 
         level: int = ConsistencyLevel.QUORUM if self.node_count > 1 else ConsistencyLevel.ONE
         return level
+
+    @property
+    def state_consistency(self) -> int:
+        return state_consistency_level(self.node_count, self.local_datacenter)
 
     def execute(self, query: Any, params: Sequence[Any] | None = None, **kwargs: Any) -> Any:
         """Runs a metadata statement at the metadata consistency level; a read (or any
@@ -189,21 +213,20 @@ def connect(
     protocol_version: int | None = None,
     access: ClusterAccess | None = None,
 ) -> CqlClient:
-    """A client for the cluster (see :meth:`ClusterAccess.driver_options`)."""
+    """A client for the cluster (see :meth:`ClusterAccess.driver_options` and
+    :meth:`ClusterAccess.routing_policy`)."""
     from cassandra.cluster import Cluster
-    from cassandra.policies import RoundRobinPolicy
 
+    access = access or ClusterAccess()
     cluster = Cluster(
         list(contact_points),
         port=port,
         connect_timeout=connect_timeout,
         control_connection_timeout=connect_timeout,
-        load_balancing_policy=RoundRobinPolicy(),
-        **(access or ClusterAccess()).driver_options(
-            protocol_version_for(contact_points, port, protocol_version)
-        ),
+        load_balancing_policy=access.routing_policy(),
+        **access.driver_options(protocol_version_for(contact_points, port, protocol_version)),
     )
-    return CqlClient(cluster, open_session(cluster))
+    return CqlClient(cluster, open_session(cluster), local_datacenter=access.local_datacenter)
 
 
 def open_session(cluster: Cluster) -> Session:

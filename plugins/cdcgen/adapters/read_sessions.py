@@ -51,7 +51,10 @@ def open_read_session(key: SessionKey) -> tuple[Cluster, Session]:
     from cassandra.query import tuple_factory
 
     profile = ExecutionProfile(
-        load_balancing_policy=stream_routing_policy(key.partitioner),
+        load_balancing_policy=stream_routing_policy(
+            key.partitioner,
+            key.access.datacenter_policy() if key.access.local_datacenter else None,
+        ),
         retry_policy=FallthroughRetryPolicy(),
         request_timeout=key.request_timeout,
         row_factory=tuple_factory,
@@ -98,7 +101,9 @@ def shared_client(key: SessionKey) -> CqlClient:
     with _SHARED_LOCK:
         client = _CLIENTS.get(key)
         if client is None or client.session is not session:
-            client = _CLIENTS[key] = CqlClient(session.cluster, session)
+            client = _CLIENTS[key] = CqlClient(
+                session.cluster, session, local_datacenter=key.access.local_datacenter
+            )
         return client
 
 

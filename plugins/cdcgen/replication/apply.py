@@ -215,7 +215,7 @@ class SinkApplier:
         self.peer = peer
         self.on_applied = on_applied
         self.elsewhere = elsewhere
-        self.consistency = client.metadata_consistency
+        self.consistency = client.state_consistency  # the sink's rows are the pipeline's
         self.rejected: list[dict[str, Any]] = []
         self.rejected_count = 0
         self._one_node = False

@@ -148,7 +148,10 @@ class RangeWriter:
         self.snapshot_us = to_micros(job.snapshot_at)
         self.select = source.prepared(self.layout.select_cql(job.target.source))
         self.select.fetch_size = job.target.page_rows
-        self.consistency = sink.metadata_consistency  # read once: it lists the hosts
+        # The source table is the user's, written at whatever level: read it at QUORUM,
+        # as before a local datacenter was set; the sink's rows are the pipeline's own.
+        self.select.consistency_level = source.metadata_consistency
+        self.consistency = sink.state_consistency  # read once: it lists the hosts
         self.stats = ReadStats()
 
     def copy(self, item: RangeCopy) -> int:

@@ -209,3 +209,23 @@ def test_the_access_group_is_nested_for_readers_and_flat_everywhere_else() -> No
     assert SECRET not in str(refused.value)
     with pytest.raises(ConfigError, match="CDCGEN_TLS_VERIFY_HOSTNAME='maybe'"):
         config.with_overrides(CDCGEN_TLS_VERIFY_HOSTNAME="maybe")
+
+
+def test_a_local_datacenter_from_the_connection_or_the_environment_routes_there_first() -> None:
+    from cassandra.policies import DCAwareRoundRobinPolicy, RoundRobinPolicy, TokenAwarePolicy
+
+    from cdcgen.adapters.cluster_access import ALL_REMOTE_HOSTS
+
+    config = config_from_connection("10.0.0.1", 9042, {"local_datacenter": "dc-east"}, {})
+    access = access_for(config)
+    assert access.local_datacenter == "dc-east"
+    policy = access.routing_policy()
+    assert isinstance(policy, TokenAwarePolicy)
+    child = policy._child_policy
+    assert isinstance(child, DCAwareRoundRobinPolicy) and child.local_dc == "dc-east"
+    # The clock checks ask every node of every datacenter: each one stays connected.
+    assert child.used_hosts_per_remote_dc == ALL_REMOTE_HOSTS
+    from_env = PipelineConfig.from_env({"CDCGEN_LOCAL_DATACENTER": "dc-west"})
+    assert access_for(from_env).local_datacenter == "dc-west"
+    assert from_env.to_env()["CDCGEN_LOCAL_DATACENTER"] == "dc-west"  # a job gets it too
+    assert isinstance(ClusterAccess().routing_policy(), RoundRobinPolicy)  # unset: as before
