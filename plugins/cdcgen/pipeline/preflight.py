@@ -19,12 +19,13 @@ the command prints every line. What each probe asks:
   microsecond after the epoch) of a key no run uses: ``DELETE ... USING TIMESTAMP 1``.
   The cluster authorizes it as any write (``MODIFY``), and the tombstone shadows
   nothing, since every cell a run writes is stamped later, so no reader ever sees a
-  difference and doing it again changes nothing. ``LIST PERMISSIONS`` is not used: it
-  answers only under an authorizer that keeps grants (not ScyllaDB's or Cassandra's
-  allow-all one), only for logged-in roles, and tells nothing of a grant a role
-  inherits through another. A table not created yet is not probed: the first run
-  creates it, which needs ``CREATE``, a permission no write can test without creating
-  something;
+  difference and doing it again changes nothing. ``LIST PERMISSIONS`` is not used: the
+  allow-all authorizer refuses the statement, an anonymous session may not ask it, and
+  its grants (on all keyspaces, a keyspace, a table, through other roles) would still
+  have to be matched to tables here, while the write is authorized exactly as a run's
+  writes are, by whatever authorizer the cluster runs. A table not created yet is not
+  probed: the first run creates it, which needs ``CREATE``, a permission no write can
+  test without creating something;
 * Spark: the configured master (``CDCGEN_SPARK_MASTER``): a local one needs PySpark and
   a JVM that starts (``java -version``); a ``spark://`` or ``k8s://`` master, and the
   Spark Connect server (``CDCGEN_SPARK_REMOTE``), must answer on their port;
