@@ -531,7 +531,7 @@ SINK_PREFIX = "CDCGEN_SINK_"
 #: The sink's share of a configuration: how to reach it (credentials apart).
 SINK_ACCESS = (
     "contact_points", "port", "protocol_version", "tls", "tls_ca_file", "tls_cert_file",
-    "tls_key_file", "tls_verify_hostname",
+    "tls_key_file", "tls_verify_hostname", "local_datacenter",
 )  # fmt: skip
 
 

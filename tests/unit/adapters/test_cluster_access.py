@@ -163,9 +163,15 @@ def test_a_bootstrap_job_gets_the_sink_s_settings_planned_and_its_credentials_pr
     the job's sink is the sink, not the source (nor the source's credentials)."""
     from cdcgen.replication.run import sink_environment, sink_variables
 
-    source = PipelineConfig(contact_points=("10.0.0.1",), username="src", password="x" * 8)
+    source = PipelineConfig(
+        contact_points=("10.0.0.1",), username="src", password="x" * 8, local_datacenter="a"
+    )
     sink = PipelineConfig(
-        contact_points=("10.1.0.1", "10.1.0.2"), port=9142, username="sink", password=SECRET
+        contact_points=("10.1.0.1", "10.1.0.2"),
+        port=9142,
+        username="sink",
+        password=SECRET,
+        local_datacenter="sink-dc",
     )
     planned = sink_variables(sink)
     assert planned["CDCGEN_SINK_CONTACT_POINTS"] == "10.1.0.1,10.1.0.2"
@@ -179,7 +185,7 @@ def test_a_bootstrap_job_gets_the_sink_s_settings_planned_and_its_credentials_pr
         assert set(private) == {"CDCGEN_SINK_USERNAME", "CDCGEN_SINK_PASSWORD_FILE"}
         job_sink = PipelineConfig.from_env(sink_environment({**job_env, **planned, **private}))
         assert job_sink.contact_points == sink.contact_points and job_sink.port == 9142
-        assert access_for(job_sink) == access_for(sink)
+        assert access_for(job_sink) == access_for(sink)  # its datacenter, not the source's
     environ = {"CDCGEN_SINK_PASSWORD": SECRET, "PATH": "/usr/bin"}
     with without_inherited_secrets(environ):
         assert environ == {"PATH": "/usr/bin"}
