@@ -28,12 +28,15 @@ def open_cluster(
     """A driver ``Cluster`` for the sandbox (not yet connected).
 
     ``only_these_hosts`` pins every request to the given addresses - used to ask
-    one particular node, e.g. during readiness checks.
+    one particular node, e.g. during readiness checks. Otherwise every node is alike,
+    whatever its datacenter: the three-node cluster is two datacenters, and a
+    datacenter-aware policy would guess the contact point's and never connect to the
+    other's node, which readiness and the tests ask by name (``host=``).
     """
     from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile
     from cassandra.policies import (
         ConstantReconnectionPolicy,
-        DCAwareRoundRobinPolicy,
+        RoundRobinPolicy,
         TokenAwarePolicy,
         WhiteListRoundRobinPolicy,
     )
@@ -41,7 +44,7 @@ def open_cluster(
     policy = (
         WhiteListRoundRobinPolicy(list(contact_points))
         if only_these_hosts
-        else TokenAwarePolicy(DCAwareRoundRobinPolicy())
+        else TokenAwarePolicy(RoundRobinPolicy())
     )
     profile = ExecutionProfile(load_balancing_policy=policy, request_timeout=request_timeout)
     return Cluster(

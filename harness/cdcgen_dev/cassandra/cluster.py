@@ -31,6 +31,8 @@ from cdcgen_dev.cassandra.readiness import wait_for_cql, wait_for_peers_up
 from cdcgen_dev.cassandra.secure import SECURE, SecureSandbox
 from cdcgen_dev.cassandra.topology import (
     ALL_TOPOLOGIES,
+    DEFAULT_DATACENTER,
+    DEFAULT_RACK,
     TOPOLOGIES,
     NodeSpec,
     Topology,
@@ -54,6 +56,7 @@ class NodeStatus:
     address: str
     cql_port: int
     jmx_port: int
+    datacenter: str
     pid: int | None
     alive: bool
     cql_port_open: bool
@@ -90,6 +93,7 @@ def node_status(topo: Topology, node: NodeSpec) -> NodeStatus:
         address=node.address,
         cql_port=node.native_port,
         jmx_port=node.jmx_port,
+        datacenter=node.datacenter,
         pid=pid,
         alive=pid is not None,
         cql_port_open=pid is not None and port_open(node.address, node.native_port),
@@ -203,11 +207,29 @@ class Sandbox:
             return
         java = check_java()
         lib = ensure_jars()
+        self._wipe_if_moved()
         for node in nodes:
             check_ports_free(node)
         for node in nodes:
             write_node_config(node, self.topology)
             spawn(node, jvm_command(node, java, lib, heap=self.heap))
+
+    def _wipe_if_moved(self) -> None:
+        """Delete the topology's data if a node's was made in another datacenter or rack
+        than the topology now places it in (the three-node cluster's, from before it was
+        two datacenters): Cassandra would refuse to start that node. Sandbox data is
+        the tests' and the demo's own, made anew by them."""
+        moved = [n.name for n in self.topology.existing_nodes() if placement_moved(n)]
+        if not moved:
+            return
+        running = [n.name for n in self.topology.existing_nodes() if node_pid(n) is not None]
+        if running:
+            raise SandboxError(
+                f"the {self.topology.name!r} sandbox's {', '.join(moved)} hold data of "
+                f"another datacenter layout while {', '.join(running)} run; stop it with "
+                "`cdcgen sandbox down` and start it again (its data is then made anew)"
+            )
+        wipe_topology(self.topology)
 
     def _wait_ready(self, nodes: Sequence[NodeSpec], deadline: float) -> None:
         for node in nodes:
@@ -279,6 +301,21 @@ def status_report(state_dir: Path | None = None) -> dict[str, Any]:
         "leased_by": {name: lessees(state_dir, name) for name in ALL_TOPOLOGIES},
         "nodes": nodes,
     }
+
+
+def placement_moved(node: NodeSpec) -> bool:
+    """Whether ``node`` holds data made in another datacenter or rack than its own now.
+
+    Data without a placement file was made under SimpleSnitch (``datacenter1``,
+    ``rack1``); a node that never started holds none."""
+    if not node.data_dir.is_dir() or not any(node.data_dir.iterdir()):
+        return False
+    recorded = (
+        node.placement_file.read_text().strip()
+        if node.placement_file.is_file()
+        else f"{DEFAULT_DATACENTER} {DEFAULT_RACK}"
+    )
+    return recorded != node.placement
 
 
 def wipe_topology(topo: Topology) -> None:

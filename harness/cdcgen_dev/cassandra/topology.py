@@ -5,7 +5,8 @@ their data never mixes (a node's system keyspace remembers its cluster name and
 tokens):
 
 * ``single``  - one node on 127.0.0.1, for most integration tests and the demo;
-* ``cluster`` - nodes on 127.0.0.1, .2, .3, for replica and node-failure tests;
+* ``cluster`` - nodes on 127.0.0.1, .2, .3 in two datacenters (nodes 1 and 2 in ``dc1``,
+  node 3 in ``dc2``), for replica, node-failure and datacenter tests;
 * ``second``  - one node on 127.0.0.2, a cluster of its own beside ``single``, for
   tests that need two separate clusters (replication to a sink cluster).
 
@@ -15,6 +16,13 @@ always binds 127.0.0.1, so it is the one port that differs per node. Two
 topologies with a node on the same address can never run together
 (:func:`conflicting`): ``cluster`` excludes both others, while ``single`` and
 ``second`` run side by side.
+
+Where a node stands (its datacenter and rack) is what GossipingPropertyFileSnitch reads
+from the node's ``cassandra-rackdc.properties``. The cluster is two datacenters so that
+what depends on them (a local datacenter, LOCAL_QUORUM, NetworkTopologyStrategy) meets a
+real one; SimpleStrategy keyspaces ignore datacenters, so they still place three replicas
+on the three nodes. The one-node topologies stand in ``datacenter1``/``rack1``, the names
+SimpleSnitch gave every node before, so the data they kept from then still starts.
 """
 
 from __future__ import annotations
@@ -44,6 +52,13 @@ _JMX_PORTS = {SECOND: JMX_BASE_PORT - 1}
 # Seeds are the founding nodes; a node added later (join-node) is not a seed.
 _MAX_SEEDS = 3
 
+#: The datacenter and rack of a node no layout below places (SimpleSnitch's names).
+DEFAULT_DATACENTER = "datacenter1"
+DEFAULT_RACK = "rack1"
+#: Each founding node's datacenter, in index order: two datacenters of unequal size, as a
+#: cluster with a main site and a smaller remote one (a node added later joins the first).
+_DATACENTERS = {CLUSTER: ("dc1", "dc1", "dc2")}
+
 
 def default_state_dir() -> Path:
     """The sandbox state dir: $CDCGEN_SANDBOX_DIR, else <repo>/var/cassandra.
@@ -68,6 +83,8 @@ class NodeSpec:
     root: Path
     #: Set for a node whose index another topology's node shares (see ``Topology``).
     jmx_port_override: int | None = None
+    datacenter: str = DEFAULT_DATACENTER
+    rack: str = DEFAULT_RACK
 
     @property
     def name(self) -> str:
@@ -103,6 +120,21 @@ class NodeSpec:
     @property
     def logback_path(self) -> Path:
         return self.conf_dir / "logback.xml"
+
+    @property
+    def rackdc_path(self) -> Path:
+        """GossipingPropertyFileSnitch's file, found on the classpath (conf comes first)."""
+        return self.conf_dir / "cassandra-rackdc.properties"
+
+    @property
+    def placement_file(self) -> Path:
+        """The datacenter and rack the node's data was made in (``dc rack``): Cassandra
+        refuses to start a node whose snitch places it elsewhere than its data says."""
+        return self.root / "placement"
+
+    @property
+    def placement(self) -> str:
+        return f"{self.datacenter} {self.rack}"
 
     @property
     def triggers_dir(self) -> Path:
@@ -176,6 +208,8 @@ class Topology:
     first_index: int = 1
     #: A one-node topology's JMX port when its node's index-derived one is another's.
     jmx_port: int | None = None
+    #: Each founding node's datacenter in index order; empty: all in the default one.
+    datacenters: tuple[str, ...] = ()
 
     @property
     def cluster_name(self) -> str:
@@ -186,8 +220,19 @@ class Topology:
         if not 1 <= index <= 254:
             raise ValueError(f"node index out of range: {index}")
         return NodeSpec(
-            index=index, root=self.root / f"node{index}", jmx_port_override=self.jmx_port
+            index=index,
+            root=self.root / f"node{index}",
+            jmx_port_override=self.jmx_port,
+            datacenter=self.datacenter_of(index),
         )
+
+    def datacenter_of(self, index: int) -> str:
+        """Node ``index``'s datacenter: its founding place, else (a node added later, or a
+        topology of one datacenter) the first datacenter."""
+        if not self.datacenters:
+            return DEFAULT_DATACENTER
+        position = index - self.first_index
+        return self.datacenters[position if 0 <= position < len(self.datacenters) else 0]
 
     @property
     def nodes(self) -> tuple[NodeSpec, ...]:
@@ -222,6 +267,7 @@ def topology(name: str, state_dir: Path | None = None) -> Topology:
         size=_SIZES[name],
         first_index=_FIRST_INDEX.get(name, 1),
         jmx_port=_JMX_PORTS.get(name),
+        datacenters=_DATACENTERS.get(name, ()),
     )
 
 

@@ -78,8 +78,9 @@ def add_up(commands: SubParsers) -> None:
         description=(
             "Start Apache Cassandra from Maven Central jars and wait until CQL "
             "answers. --nodes 1 (default) runs one node on 127.0.0.1:9042; --nodes 3 runs "
-            "a cluster on 127.0.0.1, 127.0.0.2 and 127.0.0.3 (port 9042 each) for replica "
-            "and node-failure tests. Only one of the two can run at a time. --second runs "
+            "a cluster on 127.0.0.1, 127.0.0.2 and 127.0.0.3 (port 9042 each) for replica, "
+            "node-failure and datacenter tests: two datacenters, dc1 (nodes 1 and 2) and dc2 "
+            "(node 3). Only one of the two can run at a time. --second runs "
             "another, independent one-node cluster on 127.0.0.2:9042 beside the single node "
             "(not beside the 3-node cluster, which uses that address). The first run "
             "downloads the jars with Maven (about a minute). Nodes keep running after this "
@@ -212,7 +213,8 @@ def add_status(commands: SubParsers) -> None:
             'version, whether the jars are fetched, which topology is "running" (null if '
             'none), which test sessions (pids) are using each topology ("leased_by") '
             'and, under "nodes", every node that has a directory: pid, alive, '
-            "cql_port_open, uptime_s, rss_mb and its log file. Exit status 0 either way."
+            "datacenter, cql_port_open, uptime_s, rss_mb and its log file. Exit status 0 "
+            "either way."
         ),
     )
     parser.set_defaults(func=status_command)

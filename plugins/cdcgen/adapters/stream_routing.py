@@ -156,12 +156,16 @@ def _policy_class() -> type[LoadBalancingPolicy]:
 def stream_routing_policy(
     partitioner: LogPartitioner, child: LoadBalancingPolicy | None = None
 ) -> LoadBalancingPolicy:
-    """A load-balancing policy for CDC log reads (child: DC-aware round robin)."""
-    from cassandra.policies import DCAwareRoundRobinPolicy
+    """A load-balancing policy for CDC log reads over ``child``: the local datacenter's
+    policy when one is set (:meth:`~cdcgen.adapters.cluster_access.ClusterAccess.
+    datacenter_policy`), else every node alike. Not a datacenter-aware default: it would
+    guess the contact point's datacenter and never connect to another's nodes, so a read
+    routed to a replica there would find no connection."""
+    from cassandra.policies import RoundRobinPolicy
 
     if partitioner is LogPartitioner.AUTO:
         raise RoutingError("resolve the log partitioner before building the policy")
-    return _policy_class()(child or DCAwareRoundRobinPolicy(), partitioner)
+    return _policy_class()(child or RoundRobinPolicy(), partitioner)
 
 
 def range_replicas(client: CqlClient, keyspace: str, at_least: int) -> list[tuple[TokenRange, str]]:
