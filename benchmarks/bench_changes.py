@@ -53,7 +53,7 @@ from cdcgen.changes.layout import PARTITION_COLUMNS, lake_buckets, table_root
 from cdcgen.changes.result import ExtractionResult
 from cdcgen.changes.run import ChangesRequest, extract_changes
 from cdcgen.changes.settings import ChangesSettings
-from cdcgen.config import REPO_ROOT, PipelineConfig
+from cdcgen.config import PipelineConfig
 from cdcgen.core.cdc_log import TableRef, timeuuid_from_micros
 from cdcgen.core.clocks import NodeClock
 from cdcgen.core.generation import SourceMode
@@ -67,6 +67,7 @@ from cdcgen.spark.session import JobKind, job_session
 from cdcgen_dev.emulator import SandboxCluster, create_cdc_table, orders_table
 from cdcgen_dev.emulator.partition import int_key_token
 from cdcgen_dev.emulator.schema_setup import drop_keyspaces
+from cdcgen_dev.paths import REPO_ROOT
 from cdcgen_dev.sandbox import sandbox_config
 
 PREFIX = "bench_changes_"

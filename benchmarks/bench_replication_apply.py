@@ -43,9 +43,9 @@ from pathlib import Path
 from typing import Any
 
 from cdcgen.adapters.cql import CqlClient, connect
-from cdcgen.config import REPO_ROOT
 from cdcgen.core.cdc_log import TableRef
 from cdcgen.core.replication_plan import ApplyPlan
+from cdcgen_dev.paths import REPO_ROOT
 
 KEYSPACE = "bench_replication"
 SOURCE = TableRef(KEYSPACE, "orders")

@@ -39,7 +39,7 @@ from typing import Any
 
 from cdcgen.adapters.checkpoints import CqlCheckpointStore
 from cdcgen.adapters.cql import CqlClient, connect
-from cdcgen.config import REPO_ROOT, PipelineConfig
+from cdcgen.config import PipelineConfig
 from cdcgen.core.cdc_log import TableRef
 from cdcgen.replication.run import (
     Mode,
@@ -50,6 +50,7 @@ from cdcgen.replication.run import (
 )
 from cdcgen.replication.settings import ReplicationSettings
 from cdcgen.spark.session import JobKind, job_session
+from cdcgen_dev.paths import REPO_ROOT
 
 PREFIX = "bench_rcopy_"
 SOURCE = TableRef(f"{PREFIX}ks", "source")

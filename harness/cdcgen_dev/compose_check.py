@@ -20,7 +20,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from cdcgen.config import REPO_ROOT
+from cdcgen_dev.paths import REPO_ROOT
 
 SOURCE = REPO_ROOT / "tools" / "compose-check"
 BINARY = REPO_ROOT / "var" / "tools" / "compose-check"

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import psutil
 
-from cdcgen.config import REPO_ROOT
+from cdcgen_dev.paths import REPO_ROOT
 
 #: A sandbox node's JVM names its node folder (``-Dcassandra.storagedir=...``).
 _NODE_DIR = re.compile(r"-Dcassandra\.storagedir=(\S+)")

@@ -19,9 +19,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from cdcgen_dev.paths import REPO_ROOT
 from cdcgen_dev.spark_cluster import LOOPBACK, die_with_parent, free_port
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 MOTO_SERVER = REPO_ROOT / ".venv-s3" / "bin" / "moto_server"
 
 #: moto accepts any credentials; these stand for a user's (never real ones).

@@ -37,7 +37,10 @@ from cdcgen.env_settings import env_text as env_text
 from cdcgen.extensions import clock_sources
 from cdcgen.schema import SourceSchema
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+#: Where the lake and the reports go when no setting names them: the user's data folder,
+#: never a path derived from where the package is installed (a wheel's site-packages).
+#: A deployment with more than one worker sets ``CDCGEN_LAKE_PATH`` to shared storage.
+DATA_HOME = Path.home() / ".local" / "share" / "cdcgen"
 #: Run records the report site keeps (``CDCGEN_REPORT_KEEP_RUNS``): about a month of a
 #: changes run every hour; the oldest beyond are removed as a task records its run.
 DEFAULT_REPORT_KEEP_RUNS = 1000
@@ -73,7 +76,7 @@ class PipelineConfig(EnvSettings):
     """The changes pipeline's checkpoints and watermark; unset, the target keyspace
     (which then may not be ``system_distributed``: no tables of ours go there)."""
     lake_path: Annotated[str, BeforeValidator(lake_uri)] = env(
-        "CDCGEN_LAKE_PATH", lake_uri(REPO_ROOT / "lake"), connection="extra.lake_path"
+        "CDCGEN_LAKE_PATH", lake_uri(DATA_HOME / "lake"), connection="extra.lake_path"
     )
     """The lake: a folder, or ``s3://bucket/prefix`` (reached with the ``AWS_*``
     settings or the ``cdcgen_lake`` connection). A second cluster's connection names its
@@ -82,7 +85,7 @@ class PipelineConfig(EnvSettings):
     """Further lakes a run's ``lake_path`` Param may name (comma-separated folders or
     s3:// prefixes), besides the configured lake and what lies under it."""
     report_dir: Path = env(
-        "CDCGEN_REPORT_DIR", REPO_ROOT / "reports", connection="extra.report_dir"
+        "CDCGEN_REPORT_DIR", DATA_HOME / "reports", connection="extra.report_dir"
     )
     """Where the report site, its run records, the jobs' result files and the runs'
     summaries are written. A second cluster's connection names its own."""

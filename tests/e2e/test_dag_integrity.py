@@ -19,11 +19,11 @@ from typing import Any
 import pytest
 
 from cdcgen.airflow.xcom import to_xcom
-from cdcgen.config import REPO_ROOT
 from cdcgen.core.clocks import NodeClock
 from cdcgen.core.generation import Generation
 from cdcgen.core.time import from_millis
 from cdcgen_dev.airflow_home import airflow_env
+from cdcgen_dev.paths import REPO_ROOT
 
 DAG_FILES = sorted((REPO_ROOT / "dags").glob("*.py"))
 PROBE = Path(__file__).with_name("dag_probe.py")

@@ -23,8 +23,9 @@ from typing import Any
 
 import pytest
 
-from cdcgen.config import REPO_ROOT, PipelineConfig
+from cdcgen.config import PipelineConfig
 from cdcgen.core.generation import SourceMode
+from cdcgen_dev.paths import REPO_ROOT
 
 pytestmark = [
     pytest.mark.e2e,

@@ -17,7 +17,7 @@ from pathlib import Path
 import grimp
 import pytest
 
-from cdcgen.config import REPO_ROOT
+from cdcgen_dev.paths import REPO_ROOT
 
 PRODUCT = REPO_ROOT / "plugins" / "cdcgen"
 

@@ -22,11 +22,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cdcgen.config import REPO_ROOT
 from cdcgen_dev.devstack.packages import pg_driver_problem
 from cdcgen_dev.devstack.postgres import Postgres, reachable_base
 from cdcgen_dev.devstack.processes import Managed, StackError, run
 from cdcgen_dev.devstack.rest import AirflowApi
+from cdcgen_dev.paths import REPO_ROOT
 
 COMPONENTS = ("api-server", "scheduler", "dag-processor", "triggerer")
 #: Health sections of /api/v2/monitor/health that must all be "healthy".
@@ -102,7 +102,6 @@ class AirflowStack:
                 "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": self.postgres.url,
                 "AIRFLOW__CORE__EXECUTOR": "cdcgen.airflow.executor.PreloadingLocalExecutor",
                 "AIRFLOW__CORE__DAGS_FOLDER": str(self.settings.dags_folder),
-                "AIRFLOW__CORE__PLUGINS_FOLDER": str(REPO_ROOT / "plugins"),
                 "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
                 "AIRFLOW__CORE__PARALLELISM": str(self.settings.parallelism),
                 "AIRFLOW__CORE__MAX_ACTIVE_TASKS_PER_DAG": str(self.settings.parallelism),

@@ -31,18 +31,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cdcgen.config import REPO_ROOT
 from cdcgen.core.errors import TerminalError
 from cdcgen.env_settings import EnvSettings, env
 
+#: The suites the package ships (package data; the repository's ``expectations/`` is a
+#: link to this folder, so the suites exist once).
+PACKAGED_SUITES = Path(__file__).resolve().parent / "expectations"
 REQUIREMENTS = frozenset({"topology", "shard_counts", "previous", "source_counts"})
 LAYOUTS = frozenset({"vnodes", "tablets"})
 
 
 class SuiteSettings(EnvSettings):
-    expectations_dir: Path = env("CDCGEN_EXPECTATIONS_DIR", REPO_ROOT / "expectations")
+    expectations_dir: Path = env("CDCGEN_EXPECTATIONS_DIR", PACKAGED_SUITES)
     """The folder of the Great Expectations suites (JSON) the checks run; unset, the
-    repository's ``expectations/``."""
+    suites installed with the package (``expectations/`` in the repository)."""
 
 
 EXPECTATIONS_DIR_ENV = SuiteSettings.env_names()["expectations_dir"]

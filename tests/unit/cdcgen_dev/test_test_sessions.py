@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from cdcgen.config import REPO_ROOT
+from cdcgen_dev.paths import REPO_ROOT
 from cdcgen_dev.test_sessions import SIDE_PATHS, main_command, run, side_command
 
 

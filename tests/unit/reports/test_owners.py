@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from cdcgen.config import REPO_ROOT
 from cdcgen.reports.owners import (
     CHANGES_DAG,
     EVERY_DAG,
@@ -16,6 +15,7 @@ from cdcgen.reports.owners import (
     owners,
 )
 from cdcgen.reports.web import file_owners
+from cdcgen_dev.paths import REPO_ROOT
 
 GEN, CHG, REP = frozenset({GENERATIONS_DAG}), frozenset({CHANGES_DAG}), frozenset({REPLICATION_DAG})
 
