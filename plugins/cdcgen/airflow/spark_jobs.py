@@ -1,7 +1,10 @@
 """The Spark jobs the DAGs submit: entry point, configuration and name of each kind.
 
 ``SparkSubmitOperator`` gets its application and ``conf`` from here at parse time (no I/O:
-paths and dictionaries only); the configuration is the job kind's one
+paths and dictionaries only). The application is the job module's own file, wherever the
+package is installed: each module in :mod:`cdcgen.jobs` runs as a script
+(``spark-submit <its file>``, or ``python -m cdcgen.jobs.<job>``). The configuration is
+the job kind's one
 (:mod:`cdcgen.spark.session`), and each task hands the job its typed configuration through
 the environment (:func:`job_env`).
 """
@@ -10,8 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from importlib.util import find_spec
 
-from cdcgen.config import REPO_ROOT
 from cdcgen.env_settings import EnvSettings
 from cdcgen.spark.session import JobKind, submit_conf, submit_env
 
@@ -23,20 +26,29 @@ class SparkJob:
     name: str
 
 
+def job_file(module: str) -> str:
+    """The file of the job module ``module``, found without importing it (a DAG file parses
+    without Spark)."""
+    spec = find_spec(module)
+    if spec is None or spec.origin is None:
+        raise ModuleNotFoundError(f"no Spark job module {module}")
+    return spec.origin
+
+
 GENERATION_EXTRACT = SparkJob(
-    application=str(REPO_ROOT / "spark" / "extract_generation.py"),
+    application=job_file("cdcgen.jobs.extract_generation"),
     conf=submit_conf(JobKind.GENERATION_EXTRACT),
     name="cdcgen-extract-generation",
 )
 
 CHANGES_EXTRACT = SparkJob(
-    application=str(REPO_ROOT / "spark" / "extract_changes.py"),
+    application=job_file("cdcgen.jobs.extract_changes"),
     conf=submit_conf(JobKind.CHANGES_EXTRACT),
     name="cdcgen-extract-changes",
 )
 
 REPLICATION_BOOTSTRAP = SparkJob(
-    application=str(REPO_ROOT / "spark" / "replication_bootstrap.py"),
+    application=job_file("cdcgen.jobs.replication_bootstrap"),
     conf=submit_conf(JobKind.REPLICATION_COPY),
     name="cdcgen-replication-bootstrap",
 )

@@ -94,3 +94,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return code
     _write(args.output, output.to_json())
     return ExitCode.OK
+
+
+# spark-submit runs this file (cdcgen.airflow.spark_jobs resolves it from the package).
+if __name__ == "__main__":
+    sys.exit(main())

@@ -225,3 +225,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exit_code(exc)
     print(json.dumps(summary, sort_keys=True))
     return ExitCode.OK
+
+
+# spark-submit runs this file (cdcgen.airflow.spark_jobs resolves it from the package).
+if __name__ == "__main__":
+    sys.exit(main())

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -85,3 +86,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return status
     write_result(args.output, record.to_json())
     return ExitCode.OK
+
+
+# spark-submit runs this file (cdcgen.airflow.spark_jobs resolves it from the package).
+if __name__ == "__main__":
+    sys.exit(main())
