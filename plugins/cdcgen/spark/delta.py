@@ -13,7 +13,9 @@ standalone master and workers alike, with no per-job configuration. On a Spark o
 your own, put the same jars into its ``jars/`` (``python -m cdcgen.spark.install
 --into $SPARK_HOME/jars``, which adds S3A's and the lake's log store for S3).
 
-The jars come from Maven Central and are checked against the SHA-256 pinned here.
+The jars come from Maven Central and are checked against the SHA-256 pinned here; a
+download is kept in a cache folder (:data:`JAR_CACHE`), so that every further virtualenv
+or Spark on the machine is installed from there.
 The installer takes any set of pinned jars (``install_jars(jars=...)``): the S3A
 connector's set (:mod:`cdcgen.spark.s3a`) reuses it; :mod:`cdcgen.spark.install` installs
 every set the jobs need.
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import shutil
 import tempfile
 import urllib.request
 from collections.abc import Mapping, Sequence
@@ -32,6 +35,9 @@ from pathlib import Path
 from cdcgen.core.errors import TerminalError
 
 DELTA_VERSION = "4.4.0"
+#: Where downloaded jars are kept (the installer's ``--cache``), checked by their SHA-256
+#: like a download before use.
+JAR_CACHE = Path.home() / ".cache" / "cdcgen" / "jars"
 MAVEN_CENTRAL = "https://repo1.maven.org/maven2"
 
 SESSION_CONF: Mapping[str, str] = {
@@ -95,11 +101,15 @@ def missing_jars(into: Path | None = None, jars: Sequence[Jar] = JARS) -> list[J
     return [jar for jar in jars if not _holds(folder / jar.file_name, jar)]
 
 
-def install_jars(into: Path | None = None, jars: Sequence[Jar] = JARS) -> list[Path]:
-    """Fetch the ``jars`` that ``into`` lacks (default: PySpark's ``jars/``); returns those written.
+def install_jars(
+    into: Path | None = None, jars: Sequence[Jar] = JARS, cache: Path | None = JAR_CACHE
+) -> list[Path]:
+    """Put the ``jars`` that ``into`` lacks (default: PySpark's ``jars/``) there, from
+    ``cache`` when it holds the pinned content, else from Maven Central (then kept in
+    ``cache``; None: no cache); returns those written.
 
-    Each is downloaded beside its destination and renamed into place only once its
-    SHA-256 matches, so a killed download never leaves a truncated jar on the class path.
+    Each is staged beside its destination and renamed into place only once its SHA-256
+    matches, so a killed download never leaves a truncated jar on the class path.
     """
     folder = into or pyspark_jars()
     written = []
@@ -107,10 +117,16 @@ def install_jars(into: Path | None = None, jars: Sequence[Jar] = JARS) -> list[P
         with tempfile.NamedTemporaryFile(dir=folder, suffix=".part", delete=False) as part:
             staged = Path(part.name)
         try:
-            with urllib.request.urlopen(jar.url, timeout=120) as response:
-                staged.write_bytes(response.read())
+            cached = cache / jar.file_name if cache is not None else None
+            if cached is not None and _holds(cached, jar):
+                shutil.copyfile(cached, staged)
+            else:
+                with urllib.request.urlopen(jar.url, timeout=120) as response:
+                    staged.write_bytes(response.read())
             if not _holds(staged, jar):
                 raise JarError(f"{jar.url}: content does not match the pinned SHA-256")
+            if cached is not None and not _holds(cached, jar):
+                _keep(staged, cached)
             staged.replace(folder / jar.file_name)
         except OSError as exc:
             raise JarError(f"{jar.url}: {exc}") from exc
@@ -118,6 +134,18 @@ def install_jars(into: Path | None = None, jars: Sequence[Jar] = JARS) -> list[P
             staged.unlink(missing_ok=True)
         written.append(folder / jar.file_name)
     return written
+
+
+def _keep(jar: Path, cached: Path) -> None:
+    """Copy a checked jar into the cache, whole or not at all (a cache that cannot be
+    written costs the next install a download, nothing more)."""
+    try:
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        part = cached.with_name(f".{cached.name}.part")
+        shutil.copyfile(jar, part)
+        part.replace(cached)
+    except OSError:
+        return
 
 
 def _holds(path: Path, jar: Jar) -> bool:

@@ -22,9 +22,17 @@ from cdcgen.spark.log_store import build_log_store
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--into", type=Path, help="a jars/ folder (default: PySpark's)")
+    parser.add_argument(
+        "--cache",
+        type=Path,
+        default=delta.JAR_CACHE,
+        help=f"where downloaded jars are kept and looked up first (default {delta.JAR_CACHE})",
+    )
+    parser.add_argument("--no-cache", action="store_true", help="always download")
     args = parser.parse_args(argv)
     try:
-        written = install_jars(args.into, (*delta.JARS, *s3a.JARS))
+        cache = None if args.no_cache else args.cache
+        written = install_jars(args.into, (*delta.JARS, *s3a.JARS), cache)
         built = build_log_store(args.into)
     except JarError as exc:
         print(f"error: {exc}", file=sys.stderr)
