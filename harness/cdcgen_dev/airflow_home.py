@@ -1,7 +1,8 @@
 """The local Airflow home used by development, the e2e tests and ``make demo``.
 
 Creates ``var/airflow`` (ignored by git) with an ``airflow.cfg`` that points at
-this repository's ``dags/`` and ``plugins/``, loads no examples, keeps the SQLite
+this repository's ``dags/`` (the report plugin comes with the installed provider, as in a
+deployment), loads no examples, keeps the SQLite
 metadata database and logs inside the home (Airflow's own ``{AIRFLOW_HOME}``
 defaults, so a copied home is a working home) and needs no network.  The
 connections are not stored in the database: :func:`airflow_env` defines them as
@@ -36,8 +37,9 @@ from cdcgen.airflow.connections import (
     source_connection,
     spark_connection,
 )
-from cdcgen.config import REPO_ROOT
 from cdcgen_dev.locking import file_lock
+from cdcgen_dev.paths import CHECKOUT_LAKE, CHECKOUT_REPORTS, REPO_ROOT
+from cdcgen_dev.provider_venv import isolated_env
 
 DEFAULT_HOME = REPO_ROOT / "var" / "airflow"
 CONFIG_NAME = "airflow.cfg"
@@ -49,7 +51,6 @@ _MIGRATED_STAMP = ".migrated"
 _SETTINGS: dict[str, dict[str, str]] = {
     "core": {
         "dags_folder": str(REPO_ROOT / "dags"),
-        "plugins_folder": str(REPO_ROOT / "plugins"),
         "load_examples": "False",
         "default_timezone": "utc",
         # Tasks run in-process under `airflow dags test`; keep a real run small too.
@@ -78,9 +79,10 @@ _SETTINGS: dict[str, dict[str, str]] = {
 }
 
 
-def airflow_executable() -> Path:
-    """The ``airflow`` script next to this interpreter (the project's virtualenv)."""
-    return Path(sys.executable).parent / "airflow"
+def airflow_executable(python: Path | None = None) -> Path:
+    """The ``airflow`` script next to ``python`` (default: this interpreter, the project's
+    virtualenv)."""
+    return Path(python or sys.executable).parent / "airflow"
 
 
 def write_config(home: Path) -> Path:
@@ -123,25 +125,31 @@ def airflow_env(
     source: Mapping[str, Any] | None = None,
     spark_master: str = DEFAULT_SPARK_MASTER,
     base: Mapping[str, str] | None = None,
+    python: Path | None = None,
 ) -> dict[str, str]:
     """Environment for running ``airflow`` against ``home``.
 
     ``source`` is the JSON form of the ``cdc_source`` connection (see
     :func:`cdcgen.airflow.connections.source_connection`); the default points at
-    the embedded sandbox on 127.0.0.1:9042.  The virtualenv's ``bin`` goes first on
-    ``PATH`` because SparkSubmitHook runs ``spark-submit`` by name, and Spark's
-    Python workers use this interpreter so they can import ``cdcgen``.
+    the embedded sandbox on 127.0.0.1:9042.  The virtualenv's ``bin`` (``python``'s,
+    default this interpreter's) goes first on ``PATH`` because SparkSubmitHook runs
+    ``spark-submit`` by name, and Spark's Python workers use that interpreter so they can
+    import ``cdcgen``. Unless ``base`` names them, the lake and the reports are the
+    checkout's ``lake/`` and ``reports/``.
     """
     env = dict(os.environ if base is None else base)
-    bin_dir = str(Path(sys.executable).parent)
+    interpreter = str(python or sys.executable)
+    bin_dir = str(Path(interpreter).parent)
     path = env.get("PATH", "")
+    env.setdefault("CDCGEN_LAKE_PATH", str(CHECKOUT_LAKE))
+    env.setdefault("CDCGEN_REPORT_DIR", str(CHECKOUT_REPORTS))
     env.update(
         {
             "AIRFLOW_HOME": str(home),
             "AIRFLOW_CONFIG": str(home / CONFIG_NAME),
             "PATH": bin_dir + (os.pathsep + path if path else ""),
-            "PYSPARK_PYTHON": sys.executable,
-            "PYSPARK_DRIVER_PYTHON": sys.executable,
+            "PYSPARK_PYTHON": interpreter,
+            "PYSPARK_DRIVER_PYTHON": interpreter,
             # Unit-test friendly: no colour codes in captured output.
             "NO_COLOR": "1",
         }
@@ -151,8 +159,9 @@ def airflow_env(
     return env
 
 
-def migrate(home: Path, env: Mapping[str, str] | None = None) -> None:
-    """``airflow db migrate`` once per home and Airflow version (a stamp file records it)."""
+def migrate(home: Path, env: Mapping[str, str] | None = None, python: Path | None = None) -> None:
+    """``airflow db migrate`` once per home and Airflow version (a stamp file records it),
+    with the Airflow of ``python``'s virtualenv (default this interpreter's)."""
     from importlib.metadata import version
 
     stamp = home / _MIGRATED_STAMP
@@ -162,8 +171,10 @@ def migrate(home: Path, env: Mapping[str, str] | None = None) -> None:
         if stamp.exists() and stamp.read_text().strip() == want and (home / DB_NAME).exists():
             return
         result = subprocess.run(
-            [str(airflow_executable()), "db", "migrate"],
-            env=dict(env) if env is not None else airflow_env(home),
+            [str(airflow_executable(python)), "db", "migrate"],
+            env=dict(env)
+            if env is not None
+            else airflow_env(home, python=python, base=None if python is None else isolated_env()),
             capture_output=True,
             text=True,
             check=False,

@@ -28,7 +28,7 @@ from cdcgen.schema import SourceSchema
 
 REPO = Path(__file__).resolve().parents[2]
 COMPOSE = REPO / "docker-compose.yaml"
-#: Where the image puts the repository (cdcgen.config.REPO_ROOT inside the containers).
+#: Where the containers keep the DAGs, the lake and the reports.
 CONTAINER_ROOT = "/opt/cdcgen"
 #: Bind-mounted directories that runs create (git-ignored), not sources.
 RUNTIME_DIRS = {"lake", "reports"}
@@ -223,8 +223,9 @@ def test_built_images_come_from_a_pinned_dockerfile(services: dict[str, Any]) ->
     assert built == {"deploy/airflow.Dockerfile"}
     dockerfile = (REPO / "deploy/airflow.Dockerfile").read_text()
     bases = re.findall(r"^FROM\s+(\S+)", dockerfile, flags=re.M)
-    assert bases == ["apache/airflow:3.3.2-python3.11"], "the base must match the pinned stack"
-    for sources in re.findall(r"^COPY\s+(?:--\S+\s+)*(.+)\s+\S+$", dockerfile, flags=re.M):
+    assert set(bases) == {"apache/airflow:3.3.2-python3.11"}, "the base must match the stack"
+    copies = r"^COPY\s+(?!--from)(?:--\S+\s+)*(.+)\s+\S+$"  # from the context, not a stage
+    for sources in re.findall(copies, dockerfile, flags=re.M):
         for source in sources.split():
             if "[" not in source:  # README.m[d]: optional by design
                 assert (REPO / source).exists(), f"Dockerfile copies missing {source}"
@@ -550,14 +551,25 @@ def test_mounted_sources_exist_and_sit_where_the_package_expects_them(
                 assert target == f"{CONTAINER_ROOT}/{source}", f"{name}: {source} -> {target}"
 
 
-def test_airflow_folders_are_the_mounted_dags_and_plugins(services: dict[str, Any]) -> None:
+def test_airflow_reads_the_mounted_dags_and_the_installed_provider(
+    services: dict[str, Any],
+) -> None:
+    """The image installs the provider's wheel as a team would: Airflow gets the report
+    plugin from the provider, so no service mounts or names a plugins folder of ours, and
+    no source of the package is mounted over what the wheel installed."""
+    dockerfile = (REPO / "deploy/airflow.Dockerfile").read_text()
+    assert re.search(r"^RUN pip wheel .* /home/airflow/cdcgen$", dockerfile, flags=re.M)
+    assert re.search(r'"\$\(ls /home/airflow/dist/cdcgen-\*\.whl\)\[stack\]"', dockerfile)
+    assert "-e " not in dockerfile, "an editable install is a checkout, not the provider"
     for name, service in airflow_services(services).items():
         env, mounts = env_of(service), dict(bind_mounts(service))
         assert env["AIRFLOW__CORE__DAGS_FOLDER"] == mounts["dags"], name
-        assert env["AIRFLOW__CORE__PLUGINS_FOLDER"] == mounts["plugins"], name
+        assert "AIRFLOW__CORE__PLUGINS_FOLDER" not in env, name
         assert "postgresql" in env["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"]
         assert "@postgres:" in env["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"]
-    assert (REPO / "plugins" / "cdcgen_reports_plugin.py").exists()
+    for name, service in services.items():
+        sources = {source for source, _ in bind_mounts(service)}
+        assert not sources & {"plugins", "spark", "expectations"}, name
     assert (REPO / "dags" / "cdc_generations.py").exists()
 
 
@@ -580,13 +592,14 @@ def test_scheduler_runs_the_preloading_local_executor_the_dev_stack_runs(
     assert stack.env()["AIRFLOW__CORE__EXECUTOR"] == path
 
 
-def test_spark_job_and_package_reach_driver_and_executors(services: dict[str, Any]) -> None:
-    from cdcgen.airflow.spark_jobs import GENERATION_EXTRACT
-    from cdcgen.config import REPO_ROOT
+def test_spark_jobs_are_files_of_the_installed_package(services: dict[str, Any]) -> None:
+    """The DAGs submit the job modules' own files, so the image that installed the wheel
+    has them on the driver (the scheduler) and the executors (the worker) alike."""
+    from cdcgen.airflow.spark_jobs import CHANGES_EXTRACT, GENERATION_EXTRACT, REPLICATION_BOOTSTRAP
+    from cdcgen.spark.shipping import package_dir
 
-    application = Path(GENERATION_EXTRACT.application).relative_to(REPO_ROOT)
-    assert (REPO / application).exists(), f"the DAG submits {application}, which is missing"
-    top = application.parts[0]
+    for job in (GENERATION_EXTRACT, CHANGES_EXTRACT, REPLICATION_BOOTSTRAP):
+        application = Path(job.application)
+        assert application.is_file() and application.is_relative_to(package_dir()), job
     for name in ("airflow-scheduler", "spark-worker"):
-        mounts = dict(bind_mounts(services[name]))
-        assert top in mounts and "plugins" in mounts, name
+        assert services[name]["image"] == services["airflow-scheduler"]["image"], name

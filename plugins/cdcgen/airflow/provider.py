@@ -3,7 +3,10 @@
 Airflow's provider manager reads :func:`get_provider_info` without importing the hooks:
 the ``cdcgen`` connection type and its form (every connection extra a setting declares,
 :mod:`cdcgen.airflow.hooks`, with the meaning the settings reference prints), the hooks,
-operators, sensors and triggers. A connection of this type is a source or a sink
+operators, sensors and triggers. The report site's plugin
+(:mod:`cdcgen.airflow.reports_plugin`) has an entry point of its own (``airflow.plugins``):
+Airflow loads a provider's plugins only when providers are discovered eagerly, which is not
+its default. A connection of this type is a source or a sink
 cluster; connections of type ``cassandra`` with the same fields keep working, the
 connection's type is not what the hook reads.
 """

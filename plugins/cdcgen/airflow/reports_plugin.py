@@ -6,9 +6,9 @@
 * ``external_views`` adds "CDC reports" to the Browse menu (the index, in an
   iframe) and a "CDC report" tab on every DAG run, which opens that run's page.
 
-It lives at the top of ``plugins/`` because Airflow's plugin loader imports only
-the modules it finds there (``plugins/.airflowignore`` hides the package itself);
-it imports nothing heavy, since every Airflow process loads it.
+Airflow loads it through the package's ``airflow.plugins`` entry point, so installing the
+package is all a deployment does; it imports nothing heavy,
+since every Airflow process loads it.
 """
 
 from __future__ import annotations

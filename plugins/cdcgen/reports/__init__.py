@@ -8,7 +8,7 @@ distributions), a changes page (lag, watermark, rows per generation) and a
 replication page (per sink table: consistency point, lag, changes not applied; its
 runs call :func:`record_replication` with records of their own).  The
 pages are self-contained HTML with inline CSS and SVG: they open from disk, from
-the Airflow UI (``plugins/cdcgen_reports_plugin.py``) or in a headless browser.
+the Airflow UI (:mod:`cdcgen.airflow.reports_plugin`) or in a headless browser.
 
 Rebuild by hand: ``python -m cdcgen.reports [--report-dir DIR]``.
 """

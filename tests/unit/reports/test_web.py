@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import importlib
-import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -17,7 +15,6 @@ from cdcgen.reports.site import record_run, save_record
 from cdcgen.reports.web import URL_PREFIX, LazyApp, create_app, resolve_file
 
 T0 = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
-PLUGINS = Path(__file__).resolve().parents[3] / "plugins"
 
 
 @pytest.fixture
@@ -169,12 +166,8 @@ def test_lazy_app_builds_the_real_app_once() -> None:
 def test_plugin_declarations_match_airflows_models() -> None:
     from airflow.api_fastapi.core_api.datamodels.plugins import ExternalViewResponse
 
-    sys.path.insert(0, str(PLUGINS))
-    try:
-        plugin_module = importlib.import_module("cdcgen_reports_plugin")
-    finally:
-        sys.path.remove(str(PLUGINS))
-    plugin = plugin_module.CdcgenReportsPlugin
+    from cdcgen.airflow.reports_plugin import CdcgenReportsPlugin as plugin
+
     assert plugin.name == "cdcgen_reports"
     (app,) = plugin.fastapi_apps
     assert app["url_prefix"] == URL_PREFIX
