@@ -26,6 +26,7 @@ from typing import Any
 from cdcgen.airflow.connections import DEFAULT_SPARK_MASTER
 from cdcgen.pipeline.run_summary import SUMMARIES_DIR
 from cdcgen_dev.airflow_home import DEFAULT_HOME, airflow_env, airflow_executable
+from cdcgen_dev.provider_venv import isolated_env
 
 
 @dataclass(frozen=True)
@@ -81,6 +82,7 @@ def dags_test(
     log_path: Path | None = None,
     on_line: Callable[[str], None] | None = None,
     spark_master: str = DEFAULT_SPARK_MASTER,
+    python: Path | None = None,
 ) -> DagTestRun:
     """``airflow dags test <dag_id> <logical_date>``; output captured (and kept in ``log_path``).
 
@@ -88,16 +90,21 @@ def dags_test(
     ``cdc_source`` connection's JSON form.  ``on_line`` sees each output line as it
     comes (progress display; tests that act when a task reaches a given point).
     ``spark_master``: the ``cdcgen_spark`` connection's master (``spark://host:port`` for
-    a standalone cluster).
+    a standalone cluster). ``python``: another virtualenv's interpreter, whose own
+    ``airflow`` runs the DAG with nothing of the caller's import path (the provider
+    installed from its wheel, :mod:`cdcgen_dev.provider_venv`).
     """
     moment = (logical_date or datetime.now(UTC)).replace(microsecond=0)
     base = dict(env or {})
+    inherited = _inherited() if python is None else isolated_env()
     full_env = airflow_env(
-        home, source=source, spark_master=spark_master, base={**_inherited(), **base}
+        home, source=source, spark_master=spark_master, base={**inherited, **base}, python=python
     )
-    # Airflow's own CLI, through the launcher that skips the interpreter's teardown.
-    python = airflow_executable().parent / "python"
-    command = [str(python), "-m", "cdcgen_dev.airflow_cli", "dags", "test", dag_id]
+    if python is None:  # Airflow's CLI, through the launcher that skips the teardown
+        launcher = airflow_executable().parent / "python"
+        command = [str(launcher), "-m", "cdcgen_dev.airflow_cli", "dags", "test", dag_id]
+    else:  # as a deployment runs it
+        command = [str(airflow_executable(python)), "dags", "test", dag_id]
     command.append(moment.isoformat())
     if conf:
         command += ["--conf", json.dumps(dict(conf))]

@@ -29,11 +29,12 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from cdcgen.config import REPO_ROOT
+from cdcgen_dev.paths import REPO_ROOT
 
 #: What the side session runs (paths relative to the checkout); the main session ignores them.
 SIDE_PATHS = (
     "tests/e2e/test_demo.py",
+    "tests/e2e/test_provider_wheel.py",
     "tests/e2e/test_changes_dag.py",
     "tests/integration/test_torture.py",
     "tests/integration/test_tablets_churn.py",

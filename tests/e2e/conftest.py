@@ -19,9 +19,10 @@ import psutil
 import pytest
 from dag_scenarios import LOGS, RING_DELAY, Scenario
 
-from cdcgen.config import REPO_ROOT
 from cdcgen.core.generation import SourceMode
 from cdcgen_dev.airflow_home import clone_home, migrate, write_config
+from cdcgen_dev.paths import REPO_ROOT
+from cdcgen_dev.provider_venv import ProviderVenv, provider_venv
 from cdcgen_dev.sandbox import sandbox_config
 from cdcgen_dev.spark_cluster import StandaloneCluster, standalone
 
@@ -112,3 +113,10 @@ def spark_standalone() -> Iterator[StandaloneCluster]:
             shutil.rmtree(old, ignore_errors=True)
     with standalone(SPARK_ROOT / f"session-{os.getpid()}", workers=2) as cluster:
         yield cluster
+
+
+@pytest.fixture(scope="session")
+def provider_virtualenv() -> ProviderVenv:
+    """The provider installed from its wheel into a virtualenv of its own, built when what
+    it is made of changed (:mod:`cdcgen_dev.provider_venv`; minutes the first time)."""
+    return provider_venv()

@@ -23,6 +23,9 @@ import psutil
 import pytest
 
 from cdcgen.core.generation import SourceMode
+from cdcgen_dev.demo.steps import DEMO_DIR
+from cdcgen_dev.paths import REPO_ROOT
+from cdcgen_dev.provider_venv import ProviderVenv
 
 pytestmark = [pytest.mark.e2e, pytest.mark.integration, pytest.mark.timeout(3600)]
 
@@ -67,14 +70,26 @@ def _processes_with(variable: str, value: str) -> list[psutil.Process]:
 
 
 @pytest.mark.parametrize("mode", list(SourceMode))
-def test_demo_runs_end_to_end(mode: SourceMode, cassandra_any: Any) -> None:
+def test_demo_runs_end_to_end(
+    mode: SourceMode, cassandra_any: Any, request: pytest.FixtureRequest
+) -> None:
     """``cassandra_any`` leases the sandbox first, so the demo starts no Cassandra of its own
-    and every process carrying its marker afterwards is a leftover."""
+    and every process carrying its marker afterwards is a leftover.
+
+    The raft case, the one that runs all three DAGs, runs them with the Airflow of the
+    provider's own virtualenv (the wheel, :mod:`cdcgen_dev.provider_venv`): the three DAGs
+    from an installed provider against the sandbox. The other modes run ``make demo``'s
+    Airflow, the checkout's."""
     marker = uuid.uuid4().hex
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "CDCGEN_DEMO_RUN": marker}
     env.pop("AIRFLOW_HOME", None)  # the demo uses its own home (var/airflow)
+    command = [sys.executable, "-m", "cdcgen_dev.demo", "--mode", str(mode), "--wait"]
+    provider: ProviderVenv | None = None
+    if mode is SourceMode.RAFT:
+        provider = request.getfixturevalue("provider_virtualenv")
+        command += ["--airflow-python", str(provider.python)]
     done = subprocess.run(
-        [sys.executable, "-m", "cdcgen_dev.demo", "--mode", str(mode), "--wait"],
+        command,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -127,5 +142,15 @@ def test_demo_runs_end_to_end(mode: SourceMode, cassandra_any: Any) -> None:
     if tablets:  # the table's first stream set (4 tablets), then every tablet split
         assert summary["generations_published"] == 2
         assert summary["streams_published"] == 4 + 8
+    if provider is not None:  # the provider's Airflow ran the DAGs, the jobs its package's
+        assert f"(Airflow of {provider.root})" in done.stdout
+        jobs = provider.root / "lib" / "python3.11" / "site-packages" / "cdcgen" / "jobs"
+        for dag, job in (
+            ("cdc_generations", "extract_generation"),
+            ("cdc_changes", "extract_changes"),
+        ):
+            log = (DEMO_DIR / f"airflow-dags-test-{dag}.log").read_text()
+            assert f"{jobs / job}.py" in log, dag
+            assert str(REPO_ROOT / "plugins") not in log, dag
     leftovers = _processes_with("CDCGEN_DEMO_RUN", marker)
     assert leftovers == [], f"the demo left {leftovers} running"

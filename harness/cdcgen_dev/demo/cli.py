@@ -64,6 +64,13 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="stop after emulating the cluster and its workload (run the DAGs yourself)",
     )
+    parser.add_argument(
+        "--airflow-python",
+        type=Path,
+        metavar="PYTHON",
+        help="run the DAGs with the Airflow of this virtualenv's interpreter, which has the "
+        "provider installed (python -m cdcgen_dev.provider_venv builds one from the wheel)",
+    )
     return parser
 
 
@@ -80,12 +87,17 @@ def main(argv: Sequence[str] | None = None, *, lock_path: Path | None = None) ->
     except KeyboardInterrupt:
         return 130
     try:
-        return _run_guarded(plan, emulate_only=args.emulate_only)
+        return _run_guarded(
+            plan,
+            emulate_only=args.emulate_only,
+            # absolute, not resolved: a virtualenv's python is a link to the base interpreter
+            airflow_python=args.airflow_python.absolute() if args.airflow_python else None,
+        )
     finally:
         lock.release()
 
 
-def _run_guarded(plan: ModePlan, *, emulate_only: bool) -> int:
+def _run_guarded(plan: ModePlan, *, emulate_only: bool, airflow_python: Path | None) -> int:
     """The run, its sandbox lease released, then every leftover child ended."""
     from cdcgen_dev.cassandra import SandboxUser
     from cdcgen_dev.demo.processes import no_process_left_behind
@@ -95,7 +107,7 @@ def _run_guarded(plan: ModePlan, *, emulate_only: bool) -> int:
     user = SandboxUser()
     with no_process_left_behind(keep=sandbox_pids):
         try:
-            return run_demo(plan, user, emulate_only=emulate_only)
+            return run_demo(plan, user, emulate_only=emulate_only, airflow_python=airflow_python)
         finally:
             user.release()
 

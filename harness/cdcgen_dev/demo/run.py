@@ -8,10 +8,12 @@ read the outcome without parsing prose.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import time
 from collections.abc import Callable
 from datetime import timedelta
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cdcgen.config import PipelineConfig
@@ -30,6 +32,7 @@ from cdcgen_dev.demo.steps import (
     start_cassandra,
     still_v1,
 )
+from cdcgen_dev.paths import CHECKOUT_REPORTS
 from cdcgen_dev.sandbox import sandbox_settings
 
 if TYPE_CHECKING:
@@ -56,8 +59,9 @@ def demo_config(
     """The sandbox's settings under the demo's own prefix, in ``mode``.
 
     ``CDCGEN_*`` variables still apply to the rest (the report directory, where the
-    Airflow UI's report pages find the demo's reports). The lake is the demo's own,
-    emptied each time: validation compares a generation with the previous one in it.
+    Airflow UI's report pages find the demo's reports; unset, the checkout's
+    ``reports/``). The lake is the demo's own, emptied each time: validation compares a
+    generation with the previous one in it.
     """
     overrides: dict[str, Any] = {
         **sandbox_settings(prefix),
@@ -67,7 +71,8 @@ def demo_config(
     }
     if contact_points:
         overrides["contact_points"] = tuple(contact_points)
-    return PipelineConfig.from_env().with_overrides(**overrides)
+    environ = {"CDCGEN_REPORT_DIR": str(CHECKOUT_REPORTS), **os.environ}
+    return PipelineConfig.from_env(environ).with_overrides(**overrides)
 
 
 def write_more(plan: ModePlan, config: PipelineConfig, say: Say, keyspace: str = SHOP
@@ -149,9 +154,15 @@ def publish_generations(
 
 
 def run_demo(
-    plan: ModePlan, user: SandboxUser, *, emulate_only: bool = False, say: Say = say
+    plan: ModePlan,
+    user: SandboxUser,
+    *,
+    emulate_only: bool = False,
+    say: Say = say,
+    airflow_python: Path | None = None,
 ) -> int:
-    """The demo in ``plan``'s mode; prints the summary line, returns the exit status."""
+    """The demo in ``plan``'s mode; prints the summary line, returns the exit status.
+    ``airflow_python``: another virtualenv's interpreter whose Airflow runs the DAGs."""
     began = time.monotonic()
     DEMO_DIR.mkdir(parents=True, exist_ok=True)
     table = f"{SHOP}.{SHOP_TABLE}"
@@ -179,7 +190,7 @@ def run_demo(
         say(steps[0])
         config = demo_config(plan.mode, start_cassandra(user, say))
         say(steps[1])
-        home = prepare_home(say)
+        home = prepare_home(say, airflow_python)
         say(steps[2])
         emulated = emulate(plan, config, say)
         config = config.with_overrides(extra={**config.extra, **emulated.connection_extra})
@@ -193,7 +204,7 @@ def run_demo(
             say(f"Emulated {plan.mode} under {PREFIX}*; the DAGs were not run (--emulate-only).")
             print(json.dumps(result))
             return 0
-        runner = DagRunner(config, home, say, emulated.connection_extra)
+        runner = DagRunner(config, home, say, emulated.connection_extra, airflow_python)
         say(steps[3])
         summary = publish_generations(plan, runner, result, emulated.expected_generations)
         say(steps[4])

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cdcgen.config import REPO_ROOT, PipelineConfig
+from cdcgen.config import PipelineConfig
+from cdcgen_dev.paths import REPO_ROOT
 
 if TYPE_CHECKING:
     from cdcgen.adapters.readback import Comparison
@@ -52,11 +53,18 @@ def sandbox_pids() -> set[int]:
     return {int(node["pid"]) for node in status_report()["nodes"] if node.get("pid")}
 
 
-def prepare_home(say: Say) -> Path:
-    from cdcgen_dev.airflow_home import ensure_home
+def prepare_home(say: Say, python: Path | None = None) -> Path:
+    """The developer's Airflow home (``var/airflow``); with another virtualenv's ``python``
+    (the provider from its wheel), a home of the demo's own, migrated by that Airflow."""
+    from cdcgen_dev.airflow_home import ensure_home, migrate, write_config
 
-    home = ensure_home()
-    say(f"      {home}")
+    if python is None:
+        home = ensure_home()
+    else:
+        home = DEMO_DIR / "airflow-provider"
+        write_config(home)
+        migrate(home, python=python)
+    say(f"      {home}" + (f" (Airflow of {python.parent.parent})" if python else ""))
     return home
 
 
@@ -87,6 +95,8 @@ class DagRunner:
     home: Path
     say: Say
     connection_extra: Mapping[str, str]
+    #: Another virtualenv's interpreter whose Airflow runs the DAGs (None: this one's).
+    python: Path | None = None
 
     def run(
         self,
@@ -124,6 +134,7 @@ class DagRunner:
             conf=conf,
             log_path=log,
             on_line=progress(self.say),
+            python=self.python,
         )
         self.say(
             f"      exit status {run.returncode} after {run.seconds} s; the sensor deferred "

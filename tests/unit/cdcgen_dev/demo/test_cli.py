@@ -38,7 +38,7 @@ def runs(monkeypatch: pytest.MonkeyPatch) -> list[tuple[SourceMode, bool]]:
     """Records each run the command line would start, instead of starting it."""
     started: list[tuple[SourceMode, bool]] = []
 
-    def record(plan: ModePlan, *, emulate_only: bool) -> int:
+    def record(plan: ModePlan, *, emulate_only: bool, airflow_python: Path | None) -> int:
         started.append((plan.mode, emulate_only))
         return 0
 
