@@ -30,7 +30,8 @@ if TYPE_CHECKING:
 # Cassandra sandbox (cdcgen_dev.cassandra): real Cassandra 5.0 nodes for tests.
 #
 #   cassandra_single    one node, 127.0.0.1:9042            (mark: integration)
-#   cassandra_cluster3  three nodes, 127.0.0.1-3 port 9042  (marks: integration, cluster)
+#   cassandra_cluster3  three nodes, 127.0.0.1-3 port 9042, datacenters dc1 (nodes 1, 2)
+#                       and dc2 (node 3)                (marks: integration, cluster)
 #   cassandra_any       whichever is already running, else one node (e2e, demo)
 #   cassandra_second    a second, separate one-node cluster, 127.0.0.2:9042, beside
 #                       cassandra_single (mark: integration; never `cluster`)
@@ -153,7 +154,8 @@ def cassandra_any(_cassandra_sandboxes: _CassandraSandboxes) -> CassandraHandle:
 
 @pytest.fixture(scope="session")
 def cassandra_cluster3(_cassandra_sandboxes: _CassandraSandboxes) -> CassandraHandle:
-    """Three nodes on 127.0.0.1-3:9042, all UP; use with ``@pytest.mark.cluster``."""
+    """Three nodes on 127.0.0.1-3:9042, all UP, in two datacenters (``dc1``: nodes 1 and
+    2, ``dc2``: node 3); use with ``@pytest.mark.cluster``."""
     return CassandraHandle(_cassandra_sandboxes.ensure(3), _cassandra_sandboxes)
 
 

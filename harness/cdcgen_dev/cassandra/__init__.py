@@ -2,7 +2,8 @@
 
 No ScyllaDB or Docker is available, so the sandbox runs ``CassandraDaemon`` from
 the Maven Central jars on the machine's Java 17: one node on 127.0.0.1:9042, or
-a three-node cluster on 127.0.0.1-3 for replica and node-failure tests; beside the
+a three-node cluster on 127.0.0.1-3 in two datacenters (dc1: nodes 1 and 2, dc2: node
+3) for replica, node-failure and datacenter tests; beside the
 one node, a second independent one-node cluster on 127.0.0.2 can run (two clusters).
 
 Modules, one concept each:
