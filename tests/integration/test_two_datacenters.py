@@ -15,7 +15,8 @@ not taken from the client's settings:
   with one replica in each datacenter shows it is the local level that goes on, since
   QUORUM there needs the node that is away.
 
-The node stop comes last and restarts the node before it returns, as the other
+Without a local datacenter every node is alike: the CDC log's read sessions are
+connected to both datacenters' nodes. The node stop comes last and restarts the node before it returns, as the other
 ``cluster`` tests do.
 """
 
