@@ -21,7 +21,10 @@ own:
   process start to exit;
 * ``lookup``: :mod:`bench_lookup`, tokens mapped to streams per second on one core;
 * ``triggerer``: :mod:`bench_triggerer`, 200 deferred clock waits in one event loop:
-  threads, connections and CPU per minute, shared readings against a client per wait.
+  threads, connections and CPU per minute, shared readings against a client per wait;
+* ``freshness``: :mod:`bench_freshness`, the whole Airflow stack running: a node joins
+  and the generations DAG's watcher starts the run that publishes its generation; the
+  delays from the commit and from the generation's timestamp to its publication.
 
 Writes ``benchmarks/results/latest.json`` and prints the table of docs/benchmarks.md. Figures are
 ratios measured side by side on a shared machine: ``machine.load_before`` says how quiet
@@ -30,8 +33,8 @@ it was.
     .venv/bin/python benchmarks/run_all.py [--quick]
 
 ``--quick`` runs small sizes only (a smoke test of the tooling, not a measurement).
-``--only replication`` (or ``triggerer``) runs that part alone and keeps the other parts'
-figures from the results file (each part says when it was measured).
+``--only replication`` (or ``triggerer``, ``freshness``) runs that part alone and keeps
+the other parts' figures from the results file (each part says when it was measured).
 """
 
 from __future__ import annotations
@@ -134,6 +137,13 @@ def triggerer(quick: bool, work: Path) -> dict[str, Any]:
     sizes = ("--waiters", "20", "--warmup", "10", "--seconds", "5") if quick else ()
     return _run_json(
         ["benchmarks/bench_triggerer.py", *sizes], work / "triggerer.json", timeout=1800
+    )
+
+
+def freshness(quick: bool, work: Path) -> dict[str, Any]:
+    count = ("--generations", "1") if quick else ()
+    return _run_json(
+        ["benchmarks/bench_freshness.py", *count], work / "freshness.json", timeout=3600
     )
 
 
@@ -282,8 +292,24 @@ def table(results: dict[str, Any]) -> str:
                     f"(Cassandra {run['cassandra_cpu_seconds_per_minute']:.1f}) | | "
                     "constant in the number of waits |"
                 )
+    if "freshness" in results:
+        fresh = results["freshness"]
+        for name, what in (
+            ("commit_to_run", "its commit to the run the watcher started"),
+            ("commit_to_published", "its commit to its publication"),
+            ("timestamp_to_published", "its timestamp to its publication"),
+        ):
+            lines.append(
+                f"| new generation ({fresh['generations']}, full Airflow stack), {what} | "
+                f"median {fresh[name]['median']:.1f} s, max {fresh[name]['max']:.1f} s | | "
+                "seconds, not the 10-minute tick |"
+            )
     machine = results["machine"]
-    for name, label in (("replication", "Replication"), ("triggerer", "Triggerer")):
+    for name, label in (
+        ("replication", "Replication"),
+        ("triggerer", "Triggerer"),
+        ("freshness", "Freshness"),
+    ):
         part = results.get(name, {})
         if "recorded_at" in part:
             lines.append(
@@ -310,6 +336,8 @@ def only(part: str, output: Path, quick: bool) -> None:
         with tempfile.TemporaryDirectory(prefix="cdcgen-bench-") as tmp:
             if part == "triggerer":
                 results[part] = triggerer(quick, Path(tmp))
+            elif part == "freshness":
+                results[part] = freshness(quick, Path(tmp))
             else:
                 backlogs = (20_000, 80_000) if quick else APPLY_BACKLOGS
                 copy_rows = 20_000 if quick else COPY_ROWS
@@ -329,7 +357,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes: a tooling smoke test")
     parser.add_argument("--output", type=Path, default=RESULTS)
-    parser.add_argument("--only", choices=["replication", "triggerer"], help="run this part alone")
+    parser.add_argument(
+        "--only", choices=["replication", "triggerer", "freshness"], help="run this part alone"
+    )
     args = parser.parse_args()
     if args.only:
         only(args.only, args.output, args.quick)
@@ -374,6 +404,8 @@ def main() -> None:
             results["lookup"] = lookup()
             print("triggerer:", flush=True)
             results["triggerer"] = triggerer(args.quick, work)
+            print("freshness:", flush=True)
+            results["freshness"] = freshness(args.quick, work)
     finally:
         if started_here:
             subprocess.run([cdcgen, "sandbox", "down"], check=False)

@@ -124,6 +124,11 @@ class PipelineConfig(EnvSettings):
     ``CDCGEN_VALIDATION_SQL_MAX_STREAMS`` streams, Spark above."""
     validation_sql_max_streams: int = env("CDCGEN_VALIDATION_SQL_MAX_STREAMS", 200_000, ge=0)
     """The most streams ``auto`` validation flags with SQLite."""
+    alert_lag: timedelta | None = env("CDCGEN_ALERT_LAG_SECONDS", None)
+    """How far a table may lag before its run fails, named, and the DAG's notifier
+    tells: behind its watermark (the changes DAG) or its sink behind the source (the
+    replication DAG); checked by the DAGs' ``check_lag`` task (docs/dags.md, Alerts).
+    Unset: lag is measured (metrics) but never fails a run."""
     access: AccessSettings = Field(default_factory=AccessSettings)
     """Credentials and TLS (:mod:`cdcgen.access_settings`)."""
     extra: dict[str, str] = Field(default_factory=dict)

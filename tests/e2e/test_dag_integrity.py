@@ -127,9 +127,15 @@ def cdc_dag() -> Any:
 
 
 def test_schedule_has_data_intervals(cdc_dag: Any) -> None:
-    from airflow.sdk import CronDataIntervalTimetable
+    from airflow.sdk import AssetOrTimeSchedule, CronDataIntervalTimetable
 
-    assert isinstance(cdc_dag.timetable, CronDataIntervalTimetable)
+    from cdcgen.airflow.triggers import GenerationCommittedTrigger
+
+    # A watcher's events, and the cron schedule as the safety net.
+    assert isinstance(cdc_dag.timetable, AssetOrTimeSchedule)
+    assert isinstance(cdc_dag.timetable.timetable, CronDataIntervalTimetable)
+    (committed,) = cdc_dag.timetable.asset_condition.objects
+    assert isinstance(committed.watchers[0].trigger, GenerationCommittedTrigger)
     assert cdc_dag.catchup is False
     assert cdc_dag.max_active_runs == 1
     assert set(cdc_dag.params) == {"generation_id", "force", "lake_path"}
@@ -244,7 +250,10 @@ def test_a_second_cluster_s_dags_import_beside_the_defaults_without_a_collision(
     published = {a.name for a in changes.timetable.asset_condition.objects}
     assert published == {"east_source.system_distributed.cdc_generation_timestamps"}
     assert changes.timetable.timetable.expression == "*/5 * * * *"
-    assert assets_of(generations) == {"east_source.cdc_published_generations"}
+    assert assets_of(generations) == {
+        "east_source.cdc_published_generations",
+        "east_source.cdc_committed_generations",
+    }
     conn_ids = {
         getattr(task, name)
         for dag in (bag.dags[d] for d in east)

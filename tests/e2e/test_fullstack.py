@@ -290,3 +290,26 @@ def test_pages_render_in_a_browser(stack: Any, runs: Runs, seeded: Seeded) -> No
         browser.open(f"{stack.base_url}/plugin/cdcgen-reports")
         browser.wait_for_text(["cdcgen runs", "Every run"], timeout=90, frames=True)
         _assert_rendered(browser.screenshot(SHOTS / "airflow-reports-view.png"))
+
+
+def test_a_new_generation_is_published_by_the_watcher_s_event_within_seconds(
+    stack: Any, runs: Runs, seeded: Seeded, record_property: Any
+) -> None:
+    """A node joins now: the watcher's event, not the cron schedule, starts the run that
+    publishes its generation (last: it adds a fourth generation to the cluster)."""
+    from cdcgen_dev.devstack.freshness import ASSET_TRIGGERED, measure, quiet
+
+    api = stack.api()
+    quiet(api, DAG_ID)  # no run going, no cron tick in the next minutes to race the watcher
+    figures = measure(api, seeded.config, DAG_ID, seed=200, timeout=600)
+    print(f"freshness: {figures.to_json()}")
+    for name, value in figures.to_json().items():
+        record_property(name, value)
+    assert figures.run_type == ASSET_TRIGGERED, figures
+    assert figures.commit_to_run < 60, figures  # seconds: the watcher polls every 5
+    state = api.wait_for_runs(DAG_ID, [figures.run_id], timeout=600)[figures.run_id]
+    assert state == "success", _failed_tasks(api, figures.run_id)
+    published = api.xcom(DAG_ID, figures.run_id, "summarize")["published"]
+    assert datetime.fromisoformat(figures.timestamp).isoformat(timespec="milliseconds") in [
+        datetime.fromisoformat(p).isoformat(timespec="milliseconds") for p in published
+    ], published

@@ -52,6 +52,37 @@ def replicated_table(cluster: str, sink_table: str) -> Asset:
     return _table(cluster, keyspace, table)
 
 
+def committed_generations(
+    cluster: str = SOURCE_CONN_ID,
+    settings: PipelineConfig | None = None,
+    *,
+    poll_interval: float | None = None,
+) -> Asset:
+    """The source cluster's committed generations, watched: an event as soon as one is
+    committed that is not published yet (the generations DAG's event-driven schedule).
+
+    The watcher's trigger (:class:`~cdcgen.airflow.triggers.GenerationCommittedTrigger`)
+    reads the connection named ``cluster`` in the triggerer, and compares with the
+    target keyspace this Asset's sibling :func:`published_generations` is named by.
+    """
+    from airflow.sdk import AssetWatcher
+
+    from cdcgen.airflow.triggers import WATCH_POLL_SECONDS, GenerationCommittedTrigger
+
+    keyspace = settings.target_keyspace if settings else _target_keyspace_from_env()
+    trigger = GenerationCommittedTrigger(
+        conn_id=cluster,
+        target_keyspace=keyspace,
+        poll_interval=WATCH_POLL_SECONDS if poll_interval is None else poll_interval,
+    )
+    return Asset(
+        name=f"{cluster}.cdc_committed_generations",
+        uri=f"cdc://{cluster}/cdc_committed_generations",
+        group="cdc",
+        watchers=[AssetWatcher(name=f"{cluster}.generation_watch", trigger=trigger)],
+    )
+
+
 def publications(cluster: str = SOURCE_CONN_ID) -> AssetAlias:
     """A task emits one event per Asset outlet; through this alias, one per generation."""
     return AssetAlias(name=f"{cluster}.cdc_published_generations", group="cdc")

@@ -40,12 +40,19 @@ def changes_summary(
     run_id: str,
     planned: Sequence[Mapping[str, Any]] | None,
     connections: ClusterConnections = DEFAULT_CONNECTIONS,
+    ti: Any = None,
 ) -> dict[str, Any]:
-    """Every table's result in one summary; fails the run naming each table that failed."""
+    """Every table's result in one summary; fails the run naming each table that failed.
+    Its metrics go out first, failed or not (:mod:`cdcgen.airflow.metrics`)."""
+    from datetime import UTC
+
+    from cdcgen.airflow import metrics
     from cdcgen.pipeline import changes
     from cdcgen.pipeline.run_summary import RunIncomplete
 
     summary = changes.changes_run_summary(run_config(params, connections.source), run_id, planned)
+    points = metrics.changes_points(summary, connections.source, datetime.now(UTC))
+    metrics.record(points, ti)
     if summary.problems:
         raise RunIncomplete("; ".join(summary.problems))
     return summary.to_json()

@@ -25,18 +25,24 @@ SINK_CONN_ID = "cdcgen_sink"
 #: The Spark master for the extract job (type spark, host ``local[2]`` by default).
 SPARK_CONN_ID = "cdcgen_spark"
 
+#: Where the DAGs' notifier posts its alerts (type http; optional: unset, the task log
+#: alone; :mod:`cdcgen.airflow.alerts`).
+ALERTS_CONN_ID = "cdcgen_alerts"
+
 DEFAULT_SPARK_MASTER = "local[2]"
 
 
 @dataclass(frozen=True)
 class ClusterConnections:
     """The connections one set of DAGs works with (:mod:`cdcgen.airflow.dags`): the source
-    cluster, whose id also names its Assets, the Spark master, and the replication sink,
-    whose id names the sink tables' Assets. Another cluster's DAGs take their own."""
+    cluster, whose id also names its Assets, the Spark master, the replication sink,
+    whose id names the sink tables' Assets, and the webhook the alerts go to. Another
+    cluster's DAGs take their own."""
 
     source: str = SOURCE_CONN_ID
     spark: str = SPARK_CONN_ID
     sink: str = SINK_CONN_ID
+    alerts: str = ALERTS_CONN_ID
 
 
 #: The default DAGs' (``dags/``).

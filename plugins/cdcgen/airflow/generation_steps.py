@@ -201,7 +201,8 @@ def summarize_run(
     group_id: str,
     connections: ClusterConnections = DEFAULT_CONNECTIONS,
 ) -> dict[str, Any]:
-    """The run's summary, written to ``<report_dir>/summaries/<run id>.json`` for the demo.
+    """The run's summary, written to ``<report_dir>/summaries/<run id>.json`` for the demo,
+    and its metrics (:mod:`cdcgen.airflow.metrics`).
 
     This task runs whatever happened upstream and is the DAG's only leaf, so it decides
     the run's state: it fails, after writing the summary, when detection failed or any
@@ -209,6 +210,9 @@ def summarize_run(
     """
     from cdcgen.pipeline.publish import PublicationOutcome
     from cdcgen.pipeline.run_summary import (
+    from datetime import UTC
+
+    from cdcgen.airflow import metrics
         SUMMARIES_DIR,
         RunIncomplete,
         generations_run_summary,
@@ -224,6 +228,7 @@ def summarize_run(
     write_summary(Path(config.report_dir) / SUMMARIES_DIR, summary)
     if summary.problems:
         raise RunIncomplete("; ".join(summary.problems))
+    metrics.record(metrics.generations_points(summary, connections.source, datetime.now(UTC)))
     return summary.to_json()
 
 

@@ -226,6 +226,7 @@ def replication_summary(
 
     from cdcgen.core.replication_record import ReplicationRecord
     from cdcgen.pipeline.replication_summary import SUMMARIES_DIR, replication_run_summary
+    from cdcgen.airflow import metrics
     from cdcgen.pipeline.run_summary import RunIncomplete, write_summary
 
     config = run_config(params, connections.source)
@@ -233,8 +234,9 @@ def replication_summary(
     records = [ReplicationRecord.from_json(value) for value in pulled if value]
     tables = None if planned is None else [str(item["table"]) for item in planned]
     summary = replication_run_summary(run_id, tables, records)
-    if not params.get("dry_run"):
+    if not params.get("dry_run"):  # a dry run changes nothing: no summary, no metrics
         write_summary(Path(config.report_dir) / SUMMARIES_DIR, summary)
     if summary.problems:
         raise RunIncomplete("; ".join(summary.problems))
+        metrics.record(metrics.replication_points(summary, connections.source), ti)
     return summary.to_json()

@@ -1,4 +1,6 @@
-"""``ClockPastTrigger``: wait, without a worker slot, until every node's clock is past an instant.
+"""The triggerer's two jobs: ``ClockPastTrigger`` waits, without a worker slot, until every
+node's clock is past an instant; ``GenerationCommittedTrigger`` (at the end) watches for
+new generations, the generations DAG's event-driven schedule.
 
 The instant comes from the sensor (:mod:`cdcgen.airflow.sensors`), which applies the
 rules of :mod:`cdcgen.core.clocks`: a generation's timestamp plus leeway, or a changes
@@ -19,10 +21,10 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from airflow.triggers.base import BaseTrigger, TriggerEvent
+from airflow.triggers.base import BaseEventTrigger, BaseTrigger, TriggerEvent
 from asgiref.sync import sync_to_async
 
 from cdcgen.access_settings import AccessSettings
@@ -31,7 +33,8 @@ from cdcgen.adapters.cluster_access import access_for
 from cdcgen.adapters.errors import is_transient
 from cdcgen.config import PipelineConfig
 from cdcgen.core.clocks import ClockCheck, NodeClock
-from cdcgen.core.time import from_millis
+from cdcgen.core.generation import Generation
+from cdcgen.core.time import from_millis, iso_millis
 
 #: While waiting, the lagging nodes are logged at most this often (polls are every second).
 LOG_EVERY_SECONDS = 30.0
@@ -235,3 +238,126 @@ class ClockPastTrigger(BaseTrigger):
                 log=self.log.info,
             )
         yield TriggerEvent(payload)
+
+
+#: Seconds between two polls of the generation metadata by default: a new generation
+#: starts a run within about this long, and a quiet cluster answers one small read each.
+WATCH_POLL_SECONDS = 5.0
+#: After a failure that another poll cannot mend (a bad connection or setting, refused
+#: access), the connection is read again after this long, not at every poll.
+WATCH_RETRY_SECONDS = 60.0
+#: Event payload status: generations committed that consumers cannot see yet.
+COMMITTED = "committed"
+
+
+class GenerationCommittedTrigger(BaseEventTrigger):
+    """Fires when the source cluster commits a generation (raft, gossip or V1) or a
+    tablets stream set that is not published yet: the generations DAG's event-driven
+    schedule, watching an Asset (:func:`cdcgen.airflow.assets.committed_generations`).
+
+    Polls every ``poll_interval`` seconds through the process's shared session of the
+    cluster (:mod:`cdcgen.adapters.watch_sessions`); which generations make an event is
+    :class:`cdcgen.pipeline.watch.GenerationWatch`'s rule. It never ends by itself: a
+    watcher that returned would leave the DAG on its cron schedule alone, so failures are
+    logged and polling goes on (after :data:`WATCH_RETRY_SECONDS` when the connection
+    must be read again).
+
+    Its kwargs are what the DAG file knows without I/O (the connection's id, the target
+    keyspace the Assets are named by, the interval), never credentials (trigger kwargs
+    are stored in the metadata database), and the same at every parse: Airflow keys a
+    watcher by them, and a change restarts it.
+    """
+
+    def __init__(
+        self,
+        *,
+        conn_id: str,
+        target_keyspace: str | None = None,
+        poll_interval: float = WATCH_POLL_SECONDS,
+    ) -> None:
+        super().__init__()  # type: ignore[no-untyped-call]  # BaseEventTrigger.__init__(**kwargs) has no annotations
+        self.conn_id = conn_id
+        self.target_keyspace = target_keyspace
+        self.poll_interval = float(poll_interval)
+
+    def serialize(self) -> tuple[str, dict[str, Any]]:
+        return (
+            f"{type(self).__module__}.{type(self).__qualname__}",
+            {
+                "conn_id": self.conn_id,
+                "target_keyspace": self.target_keyspace,
+                "poll_interval": self.poll_interval,
+            },
+        )
+
+    def _config(self) -> PipelineConfig:
+        """The connection's configuration (blocking: call it through ``sync_to_async``)."""
+        from cdcgen.airflow.hooks import CdcSourceHook
+
+        config = CdcSourceHook(self.conn_id).get_config()
+        if self.target_keyspace:
+            config = config.with_overrides(target_keyspace=self.target_keyspace)
+        return config
+
+    async def run(self) -> AsyncIterator[TriggerEvent]:
+        from cdcgen.adapters.watch_sessions import SHARED_WATCH_SESSIONS
+        from cdcgen.pipeline.watch import GenerationWatch
+
+        watch = GenerationWatch()  # one per run(): a triggerer restart announces again
+        complaint = _Complaint(self.log.warning)
+        while True:
+            try:
+                config = await sync_to_async(self._config)()
+                access = await asyncio.to_thread(access_for, config)
+            except Exception as exc:  # a bad connection or setting: said, read again later
+                complaint.say(f"cannot read the connection {self.conn_id!r}", exc)
+                await asyncio.sleep(max(self.poll_interval, WATCH_RETRY_SECONDS))
+                continue
+            async with SHARED_WATCH_SESSIONS.use(config, access) as poll:
+                while True:
+                    try:
+                        new = await poll(lambda ports: watch.poll(ports.source, ports.publisher))
+                    except Exception as exc:
+                        complaint.say(f"polling the generations of {self.conn_id!r}", exc)
+                        if not is_transient(exc):
+                            break  # refused access, a setting: the connection is read again
+                        await asyncio.sleep(self.poll_interval)
+                        continue
+                    complaint.clear(f"polling the generations of {self.conn_id!r} again")
+                    if new:
+                        yield TriggerEvent(self._payload(new))
+                    await asyncio.sleep(self.poll_interval)
+            await asyncio.sleep(max(self.poll_interval, WATCH_RETRY_SECONDS))
+
+    def _payload(self, new: Sequence[Generation]) -> dict[str, Any]:
+        from cdcgen.pipeline.watch import describe
+
+        label = ", ".join(g.label for g in new)
+        self.log.info("%s committed, not published: starting a run", label)
+        return {
+            "status": COMMITTED,
+            "cluster": self.conn_id,
+            "generations": describe(new),
+            "detected_at": iso_millis(datetime.now(UTC)),
+        }
+
+
+class _Complaint:
+    """A failure is logged when it starts or changes, not at every poll (a cluster down
+    for an hour would otherwise fill the triggerer's log)."""
+
+    def __init__(self, log: Callable[[str], None]) -> None:
+        self._log = log
+        self._last: str | None = None
+
+    def say(self, what: str, exc: BaseException) -> None:
+        kind = "transient" if is_transient(exc) else "needs a fix"
+        message = f"{what} failed ({kind}): {type(exc).__name__}: {exc}"
+        if message != self._last:
+            self._log(message)
+        self._last = message
+
+    def clear(self, message: str) -> None:
+        if self._last is not None:
+            self._log(message)
+        self._last = None

@@ -9,6 +9,7 @@ from typing import Any
 from airflow.sdk import (
     DAG,
     AssetOrTimeSchedule,
+    BaseNotifier,
     CronDataIntervalTimetable,
     Param,
     dag,
@@ -16,8 +17,8 @@ from airflow.sdk import (
     task_group,
 )
 
+from cdcgen.airflow import alert_steps, alerts, map_index
 from cdcgen.airflow import changes_steps as steps
-from cdcgen.airflow import map_index
 from cdcgen.airflow.assets import extracted_changes, published_generations
 from cdcgen.airflow.connections import DEFAULT_CONNECTIONS, ClusterConnections
 from cdcgen.airflow.dags.generations import START_DATE
@@ -40,9 +41,13 @@ Asset). For each CDC table (a mapped task group):
    table's consistency watermark in the target keyspace; then the row checks
    (colocation, windows, batches, duplicates, counts) with Great Expectations.
 
-Then **summarize** every table (rows, watermark, checks; one JSON file per run) and
-fail the run naming any table not extracted or whose checks failed; a run that
-succeeds updates the changes Asset, which `cdc_replication` follows.
+Then **summarize** every table (rows, watermark, checks; one JSON file per run; the
+metrics `cdcgen.changes.*`) and fail the run naming any table not extracted or whose
+checks failed; a run that succeeds updates the changes Asset, which `cdc_replication`
+follows. Last, **check_lag** fails the run naming each table further behind its
+watermark than `CDCGEN_ALERT_LAG_SECONDS`. A failed task, and a run still going an
+hour after it was queued (its deadline), are told by the DAG's notifier (the task log,
+and the `cdcgen_alerts` webhook when that connection exists).
 
 Scheduled and manual runs are incremental (each stream from its checkpoint); a
 **backfill** (Airflow UI or `airflow backfill create`) re-reads its data
@@ -67,9 +72,13 @@ def cdc_changes_dag(
     start_date: datetime = START_DATE,
     connections: ClusterConnections = DEFAULT_CONNECTIONS,
     tags: Sequence[str] = ("cdc", "scylladb", "changes"),
+    notifiers: Sequence[BaseNotifier] | None = None,
+    deadline: timedelta | None = timedelta(hours=1),
 ) -> DAG:
     """The changes DAG of the cluster ``connections.source``: on the cron ``schedule`` and
-    whenever that cluster's generations DAG publishes a generation."""
+    whenever that cluster's generations DAG publishes a generation. ``notifiers``: told
+    of every failed task (default: :class:`~cdcgen.airflow.alerts.AlertNotifier`);
+    ``deadline``: a run still going this long after it was queued is told too."""
 
     @dag(
         dag_id=dag_id,
@@ -83,7 +92,12 @@ def cdc_changes_dag(
         dagrun_timeout=timedelta(hours=4),
         tags=list(tags),
         doc_md=DOC,
-        default_args={"retries": 0, "retry_delay": timedelta(seconds=30)},
+        default_args={
+            "retries": 0,
+            "retry_delay": timedelta(seconds=30),
+            "on_failure_callback": alerts.failure_callbacks(notifiers, connections.alerts),
+        },
+        deadline=alerts.deadline_alert(deadline, connections.alerts),
         user_defined_macros=map_index.MACROS,
         params={
             "tables": Param(
@@ -151,11 +165,18 @@ def cdc_changes_dag(
             "problem. On success, an Asset event: the watermarks moved (cdc_replication).",
             outlets=[extracted_changes(connections.source)],
         )
-        def summarize(planned: Any, params: Any = None, run_id: Any = None) -> Any:
-            return steps.changes_summary(params, run_id, planned, connections=connections)
+        def summarize(planned: Any, params: Any = None, run_id: Any = None, ti: Any = None) -> Any:
+            return steps.changes_summary(params, run_id, planned, connections=connections, ti=ti)
+
+        @task(
+            doc_md="Fails naming each table further behind its watermark than "
+            "CDCGEN_ALERT_LAG_SECONDS (unset: never); the notifier tells.",
+        )
+        def check_lag(params: Any = None, ti: Any = None) -> Any:
+            return alert_steps.check_lag(params, ti, connections=connections)
 
         planned = plan()
-        per_table.expand_kwargs(planned) >> summarize(planned)
+        per_table.expand_kwargs(planned) >> summarize(planned) >> check_lag()
 
     built: DAG = changes()
     return built

@@ -9,8 +9,8 @@ from typing import Any
 import pendulum
 from airflow.sdk import DAG, CronDataIntervalTimetable, Param, dag, task, task_group
 
+from cdcgen.airflow import alerts, map_index
 from cdcgen.airflow import generation_steps as steps
-from cdcgen.airflow import map_index
 from cdcgen.airflow.assets import publications, published_generations
 from cdcgen.airflow.connections import DEFAULT_CONNECTIONS, ClusterConnections
 from cdcgen.airflow.sensors import GenerationStartedSensor
@@ -38,7 +38,12 @@ checking them.
    `cdc_streams_descriptions_v2` then `cdc_generation_timestamps`, and an Asset
    event. Consumers follow the timestamps in order, so a generation that cannot
    be published holds back every newer one instead of letting them skip it.
-4. **summarize** the run; it fails the run if anything was not published.
+4. **summarize** the run (and the metrics `cdcgen.generations.*`); it fails the run if
+   anything was not published.
+
+A failed task, and a run still going half an hour after it was queued (its
+deadline), are told by the DAG's notifier (the task log, and the `cdcgen_alerts`
+webhook when that connection exists).
 
 Logic lives in the `cdcgen` package (`cdcgen.airflow`, `cdcgen.pipeline`); this
 file only wires it.
@@ -60,6 +65,8 @@ def cdc_generations_dag(
     start_date: datetime = START_DATE,
     connections: ClusterConnections = DEFAULT_CONNECTIONS,
     tags: Sequence[str] = ("cdc", "scylladb", "generations"),
+    notifiers: Sequence[Any] | None = None,
+    deadline: timedelta | None = timedelta(minutes=30),
 ) -> DAG:
     """The generations DAG of the cluster ``connections.source`` (a cron ``schedule``)."""
     published = published_generations(connections.source)  # environment only: no I/O
@@ -74,7 +81,14 @@ def cdc_generations_dag(
         dagrun_timeout=timedelta(hours=2),
         tags=list(tags),
         doc_md=DOC,
-        default_args={"retries": 0, "retry_delay": timedelta(seconds=10)},
+        default_args={
+            "retries": 0,
+            "retry_delay": timedelta(seconds=10),
+            # notifiers: told of every failed task (default: alerts.AlertNotifier);
+            # deadline: a run still going this long after it was queued is told too.
+            "on_failure_callback": alerts.failure_callbacks(notifiers, connections.alerts),
+        },
+        deadline=alerts.deadline_alert(deadline, connections.alerts),
         user_defined_macros=map_index.MACROS,
         params={
             "generation_id": Param(

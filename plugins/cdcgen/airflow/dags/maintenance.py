@@ -6,8 +6,9 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from airflow.sdk import DAG, CronDataIntervalTimetable, dag, task
+from airflow.sdk import DAG, BaseNotifier, CronDataIntervalTimetable, dag, task
 
+from cdcgen.airflow import alerts
 from cdcgen.airflow import generation_steps as steps
 from cdcgen.airflow.connections import DEFAULT_CONNECTIONS, ClusterConnections
 from cdcgen.airflow.dags.generations import START_DATE
@@ -43,8 +44,11 @@ def cdc_generations_maintenance_dag(
     start_date: datetime = START_DATE,
     connections: ClusterConnections = DEFAULT_CONNECTIONS,
     tags: Sequence[str] = ("cdc", "scylladb", "maintenance"),
+    notifiers: Sequence[BaseNotifier] | None = None,
 ) -> DAG:
-    """The maintenance DAG of the cluster ``connections.source`` (a cron ``schedule``)."""
+    """The maintenance DAG of the cluster ``connections.source`` (a cron ``schedule``);
+    ``notifiers``: told of every failed task (default:
+    :class:`~cdcgen.airflow.alerts.AlertNotifier`)."""
 
     @dag(
         dag_id=dag_id,
@@ -55,7 +59,11 @@ def cdc_generations_maintenance_dag(
         dagrun_timeout=timedelta(hours=1),
         tags=list(tags),
         doc_md=DOC,
-        default_args={"retries": 2, "retry_delay": timedelta(minutes=1)},
+        default_args={
+            "retries": 2,
+            "retry_delay": timedelta(minutes=1),
+            "on_failure_callback": alerts.failure_callbacks(notifiers, connections.alerts),
+        },
     )
     def maintenance() -> None:
         @task(doc_md="V1 -> V2 rewrite and the `rewritten` marker (V1 sources only).")

@@ -9,6 +9,7 @@ from typing import Any
 from airflow.sdk import (
     DAG,
     AssetOrTimeSchedule,
+    BaseNotifier,
     CronDataIntervalTimetable,
     Param,
     dag,
@@ -16,7 +17,7 @@ from airflow.sdk import (
     task_group,
 )
 
-from cdcgen.airflow import map_index
+from cdcgen.airflow import alert_steps, alerts, map_index
 from cdcgen.airflow import replication_steps as steps
 from cdcgen.airflow.assets import extracted_changes, replications
 from cdcgen.airflow.connections import DEFAULT_CONNECTIONS, ClusterConnections
@@ -46,8 +47,11 @@ for each table (a mapped task group):
 3. emit an Asset event for the sink table with its consistency timestamp and lag;
 
 then **summarize** the run (every table's record, also a JSON file under the report
-directory's `summaries/replication`); it fails the run naming each table not brought
-forward.
+directory's `summaries/replication`; the metrics `cdcgen.replication.*`); it fails the
+run naming each table not brought forward. Last, **check_lag** fails the run naming
+each sink table further behind than `CDCGEN_ALERT_LAG_SECONDS`. A failed task, and a
+run still going an hour after it was queued (its deadline), are told by the DAG's
+notifier (the task log, and the `cdcgen_alerts` webhook when that connection exists).
 
 A sink the lake no longer covers (the log's TTL expired changes before they were
 extracted) fails naming the command that re-bootstraps it: a run with
@@ -74,9 +78,14 @@ def cdc_replication_dag(
     start_date: datetime = START_DATE,
     connections: ClusterConnections = DEFAULT_CONNECTIONS,
     tags: Sequence[str] = ("cdc", "scylladb", "replication"),
+    notifiers: Sequence[BaseNotifier] | None = None,
+    deadline: timedelta | None = timedelta(hours=1),
 ) -> DAG:
     """The replication DAG from the cluster ``connections.source`` to ``connections.sink``:
-    on the cron ``schedule`` and whenever that cluster's changes DAG moves a watermark."""
+    on the cron ``schedule`` and whenever that cluster's changes DAG moves a watermark.
+    ``notifiers``: told of every failed task (default:
+    :class:`~cdcgen.airflow.alerts.AlertNotifier`); ``deadline``: a run still going this
+    long after it was queued is told too."""
     alias = replications(connections.source)
 
     @dag(
@@ -91,7 +100,12 @@ def cdc_replication_dag(
         dagrun_timeout=timedelta(hours=4),
         tags=list(tags),
         doc_md=DOC,
-        default_args={"retries": 2, "retry_delay": timedelta(seconds=30)},
+        default_args={
+            "retries": 2,
+            "retry_delay": timedelta(seconds=30),
+            "on_failure_callback": alerts.failure_callbacks(notifiers, connections.alerts),
+        },
+        deadline=alerts.deadline_alert(deadline, connections.alerts),
         user_defined_macros=map_index.MACROS,
         params={
             "tables": Param(
@@ -173,8 +187,16 @@ def cdc_replication_dag(
         def summarize(planned: Any, params: Any = None, run_id: Any = None, ti: Any = None) -> Any:
             return steps.replication_summary(params, run_id, planned, ti, connections=connections)
 
+        @task(
+            retries=0,  # the lag was measured once, by summarize: a retry reads the same
+            doc_md="Fails naming each sink table further behind than "
+            "CDCGEN_ALERT_LAG_SECONDS (unset: never); the notifier tells.",
+        )
+        def check_lag(params: Any = None, ti: Any = None) -> Any:
+            return alert_steps.check_lag(params, ti, connections=connections)
+
         planned = plan()
-        per_table.expand_kwargs(planned) >> summarize(planned)
+        per_table.expand_kwargs(planned) >> summarize(planned) >> check_lag()
 
     built: DAG = replication()
     return built
