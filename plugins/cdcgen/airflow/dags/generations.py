@@ -7,11 +7,19 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import pendulum
-from airflow.sdk import DAG, CronDataIntervalTimetable, Param, dag, task, task_group
+from airflow.sdk import (
+    DAG,
+    AssetOrTimeSchedule,
+    CronDataIntervalTimetable,
+    Param,
+    dag,
+    task,
+    task_group,
+)
 
 from cdcgen.airflow import alerts, map_index
 from cdcgen.airflow import generation_steps as steps
-from cdcgen.airflow.assets import publications, published_generations
+from cdcgen.airflow.assets import committed_generations, publications, published_generations
 from cdcgen.airflow.connections import DEFAULT_CONNECTIONS, ClusterConnections
 from cdcgen.airflow.sensors import GenerationStartedSensor
 from cdcgen.airflow.spark_jobs import GENERATION_EXTRACT
@@ -24,6 +32,10 @@ Follows the CDC generations of a ScyllaDB cluster (raft, gossip, legacy V1 or
 tablets, per the `cdc_source` connection) and publishes their stream
 descriptions to the user-facing tables, the way ScyllaDB does, but only after
 checking them.
+
+Runs when the cluster commits a generation that is not published yet (a
+watcher in the triggerer polls the generation metadata every few seconds), and
+on its cron schedule (every ten minutes by default) as a safety net.
 
 1. **detect**: committed generations not yet published, oldest first; a
    backfill run also re-does those whose timestamp falls in its data interval.
@@ -67,14 +79,26 @@ def cdc_generations_dag(
     tags: Sequence[str] = ("cdc", "scylladb", "generations"),
     notifiers: Sequence[Any] | None = None,
     deadline: timedelta | None = timedelta(minutes=30),
+    watch: bool = True,
+    watch_poll_interval: float | None = None,
 ) -> DAG:
-    """The generations DAG of the cluster ``connections.source`` (a cron ``schedule``)."""
+    """The generations DAG of the cluster ``connections.source``: on the cron
+    ``schedule``, and with ``watch`` also as soon as the triggerer's watcher sees a
+    generation committed and not published (polling every ``watch_poll_interval``
+    seconds; default :data:`~cdcgen.airflow.triggers.WATCH_POLL_SECONDS`). The cron
+    schedule stays the safety net: a watcher down, or a run that failed to publish,
+    waits for it."""
     published = published_generations(connections.source)  # environment only: no I/O
     alias = publications(connections.source)
+    timetable = CronDataIntervalTimetable(schedule, timezone="UTC")
+    when: Any = timetable
+    if watch:
+        watched = committed_generations(connections.source, poll_interval=watch_poll_interval)
+        when = AssetOrTimeSchedule(timetable=timetable, assets=[watched])
 
     @dag(
         dag_id=dag_id,
-        schedule=CronDataIntervalTimetable(schedule, timezone="UTC"),
+        schedule=when,
         start_date=start_date,
         catchup=False,
         max_active_runs=1,
