@@ -149,6 +149,7 @@ def publish(
     from dataclasses import replace
 
     from cdcgen.adapters.generation_sources import connected_generation_ports
+    from cdcgen.airflow import lineage
     from cdcgen.extract.generation_lake import LocalGenerationLake
     from cdcgen.pipeline.publish import publish_in_order
     from cdcgen.pipeline.reporting import record_generation
@@ -164,6 +165,7 @@ def publish(
             lake=LocalGenerationLake(config.lake_path),
             target_keyspace=config.target_keyspace,
         )
+    lineage.report_publication(config, [item.generation for item in outcome.published])
     by_generation = {v.generation: v for v in validations}
     published = []
     for item in outcome.published:

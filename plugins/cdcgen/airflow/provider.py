@@ -3,7 +3,8 @@
 Airflow's provider manager reads :func:`get_provider_info` without importing the hooks:
 the ``cdcgen`` connection type and its form (every connection extra a setting declares,
 :mod:`cdcgen.airflow.hooks`, with the meaning the settings reference prints), the hooks,
-operators, sensors and triggers. The report site's plugin
+operators, sensors and triggers, and the Asset URI scheme that carries the tasks'
+OpenLineage datasets (:mod:`cdcgen.airflow.lineage`). The report site's plugin
 (:mod:`cdcgen.airflow.reports_plugin`) has an entry point of its own (``airflow.plugins``):
 Airflow loads a provider's plugins only when providers are discovered eagerly, which is not
 its default. A connection of this type is a source or a sink
@@ -20,6 +21,7 @@ from pydantic.fields import FieldInfo
 
 from cdcgen.access_settings import AccessSettings
 from cdcgen.airflow.connections import PASS_THROUGH_EXTRAS
+from cdcgen.airflow.lineage import SCHEME as LINEAGE_SCHEME
 from cdcgen.config import PipelineConfig
 from cdcgen.env_settings import connection_field
 
@@ -53,6 +55,16 @@ def get_provider_info() -> dict[str, Any]:
         ],
         "triggers": [
             {"integration-name": INTEGRATION, "python-modules": ["cdcgen.airflow.triggers"]}
+        ],
+        # An OpenLineage dataset in the form the hook lineage collector takes (an Asset),
+        # and back: how the @task bodies report their inputs and outputs
+        # (cdcgen.airflow.lineage).
+        "asset-uris": [
+            {
+                "schemes": [LINEAGE_SCHEME],
+                "handler": "cdcgen.airflow.lineage.normalize_uri",
+                "to_openlineage_converter": "cdcgen.airflow.lineage.to_openlineage",
+            }
         ],
         "connection-types": [
             {

@@ -163,6 +163,7 @@ def replicate_table(
     :data:`RECORD_KEY` either way, for the run's summary. With the ``dry_run`` Param, says
     what the run would do (which table a bootstrap would truncate) and writes nothing."""
     from cdcgen.adapters.cql import client_for
+    from cdcgen.airflow import lineage
     from cdcgen.airflow.assets import replicated_table
     from cdcgen.replication.run import (
         ChangesRejected,
@@ -191,6 +192,7 @@ def replicate_table(
         ti.xcom_push(key=RECORD_KEY, value=record.to_json())
     if dry_run:
         return record.to_json()
+    lineage.report_replication(config, sink_config, table, job.sink)
     if outlet_events is not None and alias is not None:
         extra = {
             "source_table": record.source_table,

@@ -5,6 +5,9 @@
   run to its report), behind Airflow's own login.
 * ``external_views`` adds "CDC reports" to the Browse menu (the index, in an
   iframe) and a "CDC report" tab on every DAG run, which opens that run's page.
+* ``listeners``: each task starts with a hook lineage collector of its own
+  (:mod:`cdcgen.airflow.lineage_listener`), so the tasks' OpenLineage events claim what
+  they read and wrote, and nothing an earlier task in the same process did.
 
 Airflow loads it through the package's ``airflow.plugins`` entry point, so installing the
 package is all a deployment does; it imports nothing heavy,
@@ -15,6 +18,7 @@ from __future__ import annotations
 
 from airflow.plugins_manager import AirflowPlugin
 
+from cdcgen.airflow import lineage_listener
 from cdcgen.reports.web import URL_PREFIX, LazyApp, create_app
 
 REPORTS_VIEW = {
@@ -39,3 +43,4 @@ class CdcgenReportsPlugin(AirflowPlugin):
         {"app": LazyApp(create_app), "url_prefix": URL_PREFIX, "name": "cdcgen reports"}
     ]
     external_views = [REPORTS_VIEW, RUN_REPORT_VIEW]  # noqa: RUF012
+    listeners = [lineage_listener]  # noqa: RUF012

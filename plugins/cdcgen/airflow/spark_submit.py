@@ -38,7 +38,7 @@ import tempfile
 from collections.abc import Iterator, Mapping, MutableMapping
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 
@@ -56,6 +56,12 @@ from cdcgen.spark.class_archive import with_class_archive
 from cdcgen.spark.connect_settings import TOKEN_ENV as CONNECT_TOKEN_ENV
 from cdcgen.spark.connect_settings import TOKEN_FILE_ENV as CONNECT_TOKEN_FILE_ENV
 from cdcgen.spark.session import JobKind, remote_for
+
+if TYPE_CHECKING:
+    from airflow.providers.openlineage.extractors import OperatorLineage
+    from openlineage.client.event_v2 import Dataset
+
+    from cdcgen.core.lineage import DatasetName
 
 
 class JobRefused(TerminalError):
@@ -160,6 +166,31 @@ class CdcSparkSubmitOperator(SparkSubmitOperator):
         at = args.index(self.result_arg) + 1
         return [*args[:at], str(open_attempt(args[at], attempt)), *args[at + 1 :]]
 
+    # --- OpenLineage (cdcgen.airflow.lineage) ------------------------------------------
+
+    def lineage_datasets(self) -> tuple[list[DatasetName], list[DatasetName]]:
+        """What the job reads and writes (inputs, outputs), from the rendered fields; a
+        job kind that does not say reports none."""
+        return [], []
+
+    def _job_argument(self, name: str) -> str | None:
+        args = [str(arg) for arg in self.application_args or []]
+        return args[args.index(name) + 1] if name in args[:-1] else None
+
+    def get_openlineage_facets_on_start(self) -> OperatorLineage[Dataset, Any]:
+        """The job's inputs and outputs, for Airflow's OpenLineage integration. Called
+        with the task's fields rendered (the mapped group's table or generation, the
+        planned job's variables), before the job runs; the same on completion."""
+        from cdcgen.airflow.lineage import operator_lineage
+
+        inputs, outputs = self.lineage_datasets()
+        return operator_lineage(inputs, outputs)
+
+    def get_openlineage_facets_on_complete(
+        self, task_instance: Any
+    ) -> OperatorLineage[Dataset, Any]:
+        return self.get_openlineage_facets_on_start()
+
 
 class GenerationExtractOperator(CdcSparkSubmitOperator):
     """A generation's extract: spark-submit, or in this task's process on the Spark
@@ -197,6 +228,33 @@ class GenerationExtractOperator(CdcSparkSubmitOperator):
         )
         return None
 
+    def lineage_datasets(self) -> tuple[list[DatasetName], list[DatasetName]]:
+        """The source's generation metadata tables in, the lake's generation table out."""
+        from cdcgen.airflow import lineage
+        from cdcgen.airflow.xcom import from_xcom
+        from cdcgen.core.generation import Generation
+
+        if not self.generation:
+            return [], []
+        config = lineage.planned_config(self.env_vars)
+        generation = from_xcom(Generation, self.generation)
+        return lineage.generation_sources(config), [lineage.generation_lake(config, generation)]
+
+
+class ChangesExtractOperator(CdcSparkSubmitOperator):
+    """A CDC table's changes extract (``spark/extract_changes.py``): spark-submit of the
+    job, whose lineage is the table's CDC log table in, the lake's changes table out."""
+
+    def lineage_datasets(self) -> tuple[list[DatasetName], list[DatasetName]]:
+        from cdcgen.airflow import lineage
+
+        if not self.table:
+            return [], []
+        config = lineage.planned_config(self.env_vars)
+        return [lineage.log_table(config, str(self.table))], [
+            lineage.changes_lake(config, str(self.table))
+        ]
+
 
 class ReplicationBootstrapOperator(CdcSparkSubmitOperator):
     """A sink table's bootstrap (``spark/replication_bootstrap.py``), submitted only when
@@ -210,6 +268,23 @@ class ReplicationBootstrapOperator(CdcSparkSubmitOperator):
         if not self.application_args:
             raise AirflowSkipException("the sink table needs no bootstrap")
         return super().execute(context)
+
+    def lineage_datasets(self) -> tuple[list[DatasetName], list[DatasetName]]:
+        """The source base table in, the sink table on the sink cluster out; none when
+        the plan gave no bootstrap (the task is skipped)."""
+        from cdcgen.airflow import lineage
+        from cdcgen.replication.run import sink_environment
+
+        source_table = self._job_argument("--table")
+        sink_table = self._job_argument("--sink-table")
+        if source_table is None or sink_table is None:
+            return [], []
+        env = {k: str(v) for k, v in (self.env_vars or {}).items()}
+        source = lineage.planned_config(env)
+        sink = lineage.planned_config(sink_environment(env))
+        return [lineage.cluster_table(source, source_table)], [
+            lineage.cluster_table(sink, sink_table)
+        ]
 
 
 @contextmanager

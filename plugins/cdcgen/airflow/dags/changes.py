@@ -24,7 +24,7 @@ from cdcgen.airflow.connections import DEFAULT_CONNECTIONS, ClusterConnections
 from cdcgen.airflow.dags.generations import START_DATE
 from cdcgen.airflow.sensors import WindowClosedSensor
 from cdcgen.airflow.spark_jobs import CHANGES_EXTRACT
-from cdcgen.airflow.spark_submit import CdcSparkSubmitOperator
+from cdcgen.airflow.spark_submit import ChangesExtractOperator
 
 DOC = """
 ### CDC changes: every change of every CDC table, complete and in order, in the lake
@@ -142,7 +142,7 @@ def cdc_changes_dag(
                 deferrable=True,
                 doc_md="Every node's clock past the window end + leeway + confidence window.",
             )
-            extract = CdcSparkSubmitOperator(
+            extract = ChangesExtractOperator(
                 task_id="extract",
                 cdc_conn_id=connections.source,
                 conn_id=connections.spark,
