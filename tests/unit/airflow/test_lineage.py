@@ -162,3 +162,26 @@ def test_the_publish_and_apply_bodies_report_to_the_collector() -> None:
     ]
     assert pairs(outputs) == [*published, ("cassandra://sink1:9042", "replica.orders")]
     assert all(isinstance(info.context, CdcSourceHook) for info in collected.outputs)
+
+
+def test_every_spark_task_of_the_dags_says_its_lineage() -> None:
+    """The DAGs' Spark tasks are the operators that know what their job reads and writes
+    (a plain CdcSparkSubmitOperator would report nothing)."""
+    from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+
+    from cdcgen.airflow.dags import cdc_changes_dag, cdc_generations_dag, cdc_replication_dag
+    from cdcgen.airflow.spark_submit import CdcSparkSubmitOperator
+
+    spark = {
+        f"{dag.dag_id}.{task.task_id}": getattr(task, "operator_class", type(task))
+        for dag in (cdc_generations_dag(), cdc_changes_dag(), cdc_replication_dag())
+        for task in dag.tasks
+        if issubclass(getattr(task, "operator_class", type(task)), SparkSubmitOperator)
+    }
+    assert sorted(spark) == [
+        "cdc_changes.table.extract",
+        "cdc_generations.generation.extract",
+        "cdc_replication.table.bootstrap",
+    ]
+    base = CdcSparkSubmitOperator.lineage_datasets
+    assert all(kind.lineage_datasets is not base for kind in spark.values()), spark
