@@ -43,7 +43,7 @@ COPY --from=wheel /home/airflow/dist/ /home/airflow/dist/
 RUN pip install --no-cache-dir -c /opt/cdcgen/constraints.txt \
       "$(ls /home/airflow/dist/cdcgen-*.whl)[stack]" "psycopg2-binary==2.9.13" "asyncpg==0.32.0" \
  && pip check \
- && python -m cdcgen.spark.install \
+ && python -m cdcgen.spark.install --no-cache \
  && python -m cdcgen.validation.docs_assets
 
 WORKDIR /opt/cdcgen

@@ -37,9 +37,9 @@ from cdcgen.airflow.connections import (
     source_connection,
     spark_connection,
 )
+from cdcgen_dev.isolation import isolated_env
 from cdcgen_dev.locking import file_lock
 from cdcgen_dev.paths import CHECKOUT_LAKE, CHECKOUT_REPORTS, REPO_ROOT
-from cdcgen_dev.provider_venv import isolated_env
 
 DEFAULT_HOME = REPO_ROOT / "var" / "airflow"
 CONFIG_NAME = "airflow.cfg"
@@ -165,7 +165,7 @@ def migrate(home: Path, env: Mapping[str, str] | None = None, python: Path | Non
     from importlib.metadata import version
 
     stamp = home / _MIGRATED_STAMP
-    want = version("apache-airflow-core")
+    want = version("apache-airflow-core") if python is None else _airflow_version(python)
     # Concurrent test sessions share the e2e template home: one migrates, the other waits.
     with file_lock(home / ".migrate.lock"):
         if stamp.exists() and stamp.read_text().strip() == want and (home / DB_NAME).exists():
@@ -185,6 +185,19 @@ def migrate(home: Path, env: Mapping[str, str] | None = None, python: Path | Non
                 f"{result.stdout[-2000:]}\n{result.stderr[-4000:]}"
             )
         stamp.write_text(want + "\n")
+
+
+def _airflow_version(python: Path) -> str:
+    """The Airflow version another virtualenv's ``python`` has (its migrations are its own)."""
+    script = "from importlib.metadata import version; print(version('apache-airflow-core'))"
+    done = subprocess.run(
+        [str(python), "-I", "-c", script],
+        env=isolated_env(),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return done.stdout.strip()
 
 
 def ensure_home(home: Path = DEFAULT_HOME) -> Path:

@@ -26,7 +26,7 @@ from typing import Any
 from cdcgen.airflow.connections import DEFAULT_SPARK_MASTER
 from cdcgen.pipeline.run_summary import SUMMARIES_DIR
 from cdcgen_dev.airflow_home import DEFAULT_HOME, airflow_env, airflow_executable
-from cdcgen_dev.provider_venv import isolated_env
+from cdcgen_dev.isolation import isolated_env
 
 
 @dataclass(frozen=True)
@@ -114,6 +114,7 @@ def dags_test(
     with subprocess.Popen(
         command,
         env=full_env,
+        cwd=home if python is not None else None,  # not the checkout: Spark's workers add it
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,

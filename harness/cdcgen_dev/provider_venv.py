@@ -19,7 +19,6 @@ the wheel's contents, the constraints and the Python.
 from __future__ import annotations
 
 import hashlib
-import os
 import shutil
 import subprocess
 import sys
@@ -28,6 +27,7 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from cdcgen_dev.isolation import isolated_env
 from cdcgen_dev.locking import file_lock
 from cdcgen_dev.paths import REPO_ROOT
 
@@ -41,6 +41,8 @@ _STAMP = ".cdcgen-provider-stamp"
 
 @dataclass(frozen=True)
 class ProviderVenv:
+    """The virtualenv (``root``) and the wheel installed in it."""
+
     root: Path
     wheel: Path
 
@@ -51,15 +53,6 @@ class ProviderVenv:
     @property
     def airflow(self) -> Path:
         return self.root / "bin" / "airflow"
-
-
-def isolated_env(base: dict[str, str] | None = None) -> dict[str, str]:
-    """An environment in which a Python sees its own virtualenv only: no import path or
-    virtualenv of the caller's (a test session's ``PYTHONPATH`` holds the checkout)."""
-    env = dict(os.environ if base is None else base)
-    for name in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME", "PYTHONSTARTUP"):
-        env.pop(name, None)
-    return env
 
 
 def provider_venv(root: Path = DEFAULT_ROOT) -> ProviderVenv:
@@ -81,10 +74,11 @@ def provider_venv(root: Path = DEFAULT_ROOT) -> ProviderVenv:
         _run([uv, "venv", "--quiet", "--python", sys.executable, str(root)])
         install = [uv, "pip", "install", "--quiet", "--python", python, "-c", str(CONSTRAINTS)]
         _run([*install, *AIRFLOW])
-        _run([*install, str(wheel)])
+        _run([*install, f"{wheel}[provider]"])  # the extra adds nothing Airflow has
         _run([*install, "--no-deps", str(harness)])
-        _run([python, "-m", "cdcgen.spark.install"])
-        _run([python, "-m", "cdcgen.validation.docs_assets"])
+        # -I: the installed package only, not the working folder nor any PYTHON* variable
+        _run([python, "-I", "-m", "cdcgen.spark.install"])
+        _run([python, "-I", "-m", "cdcgen.validation.docs_assets"])
         stamp.write_text(want)
         return venv
 

@@ -16,6 +16,7 @@ build them from explicit values; one explicit ``from_env(mapping)`` serves both.
 
 from __future__ import annotations
 
+import os
 from datetime import timedelta
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal
@@ -37,10 +38,12 @@ from cdcgen.env_settings import env_text as env_text
 from cdcgen.extensions import clock_sources
 from cdcgen.schema import SourceSchema
 
-#: Where the lake and the reports go when no setting names them: the user's data folder,
-#: never a path derived from where the package is installed (a wheel's site-packages).
-#: A deployment with more than one worker sets ``CDCGEN_LAKE_PATH`` to shared storage.
-DATA_HOME = Path.home() / ".local" / "share" / "cdcgen"
+#: Where the lake and the reports go when no setting names them: the user's data folder
+#: (``$XDG_DATA_HOME``, else ``~/.local/share``), never a path derived from where the
+#: package is installed (a wheel's site-packages). ``expanduser`` rather than
+#: ``Path.home()``: a process without a home must still import the configuration. A
+#: deployment with more than one worker sets ``CDCGEN_LAKE_PATH`` to shared storage.
+DATA_HOME = Path(os.environ.get("XDG_DATA_HOME") or os.path.expanduser("~/.local/share")) / "cdcgen"
 #: Run records the report site keeps (``CDCGEN_REPORT_KEEP_RUNS``): about a month of a
 #: changes run every hour; the oldest beyond are removed as a task records its run.
 DEFAULT_REPORT_KEEP_RUNS = 1000

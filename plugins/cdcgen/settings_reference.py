@@ -243,6 +243,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true", help="exit 1 if the page is stale")
     parser.add_argument("--page", type=Path, default=DOC, help=f"the page (default {DOC})")
     args = parser.parse_args(argv)
+    if not args.page.is_file():
+        parser.error(f"no page {args.page}: run it in the checkout, or name the page (--page)")
     page = args.page.read_text()
     fresh = updated(page)
     if args.check:

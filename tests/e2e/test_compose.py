@@ -233,7 +233,9 @@ def test_built_images_come_from_a_pinned_dockerfile(services: dict[str, Any]) ->
     assert "apache-airflow==3.3.2" in constraints and "pyspark==4.1.3" in constraints
     # The lake's tables are Delta, maybe on S3: every Spark of the image needs Delta's
     # and S3A's jars and the log store compiled from source (so a JDK, not a JRE).
-    assert re.search(r"^ && python -m cdcgen\.spark\.install \\$", dockerfile, flags=re.M)
+    assert re.search(
+        r"^ && python -m cdcgen\.spark\.install --no-cache \\$", dockerfile, flags=re.M
+    )
     # Data Docs served from the image load their scripts from the image, not a CDN.
     assert re.search(r"^ && python -m cdcgen\.validation\.docs_assets$", dockerfile, flags=re.M)
     assert "openjdk-17-jdk-headless" in dockerfile and "jre-headless" not in dockerfile

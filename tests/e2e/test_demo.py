@@ -144,7 +144,7 @@ def test_demo_runs_end_to_end(
         assert summary["streams_published"] == 4 + 8
     if provider is not None:  # the provider's Airflow ran the DAGs, the jobs its package's
         assert f"(Airflow of {provider.root})" in done.stdout
-        jobs = provider.root / "lib" / "python3.11" / "site-packages" / "cdcgen" / "jobs"
+        (jobs,) = provider.root.glob("lib/python3*/site-packages/cdcgen/jobs")
         for dag, job in (
             ("cdc_generations", "extract_generation"),
             ("cdc_changes", "extract_changes"),

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import subprocess
 import zipfile
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +23,9 @@ import pytest
 from cdcgen.airflow.connections import PASS_THROUGH_EXTRAS
 from cdcgen.airflow.hooks import EXTRA_SETTINGS
 from cdcgen_dev.airflow_home import write_config
+from cdcgen_dev.isolation import isolated_env
 from cdcgen_dev.paths import REPO_ROOT
-from cdcgen_dev.provider_venv import ProviderVenv, isolated_env
+from cdcgen_dev.provider_venv import ProviderVenv
 
 pytestmark = [pytest.mark.e2e]
 
@@ -86,7 +88,7 @@ def test_airflow_lists_the_provider_and_loads_its_report_plugin(
         in_venv(provider_virtualenv, airflow_home, airflow, "providers", "list", "-o", "json")
     )
     (cdcgen,) = [p for p in providers if p["package_name"] == "cdcgen"]
-    assert cdcgen["version"] == "0.1.0"
+    assert cdcgen["version"] == version("cdcgen")
     plugins = json.loads(
         in_venv(provider_virtualenv, airflow_home, airflow, "plugins", "-o", "json")
     )
@@ -97,11 +99,12 @@ def test_airflow_lists_the_provider_and_loads_its_report_plugin(
 def test_the_connection_form_the_jobs_the_suites_and_the_defaults_come_from_the_package(
     provider_virtualenv: ProviderVenv, airflow_home: Path
 ) -> None:
-    output = in_venv(provider_virtualenv, airflow_home, str(provider_virtualenv.python), str(PROBE))
+    python = str(provider_virtualenv.python)
+    output = in_venv(provider_virtualenv, airflow_home, python, "-I", str(PROBE))
     found: dict[str, Any] = json.loads(output.splitlines()[-1])  # Airflow logs to stdout first
     package = Path(found["package"])
     assert package.is_relative_to(provider_virtualenv.root), package
-    assert found["provider"] == "0.1.0"
+    assert found["provider"] == version("cdcgen")
     # The form Airflow shows is get_provider_info's, field for field and word for word.
     assert found["form"] == found["declared"]
     assert set(found["form"]) == set(EXTRA_SETTINGS) | set(PASS_THROUGH_EXTRAS)

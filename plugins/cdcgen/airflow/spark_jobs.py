@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib.util import find_spec
 
+from cdcgen.core.errors import TerminalError
 from cdcgen.env_settings import EnvSettings
 from cdcgen.spark.session import JobKind, submit_conf, submit_env
 
@@ -26,12 +27,18 @@ class SparkJob:
     name: str
 
 
+class JobFileMissing(TerminalError):
+    """The package lacks a job's source file (an install without sources): spark-submit
+    takes a Python application only as a ``.py`` file."""
+
+
 def job_file(module: str) -> str:
     """The file of the job module ``module``, found without importing it (a DAG file parses
     without Spark)."""
     spec = find_spec(module)
-    if spec is None or spec.origin is None:
-        raise ModuleNotFoundError(f"no Spark job module {module}")
+    if spec is None or spec.origin is None or not spec.origin.endswith(".py"):
+        found = spec.origin if spec is not None else None
+        raise JobFileMissing(f"no source file of the Spark job module {module} (found {found})")
     return spec.origin
 
 

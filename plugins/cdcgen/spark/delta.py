@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import os
 import shutil
 import tempfile
 import urllib.request
@@ -37,7 +38,9 @@ from cdcgen.core.errors import TerminalError
 DELTA_VERSION = "4.4.0"
 #: Where downloaded jars are kept (the installer's ``--cache``), checked by their SHA-256
 #: like a download before use.
-JAR_CACHE = Path.home() / ".cache" / "cdcgen" / "jars"
+JAR_CACHE = (
+    Path(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")) / "cdcgen" / "jars"
+)
 MAVEN_CENTRAL = "https://repo1.maven.org/maven2"
 
 SESSION_CONF: Mapping[str, str] = {
@@ -118,14 +121,14 @@ def install_jars(
             staged = Path(part.name)
         try:
             cached = cache / jar.file_name if cache is not None else None
-            if cached is not None and _holds(cached, jar):
+            if cached is not None and _cached(cached, jar):
                 shutil.copyfile(cached, staged)
             else:
                 with urllib.request.urlopen(jar.url, timeout=120) as response:
                     staged.write_bytes(response.read())
             if not _holds(staged, jar):
                 raise JarError(f"{jar.url}: content does not match the pinned SHA-256")
-            if cached is not None and not _holds(cached, jar):
+            if cached is not None and not _cached(cached, jar):
                 _keep(staged, cached)
             staged.replace(folder / jar.file_name)
         except OSError as exc:
@@ -136,14 +139,29 @@ def install_jars(
     return written
 
 
+def _cached(cached: Path, jar: Jar) -> bool:
+    """Whether the cache holds ``jar``'s pinned content; a cache that cannot be read (not
+    a folder, another user's) is a miss, never an error: it costs a download."""
+    try:
+        return _holds(cached, jar)
+    except OSError:
+        return False
+
+
 def _keep(jar: Path, cached: Path) -> None:
-    """Copy a checked jar into the cache, whole or not at all (a cache that cannot be
-    written costs the next install a download, nothing more)."""
+    """Copy a checked jar into the cache, whole or not at all, through a file of this
+    install's own (two installs at once each write theirs; the last rename wins, and both
+    have the pinned content). A cache that cannot be written costs the next install a
+    download, nothing more."""
     try:
         cached.parent.mkdir(parents=True, exist_ok=True)
-        part = cached.with_name(f".{cached.name}.part")
-        shutil.copyfile(jar, part)
-        part.replace(cached)
+        with tempfile.NamedTemporaryFile(dir=cached.parent, suffix=".part", delete=False) as part:
+            staged = Path(part.name)
+        try:
+            shutil.copyfile(jar, staged)
+            staged.replace(cached)
+        finally:
+            staged.unlink(missing_ok=True)
     except OSError:
         return
 

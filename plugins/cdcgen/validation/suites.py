@@ -88,7 +88,7 @@ class SuiteSpec:
 
 
 def expectations_dir(env: Mapping[str, str] | None = None) -> Path:
-    """``$CDCGEN_EXPECTATIONS_DIR`` or the repository's ``expectations/``."""
+    """``$CDCGEN_EXPECTATIONS_DIR`` or the suites installed with the package."""
     return SuiteSettings.from_env(env).expectations_dir
 
 

@@ -13,6 +13,7 @@ from cdcgen.airflow.spark_jobs import (
     CHANGES_EXTRACT,
     GENERATION_EXTRACT,
     REPLICATION_BOOTSTRAP,
+    JobFileMissing,
     SparkJob,
     job_file,
 )
@@ -51,5 +52,5 @@ def test_the_checkout_s_entry_points_are_the_submitted_jobs() -> None:
 
 
 def test_a_missing_job_module_is_named() -> None:
-    with pytest.raises(ModuleNotFoundError, match=r"cdcgen\.jobs\.nothing"):
+    with pytest.raises(JobFileMissing, match=r"cdcgen\.jobs\.nothing"):
         job_file("cdcgen.jobs.nothing")

@@ -77,3 +77,13 @@ def test_an_altered_download_is_refused_and_nothing_is_installed_or_cached(
     with pytest.raises(JarError, match="does not match the pinned SHA-256"):
         install_jars(into, (JAR,), cache)
     assert list(into.iterdir()) == [] and not cache.exists()
+
+
+def test_a_cache_that_cannot_be_used_costs_a_download_and_nothing_more(
+    repository: Path, tmp_path: Path
+) -> None:
+    into, cache = tmp_path / "jars", tmp_path / "not-a-folder"
+    into.mkdir()
+    cache.write_text("a file where the cache folder should be")
+    assert install_jars(into, (JAR,), cache) == [into / JAR.file_name]
+    assert (into / JAR.file_name).read_bytes() == CONTENT
