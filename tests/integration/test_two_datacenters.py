@@ -16,8 +16,8 @@ not taken from the client's settings:
   QUORUM there needs the node that is away.
 
 Without a local datacenter every node is alike: the CDC log's read sessions are
-connected to both datacenters' nodes. The node stop comes last and restarts the node before it returns, as the other
-``cluster`` tests do.
+connected to both datacenters' nodes. The node stop comes last and restarts the node
+before it returns, as the other ``cluster`` tests do.
 """
 
 from __future__ import annotations
