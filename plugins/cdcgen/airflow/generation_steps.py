@@ -210,11 +210,11 @@ def summarize_run(
     the run's state: it fails, after writing the summary, when detection failed or any
     detected generation was not published.
     """
-    from cdcgen.pipeline.publish import PublicationOutcome
-    from cdcgen.pipeline.run_summary import (
     from datetime import UTC
 
     from cdcgen.airflow import metrics
+    from cdcgen.pipeline.publish import PublicationOutcome
+    from cdcgen.pipeline.run_summary import (
         SUMMARIES_DIR,
         RunIncomplete,
         generations_run_summary,
@@ -228,9 +228,9 @@ def summarize_run(
         run_id, _detected(detected), _validations(ti, group_id), publication
     )
     write_summary(Path(config.report_dir) / SUMMARIES_DIR, summary)
+    metrics.record(metrics.generations_points(summary, connections.source, datetime.now(UTC)))
     if summary.problems:
         raise RunIncomplete("; ".join(summary.problems))
-    metrics.record(metrics.generations_points(summary, connections.source, datetime.now(UTC)))
     return summary.to_json()
 
 
