@@ -226,9 +226,9 @@ def replication_summary(
     rejected changes. Runs whatever happened upstream, as the other DAGs' last tasks do."""
     from pathlib import Path
 
+    from cdcgen.airflow import metrics
     from cdcgen.core.replication_record import ReplicationRecord
     from cdcgen.pipeline.replication_summary import SUMMARIES_DIR, replication_run_summary
-    from cdcgen.airflow import metrics
     from cdcgen.pipeline.run_summary import RunIncomplete, write_summary
 
     config = run_config(params, connections.source)
@@ -238,7 +238,7 @@ def replication_summary(
     summary = replication_run_summary(run_id, tables, records)
     if not params.get("dry_run"):  # a dry run changes nothing: no summary, no metrics
         write_summary(Path(config.report_dir) / SUMMARIES_DIR, summary)
+        metrics.record(metrics.replication_points(summary, connections.source), ti)
     if summary.problems:
         raise RunIncomplete("; ".join(summary.problems))
-        metrics.record(metrics.replication_points(summary, connections.source), ti)
     return summary.to_json()
