@@ -55,6 +55,7 @@ OPTIONAL_SETTINGS: frozenset[str] = frozenset(
         "CDCGEN_TLS_KEY_FILE",
         "CDCGEN_TLS_VERIFY_HOSTNAME",
         "CDCGEN_LAKE_ROOTS",  # none but the configured lake: the default is the safe one
+        "CDCGEN_LOCAL_DATACENTER",  # one datacenter: every node alike
         "CDCGEN_PRUNE_EXPIRED_AFTER_SECONDS",  # off: ScyllaDB keeps every description
         "CDCGEN_SPARK_REMOTE",  # the tasks' (Airflow's) setting; the Spark daemons run no job
         "CDCGEN_SPARK_CONNECT_TOKEN",  # the Connect server's and its clients' only
