@@ -45,9 +45,9 @@ Then **summarize** every table (rows, watermark, checks; one JSON file per run; 
 metrics `cdcgen.changes.*`) and fail the run naming any table not extracted or whose
 checks failed; a run that succeeds updates the changes Asset, which `cdc_replication`
 follows. Last, **check_lag** fails the run naming each table further behind its
-watermark than `CDCGEN_ALERT_LAG_SECONDS`. A failed task, and a run still going an
-hour after it was queued (its deadline), are told by the DAG's notifier (the task log,
-and the `cdcgen_alerts` webhook when that connection exists).
+watermark than `CDCGEN_ALERT_LAG_SECONDS`. A failed task (and a run past its
+deadline, when one is set) is told by the DAG's notifier (the task log, and the
+`cdcgen_alerts` webhook when that connection exists).
 
 Scheduled and manual runs are incremental (each stream from its checkpoint); a
 **backfill** (Airflow UI or `airflow backfill create`) re-reads its data
@@ -73,7 +73,7 @@ def cdc_changes_dag(
     connections: ClusterConnections = DEFAULT_CONNECTIONS,
     tags: Sequence[str] = ("cdc", "scylladb", "changes"),
     notifiers: Sequence[BaseNotifier] | None = None,
-    deadline: timedelta | None = timedelta(hours=1),
+    deadline: timedelta | None = None,
 ) -> DAG:
     """The changes DAG of the cluster ``connections.source``: on the cron ``schedule`` and
     whenever that cluster's generations DAG publishes a generation. ``notifiers``: told

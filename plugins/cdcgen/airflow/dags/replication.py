@@ -49,9 +49,9 @@ for each table (a mapped task group):
 then **summarize** the run (every table's record, also a JSON file under the report
 directory's `summaries/replication`; the metrics `cdcgen.replication.*`); it fails the
 run naming each table not brought forward. Last, **check_lag** fails the run naming
-each sink table further behind than `CDCGEN_ALERT_LAG_SECONDS`. A failed task, and a
-run still going an hour after it was queued (its deadline), are told by the DAG's
-notifier (the task log, and the `cdcgen_alerts` webhook when that connection exists).
+each sink table further behind than `CDCGEN_ALERT_LAG_SECONDS`. A failed task (and a
+run past its deadline, when one is set) is told by the DAG's notifier (the task log, and
+the `cdcgen_alerts` webhook when that connection exists).
 
 A sink the lake no longer covers (the log's TTL expired changes before they were
 extracted) fails naming the command that re-bootstraps it: a run with
@@ -79,7 +79,7 @@ def cdc_replication_dag(
     connections: ClusterConnections = DEFAULT_CONNECTIONS,
     tags: Sequence[str] = ("cdc", "scylladb", "replication"),
     notifiers: Sequence[BaseNotifier] | None = None,
-    deadline: timedelta | None = timedelta(hours=1),
+    deadline: timedelta | None = None,
 ) -> DAG:
     """The replication DAG from the cluster ``connections.source`` to ``connections.sink``:
     on the cron ``schedule`` and whenever that cluster's changes DAG moves a watermark.
