@@ -34,6 +34,7 @@ from typing import Any
 import pytest
 from dag_scenarios import CLUSTER_ENV, Scenario, assert_ok, assert_ran_on, on_cluster
 from map_indexes import rendered_map_indexes
+from observability import Listener, listening
 
 from cdcgen.adapters.readback import Comparison
 from cdcgen.airflow.connections import DEFAULT_SPARK_MASTER
@@ -47,6 +48,20 @@ pytestmark = [
 ]
 
 # --- the scenarios --------------------------------------------------------------------
+
+
+def the_cluster_s_metrics_name_it(heard: Listener, summary: dict[str, Any]) -> None:
+    """Plain StatsD keeps no tags: the cluster (the source connection) ends each name.
+    Nothing left unpublished; the newest publication's delay measured from its
+    timestamp to the run's summary, which came just before the packet."""
+    from cdcgen.core.time import parse_moment
+
+    waiting = heard.one("cdcgen.generations.unpublished.cdc_source")
+    assert waiting.kind == "g" and waiting.value == 0 == summary["generations_detected"] - 2
+    delay = heard.one("cdcgen.generations.publication_delay_seconds.cdc_source")
+    newest = max(parse_moment(iso) for iso in summary["published"]).timestamp()
+    assert delay.kind == "g" and 0 < delay.value <= delay.at - newest + 0.01 < delay.value + 30
+    assert all(not p.tags for p in heard.cdcgen()), heard.cdcgen()
 
 
 def test_raft_generations_published_as_at_source(
@@ -75,9 +90,12 @@ def test_raft_generations_published_as_at_source(
     catch_up = threading.Thread(target=reset_skew, daemon=True)
     catch_up_started = threading.Event()
     before = on_cluster(scn, spark_standalone)
-    run, summary = scn.run(on_line=catch_up_once_deferred, env=CLUSTER_ENV)
+    with listening() as heard:  # Airflow's metrics, to plain StatsD (no tags)
+        env = {**CLUSTER_ENV, **heard.env(tags=False)}
+        run, summary = scn.run(on_line=catch_up_once_deferred, env=env)
     assert_ok(run)
     assert_ran_on(spark_standalone, before, apps=2)  # one extract job per generation
+    the_cluster_s_metrics_name_it(heard, summary)
     scn.spark_master = DEFAULT_SPARK_MASTER
     assert run.deferred_inline() >= 1, run.tail(80)
     assert "node node2 clock" in run.output  # the wait named the lagging node

@@ -15,7 +15,9 @@ workers, without the driver's ``CDCGEN_*`` environment or import path. Then:
   the sink's hosts and the source's reached the executors inside their tasks;
 * the apply ran after it and the sink's consistency point is the bootstrap's, kept on
   the sink cluster only;
-* a second run finds the sink bootstrapped and skips the bootstrap (no Spark application).
+* a second run finds the sink bootstrapped and skips the bootstrap (no Spark application),
+  and sends each table's metrics through Airflow's StatsD, tagged (InfluxDB style) by
+  cluster and table, with the values its summary holds.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from typing import Any
 import pytest
 from dag_scenarios import CLUSTER_ENV, Scenario, assert_ok, assert_ran_on, on_cluster
 from map_indexes import rendered_map_indexes
+from observability import Listener, listening
 
 from cdcgen.core.cdc_log import TableRef
 from cdcgen.core.generation import SourceMode
@@ -110,7 +113,7 @@ def setup(scenario: Callable[[str, SourceMode], Scenario], cassandra_second: Any
     yield Setup(scn, cassandra_second)
 
 
-def run_replication(setup: Setup) -> Any:
+def run_replication(setup: Setup, env: dict[str, str] | None = None) -> Any:
     from cdcgen.airflow.connections import SINK_CONN_ID, connection_env, source_connection
 
     sink = source_connection(
@@ -122,9 +125,10 @@ def run_replication(setup: Setup) -> Any:
         **CLUSTER_ENV,
         **connection_env(SINK_CONN_ID, sink),
         "CDCGEN_REPLICATION_COPY_SPLITS": "64",
+        **(env or {}),
     }
-    run, _ = setup.scenario.run_dag("cdc_replication", env=env)
-    return run
+    summaries = setup.scenario.config.report_dir / "summaries" / "replication"
+    return setup.scenario.run_dag("cdc_replication", env=env, summaries=summaries)
 
 
 def test_a_new_sink_is_bootstrapped_by_a_spark_job_on_a_standalone_cluster(
@@ -134,7 +138,7 @@ def test_a_new_sink_is_bootstrapped_by_a_spark_job_on_a_standalone_cluster(
     from cdcgen.replication.sink_state import PROGRESS, CqlSinkState
 
     before = on_cluster(setup.scenario, spark_standalone)
-    first = run_replication(setup)
+    first, _ = run_replication(setup)
     assert_ok(first)
     assert_ran_on(spark_standalone, before, apps=1)  # the copy, on the cluster
     assert "needs no bootstrap" not in first.output
@@ -154,10 +158,25 @@ def test_a_new_sink_is_bootstrapped_by_a_spark_job_on_a_standalone_cluster(
         sink.close()
 
     again = on_cluster(setup.scenario, spark_standalone)
-    second = run_replication(setup)
+    with listening() as heard:
+        second, summary = run_replication(setup, heard.env(tags=True))
     assert_ok(second)
+    the_table_s_metrics_are_its_summary_s(heard, summary)
     assert "needs no bootstrap" in second.output  # skipped: the sink is bootstrapped
     assert_ran_on(spark_standalone, again, apps=0)
     # The grid names each table's tasks by the table, the skipped bootstrap too.
     shown = rendered_map_indexes(setup.scenario.home, "cdc_replication")
     assert shown == {"table.bootstrap": {SOURCE.qualified}, "table.apply": {SOURCE.qualified}}
+
+
+def the_table_s_metrics_are_its_summary_s(heard: Listener, summary: dict[str, Any]) -> None:
+    """Tagged by the source connection and the table: what the run applied (nothing new
+    since the bootstrap), refused (nothing) and the sink's lag, as the summary says."""
+    table = summary["tables"][SOURCE.qualified]
+    tags = {"cluster": "cdc_source", "table": SOURCE.qualified}
+    applied = heard.one("cdcgen.replication.rows_applied", **tags)
+    assert applied.kind == "c" and applied.value == table["applied_log_rows"] == 0
+    rejected = heard.one("cdcgen.replication.changes_rejected", **tags)
+    assert rejected.kind == "c" and rejected.value == table.get("rejected_count", 0) == 0
+    lag = heard.one("cdcgen.replication.sink_lag_seconds", **tags)
+    assert lag.kind == "g" and lag.value == table["lag_seconds"] > 0
