@@ -13,7 +13,11 @@ is compared with a full scan of each log table (which only a test may do):
   row of ``orders`` is in the lake exactly once and in per-key order, across both
   generations, and the watermark is stored; the misrouted rows fail the colocation
   check, named in the run's report page;
-* a third, into an S3 lake with checkpoints of its own, lands every change once.
+* a third, into an S3 lake with checkpoints of its own, lands every change once; it
+  sends each table's metrics through Airflow's StatsD (tagged by cluster and table)
+  with its summary's values, and, its watermark further behind than a 1 s
+  ``CDCGEN_ALERT_LAG_SECONDS``, fails in ``check_lag`` alone, naming table, lag and
+  threshold, an alert the DAG's notifier posts to the ``cdcgen_alerts`` webhook.
 
 The runs share one workload: they are this module's time. That a run with nothing new
 writes nothing is checked where it costs no DAG run:
@@ -35,8 +39,9 @@ from typing import Any
 import psutil
 import pyarrow.parquet as pq
 import pytest
-from dag_scenarios import CLUSTER_ENV, Scenario, assert_ok, assert_ran_on, on_cluster
+from dag_scenarios import CLUSTER_ENV, Scenario, assert_ran_on, on_cluster
 from lake_files import committed_files
+from observability import Listener, listening
 
 from cdcgen.adapters import delta_tables
 from cdcgen.adapters.lake_store import LakeLocation, LakeRoot
@@ -290,7 +295,8 @@ def everything_lands_in_an_s3_lake_with_the_connection_s_access(
 ) -> None:
     """The Spark job writes the Delta table through S3A and the lake's log store, with
     the ``cdcgen_lake`` connection's access only (the run's own AWS_* blanked), and
-    checkpoints of its own (another target keyspace): every change, once."""
+    checkpoints of its own (another target keyspace): every change, once. The run's
+    metrics and its lag alert: :func:`the_run_s_metrics_and_its_lag_alert`."""
     import json
 
     access = s3_server.env
@@ -308,14 +314,55 @@ def everything_lands_in_an_s3_lake_with_the_connection_s_access(
     }
     local_lake = Path(scn.config.lake_path)
     local_files = sorted(p for p in local_lake.rglob("*") if p.is_file())
-    run, summary = run_changes(scn, TABLES["orders"], env={**blank, **env})
-    assert_ok(run)
+    with listening() as heard:
+        alert = {**heard.env(tags=True), "CDCGEN_ALERT_LAG_SECONDS": "1"}
+        run, summary = run_changes(scn, TABLES["orders"], env={**blank, **env, **alert})
+    the_run_s_metrics_and_its_lag_alert(scn, heard, run, summary)
     orders = summary["tables"][TABLES["orders"]]
     assert orders["status"] == "done" and orders["colocation"] == "passed"
     assert orders["rows"] == assert_exactly_once_in_key_order(scn, "orders", s3_lake) == total
     assert access["AWS_SECRET_ACCESS_KEY"] not in run.output
     # Nothing went to the local default lake.
     assert sorted(p for p in local_lake.rglob("*") if p.is_file()) == local_files
+
+
+def the_run_s_metrics_and_its_lag_alert(
+    scn: Scenario, heard: Listener, run: Any, summary: dict[str, Any]
+) -> None:
+    """Rows and watermark lag of the table, tagged, as its summary says (the lag from the
+    summary's watermark to the moment it was sent); the lag above the threshold fails
+    ``check_lag`` alone (the summary is ``ok``), and the notifier posts that failure."""
+    import sqlite3
+
+    from cdcgen.core.time import parse_moment
+
+    table = summary["tables"][TABLES["orders"]]
+    tags = {"cluster": "cdc_source", "table": TABLES["orders"]}
+    rows = heard.one("cdcgen.changes.rows_extracted", **tags)
+    assert rows.kind == "c" and rows.value == table["rows"] > 0
+    lag = heard.one("cdcgen.changes.watermark_lag_seconds", **tags)
+    watermark = parse_moment(table["watermark"]).timestamp()
+    assert lag.kind == "g" and 1 < lag.value <= lag.at - watermark + 0.01 < lag.value + 60
+
+    assert not run.succeeded and summary["status"] == "ok", run.tail(60)
+    with sqlite3.connect(scn.home / "airflow.db") as db:
+        states = dict(
+            db.execute(
+                "SELECT task_id, state FROM task_instance WHERE dag_id = 'cdc_changes' "
+                "AND run_id = ? AND task_id NOT LIKE 'table.%'",
+                (summary["run_id"],),
+            )
+        )
+    assert states == {"plan": "success", "summarize": "success", "check_lag": "failed"}
+    said = (
+        f"{TABLES['orders']} on cdc_source: {lag.value:g} s behind its watermark, "
+        "above CDCGEN_ALERT_LAG_SECONDS=1"
+    )
+    assert f"lag above the alert threshold (not retried): {said}" in run.output, run.tail(60)
+    (posted,) = heard.alerts
+    assert posted["kind"] == "task failed" and posted["task_id"] == "check_lag"
+    assert posted["dag_id"] == "cdc_changes" and posted["run_id"] == summary["run_id"]
+    assert said in posted["message"] and "Next:" in posted["message"]
 
 
 def spark_submit_processes(report_dir: Path) -> list[psutil.Process]:
