@@ -14,6 +14,7 @@ from __future__ import annotations
 import atexit
 import os
 import sys
+import threading
 from collections.abc import Callable
 from typing import NoReturn
 
@@ -36,6 +37,12 @@ def leave_after(command: Callable[[], object]) -> NoReturn:
         status = 0
     except SystemExit as leaving:
         status = exit_status(leaving.code)
+    # threading's exit hooks, which an interpreter's exit runs before atexit's: there
+    # concurrent.futures shuts its process pools down (the OpenLineage provider's, when a
+    # transport is set); without them, multiprocessing's exit handler below waits for a
+    # pool worker that is never told to stop, and the process never ends.
+    for hook in reversed(list(getattr(threading, "_threading_atexits", []))):
+        hook()
     atexit._run_exitfuncs()
     sys.stdout.flush()
     sys.stderr.flush()

@@ -41,12 +41,14 @@ import pyarrow.parquet as pq
 import pytest
 from dag_scenarios import CLUSTER_ENV, Scenario, assert_ran_on, on_cluster
 from lake_files import committed_files
+from lineage_events import finished_tasks, lineage_env
 from observability import Listener, listening
 
 from cdcgen.adapters import delta_tables
 from cdcgen.adapters.lake_store import LakeLocation, LakeRoot
 from cdcgen.airflow.connections import DEFAULT_SPARK_MASTER
 from cdcgen.core.generation import SourceMode
+from cdcgen.core.lineage import FILE_NAMESPACE as FILE
 from cdcgen_dev.spark_cluster import StandaloneCluster
 
 pytestmark = [
@@ -248,8 +250,11 @@ def resumed_on_the_cluster_exactly_once(
     and in per-key order; orders_bad fails its colocation check, named in its page."""
     scn = workload.scenario
     before = on_cluster(scn, spark_standalone)
-    run, summary = run_changes(scn, ",".join(TABLES.values()), env=CLUSTER_ENV)
+    events = scn.config.report_dir.parent / "openlineage"  # the provider's file transport
+    env = {**CLUSTER_ENV, **lineage_env(events)}
+    run, summary = run_changes(scn, ",".join(TABLES.values()), env=env)
     assert_ran_on(spark_standalone, before, apps=2)  # one job per table
+    each_extract_reports_its_table_s_lineage(scn, events)
     scn.spark_master = DEFAULT_SPARK_MASTER
     # orders_bad fails its colocation check, so the run fails; orders is complete.
     assert not run.succeeded, run.tail(60)
@@ -363,6 +368,32 @@ def the_run_s_metrics_and_its_lag_alert(
     assert posted["kind"] == "task failed" and posted["task_id"] == "check_lag"
     assert posted["dag_id"] == "cdc_changes" and posted["run_id"] == summary["run_id"]
     assert said in posted["message"] and "Next:" in posted["message"]
+
+
+def each_extract_reports_its_table_s_lineage(scn: Scenario, folder: Path) -> None:
+    """Each mapped extract (its table known only when it runs; orders_bad's failed on its
+    row checks, and says so too) read its own table's CDC log table on the source
+    cluster (the namespace of its first contact point) and wrote its own Delta table of
+    the lake (``file`` and the folder)."""
+    c = scn.config
+    cluster = f"cassandra://{c.contact_points[0]}:{c.port}"
+    tasks = finished_tasks(folder, "cdc_changes")
+    extract = tasks["table.extract"]
+    assert sorted(extract.inputs) == [0, 1], extract
+    pairs = {
+        (frozenset(extract.inputs[index]), frozenset(extract.outputs[index]))
+        for index in extract.inputs
+    }
+    assert pairs == {
+        (
+            frozenset({(cluster, f"{table}_scylla_cdc_log")}),
+            frozenset({(FILE, f"{c.lake_path}/changes/{table}")}),
+        )
+        for table in TABLES.values()
+    }
+    for quiet in ("plan", "table.wait", "summarize"):
+        assert quiet in tasks, sorted(tasks)
+        assert not tasks[quiet].all_inputs() and not tasks[quiet].all_outputs(), quiet
 
 
 def spark_submit_processes(report_dir: Path) -> list[psutil.Process]:

@@ -33,12 +33,14 @@ from typing import Any
 
 import pytest
 from dag_scenarios import CLUSTER_ENV, Scenario, assert_ok, assert_ran_on, on_cluster
+from lineage_events import finished_tasks, lineage_env
 from map_indexes import rendered_map_indexes
 from observability import Listener, listening
 
 from cdcgen.adapters.readback import Comparison
 from cdcgen.airflow.connections import DEFAULT_SPARK_MASTER
 from cdcgen.core.generation import SourceMode
+from cdcgen.core.lineage import FILE_NAMESPACE as FILE
 from cdcgen_dev.spark_cluster import StandaloneCluster
 
 pytestmark = [
@@ -200,11 +202,13 @@ def test_corrupted_generation_is_not_published(scenario: Callable[..., Scenario]
         bad = cluster.join_node(
             SourceMode.V1, seed=10, faults=[GenerationFault(FaultKind.DUPLICATE_STREAM, 1)]
         )
-    run, summary = scn.run()
+    events = scn.config.report_dir.parent / "openlineage"  # the provider's file transport
+    run, summary = scn.run(env=lineage_env(events))
     assert not run.succeeded, "a rejected generation must fail the run"
     assert "failed validation and will not be published" in run.output
     bad_ts = bad.generation.timestamp.isoformat(timespec="milliseconds")
     good_ts = good.generation.timestamp.isoformat(timespec="milliseconds")
+    extract_and_publish_report_their_lineage(scn, events)
     # The failure ends with what it holds back and the Param that re-does it alone.
     assert (
         "Next: every newer generation waits behind it, unpublished." in run.output
@@ -256,3 +260,34 @@ def test_extract_and_validation_on_the_spark_connect_server(
     assert summary["generations_published"] == 1 and summary["validation"] == "passed"
     assert summary["streams_published"] == joined.description.stream_count()
     assert scn.compare() == Comparison(published=1, matching=1)
+
+
+def extract_and_publish_report_their_lineage(scn: Scenario, folder: Path) -> None:
+    """Each generation's extract (a mapped task: its generation is known only when it
+    runs) reads the source's V1 metadata tables (the scenario's prefixed copies, as read)
+    into the lake's generations table; publish reads that table and writes the target
+    keyspace's two description tables (for the generation that passed; the rejected one
+    is held back). Every table of the cluster in the namespace of its first contact
+    point, the lake's in ``file``. The tasks that read or write no table claim none: the
+    collector is each task's own, though ``dags test`` runs them all in one process."""
+    c = scn.config
+    cluster = f"cassandra://{c.contact_points[0]}:{c.port}"
+    lake = (FILE, f"{c.lake_path}/generations")
+    metadata = {
+        (cluster, f"{c.source_keyspace_prefix}system_distributed.cdc_generation_descriptions"),
+        (cluster, f"{c.source_keyspace_prefix}system_distributed.cdc_streams_descriptions"),
+    }
+    tasks = finished_tasks(folder, "cdc_generations")
+    extract = tasks["generation.extract"]
+    assert sorted(extract.inputs) == [0, 1], extract
+    assert all(extract.inputs[index] == metadata for index in (0, 1)), extract
+    assert all(extract.outputs[index] == {lake} for index in (0, 1)), extract
+    publish = tasks["publish"]
+    assert publish.all_inputs() == {lake}
+    assert publish.all_outputs() == {
+        (cluster, f"{c.target_keyspace}.cdc_streams_descriptions_v2"),
+        (cluster, f"{c.target_keyspace}.cdc_generation_timestamps"),
+    }
+    for quiet in ("detect", "generation.validate", "summarize"):
+        assert quiet in tasks, sorted(tasks)
+        assert not tasks[quiet].all_inputs() and not tasks[quiet].all_outputs(), quiet

@@ -28,6 +28,9 @@ the Spark Connect server's token (``CDCGEN_SPARK_CONNECT_TOKEN``).
 None of it is the job's business, and every process Spark starts would carry it
 (readable in ``/proc``, in a core dump, by anything it runs), so those variables are
 left out of spark-submit's environment (:func:`without_inherited_secrets`).
+
+Each job's operator also says what the job reads and writes, for Airflow's OpenLineage
+integration (``get_openlineage_facets_on_start``; :mod:`cdcgen.airflow.lineage`).
 """
 
 from __future__ import annotations

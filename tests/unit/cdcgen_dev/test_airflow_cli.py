@@ -48,3 +48,19 @@ def test_the_command_s_status_and_the_exit_handlers_survive(
     assert done.returncode == status, done.stderr
     assert said in done.stderr
     assert (tmp_path / "handler-ran").read_text() == "yes"  # atexit handlers still ran
+
+
+def test_a_process_pool_the_command_left_open_does_not_keep_the_process() -> None:
+    """As the OpenLineage provider's pool under ``airflow dags test``: the process ends."""
+    import subprocess
+    import sys
+
+    code = (
+        "from concurrent.futures import ProcessPoolExecutor\n"
+        "from cdcgen_dev.airflow_cli import leave_after\n"
+        "pool = ProcessPoolExecutor(1)\n"
+        "pool.submit(int).result()\n"
+        "leave_after(lambda: None)\n"
+    )
+    ended = subprocess.run([sys.executable, "-c", code], timeout=60, check=False)
+    assert ended.returncode == 0
