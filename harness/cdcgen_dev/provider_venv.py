@@ -20,13 +20,13 @@ from __future__ import annotations
 
 import hashlib
 import shutil
-import subprocess
 import sys
 import time
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from cdcgen_dev.devstack.processes import run
 from cdcgen_dev.isolation import isolated_env
 from cdcgen_dev.locking import file_lock
 from cdcgen_dev.paths import REPO_ROOT
@@ -107,20 +107,9 @@ def _stamp(*wheels: Path) -> str:
 
 
 def _run(command: list[str]) -> None:
+    """One step of the build, outside the checkout's import path, timed on stderr."""
     began = time.monotonic()
-    done = subprocess.run(
-        command,
-        cwd=REPO_ROOT / "var",
-        env=isolated_env(),
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if done.returncode != 0:
-        raise RuntimeError(
-            f"{' '.join(command)} failed (exit {done.returncode}):\n"
-            f"{done.stdout[-3000:]}\n{done.stderr[-5000:]}"
-        )
+    run(command, env=isolated_env(), timeout=1800, cwd=REPO_ROOT / "var")
     print(f"{time.monotonic() - began:6.1f} s  {' '.join(command[:4])}", file=sys.stderr)
 
 

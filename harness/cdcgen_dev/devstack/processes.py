@@ -124,11 +124,17 @@ def _reap(pid: int) -> None:
         os.waitpid(pid, os.WNOHANG)
 
 
-def run(argv: Sequence[str], env: Mapping[str, str] | None = None, timeout: float = 600) -> str:
+def run(
+    argv: Sequence[str],
+    env: Mapping[str, str] | None = None,
+    timeout: float = 600,
+    cwd: Path | None = None,
+) -> str:
     """Run a short command; raise :class:`StackError` with its output when it fails."""
     result = subprocess.run(
         list(argv),
         env=None if env is None else dict(env),
+        cwd=cwd,
         capture_output=True,
         text=True,
         timeout=timeout,
