@@ -34,13 +34,13 @@ PG_PORT = 55632
 def main() -> None:
     from cdcgen.adapters.cql import client_for
     from cdcgen.airflow.connections import source_connection_for
-    from cdcgen.config import PipelineConfig
     from cdcgen.core.generation import SourceMode
     from cdcgen_dev.devstack.freshness import ASSET_TRIGGERED, measure, quiet
     from cdcgen_dev.devstack.stack import AirflowStack, StackSettings
     from cdcgen_dev.emulator import SandboxCluster
     from cdcgen_dev.emulator.schema_setup import drop_keyspaces
     from cdcgen_dev.paths import REPO_ROOT
+    from cdcgen_dev.sandbox import sandbox_config
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--generations", type=int, default=3)
@@ -48,12 +48,10 @@ def main() -> None:
     args = parser.parse_args()
 
     base = REPO_ROOT / "var" / "bench-freshness"
-    config = PipelineConfig.from_env({}).with_overrides(
+    config = sandbox_config(
+        PREFIX,
         contact_points=("127.0.0.1",),
         source_mode=SourceMode.RAFT,
-        source_keyspace_prefix=PREFIX,
-        clock_source="sandbox",
-        target_keyspace=f"{PREFIX}system_distributed",
         ring_delay=timedelta(seconds=1),
         lake_path=base / "lake",
         report_dir=base / "reports",

@@ -26,6 +26,7 @@ import pytest
 from cdcgen.config import PipelineConfig
 from cdcgen.core.generation import SourceMode
 from cdcgen_dev.paths import REPO_ROOT
+from cdcgen_dev.sandbox import sandbox_config
 
 pytestmark = [
     pytest.mark.e2e,
@@ -80,12 +81,10 @@ def seeded(cassandra_points: tuple[str, ...]) -> Seeded:
     from cdcgen_dev.emulator import SandboxCluster
     from cdcgen_dev.emulator.schema_setup import drop_keyspaces
 
-    config = PipelineConfig.from_env({}).with_overrides(
+    config = sandbox_config(
+        PREFIX,
         contact_points=cassandra_points,
         source_mode=SourceMode.RAFT,
-        source_keyspace_prefix=PREFIX,
-        clock_source="sandbox",
-        target_keyspace=f"{PREFIX}system_distributed",
         ring_delay=timedelta(seconds=1),
         lake_path=BASE / "lake",
         report_dir=BASE / "reports",
