@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from cdcgen.airflow.connections import DEFAULT_CONNECTIONS, ClusterConnections
@@ -18,8 +18,10 @@ def changes_plan(
     interval_start: datetime | None,
     interval_end: datetime | None,
     connections: ClusterConnections = DEFAULT_CONNECTIONS,
+    follow: timedelta | None = None,
 ) -> list[dict[str, Any]]:
-    """The run's tables, each with its window end (for the wait) and its Spark job."""
+    """The run's tables, each with its window end (for the wait) and its Spark job; with
+    ``follow``, a job that follows its table that long."""
     from cdcgen.pipeline import changes
 
     return changes.plan(
@@ -31,6 +33,7 @@ def changes_plan(
         run_id=dag_run.run_id,
         dag_id=dag_run.dag_id,
         tables=str(params.get("tables") or ""),
+        follow=follow,
     )
 
 

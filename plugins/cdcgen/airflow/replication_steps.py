@@ -19,6 +19,7 @@ bootstrapped.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from cdcgen.airflow.connections import DEFAULT_CONNECTIONS, SINK_CONN_ID, ClusterConnections
@@ -156,15 +157,20 @@ def replicate_table(
     alias: Any = None,
     connections: ClusterConnections = DEFAULT_CONNECTIONS,
     ti: Any = None,
+    follow: timedelta | None = None,
 ) -> dict[str, Any]:
     """Apply the lake's changes (after the bootstrap job, when the plan ran one), emit its
     Asset event; fails (not retried) on a sink that must be (re-)bootstrapped, and after
     the event when a change was rejected. The record goes to XCom under
     :data:`RECORD_KEY` either way, for the run's summary. With the ``dry_run`` Param, says
-    what the run would do (which table a bootstrap would truncate) and writes nothing."""
+    what the run would do (which table a bootstrap would truncate) and writes nothing.
+    With ``follow``, applies cycle by cycle that long (:mod:`cdcgen.replication.follow`;
+    a dry run is one cycle)."""
     from cdcgen.adapters.cql import client_for
     from cdcgen.airflow import lineage
     from cdcgen.airflow.assets import replicated_table
+    from cdcgen.core.follow import FollowPace
+    from cdcgen.replication.follow import follow_replication
     from cdcgen.replication.run import (
         ChangesRejected,
         Mode,
@@ -178,6 +184,7 @@ def replicate_table(
     config = run_config(params, connections.source)
     sink_config, keyspace, tables = _sink(params, connections.sink)
     dry_run = bool(params.get("dry_run"))
+    started = datetime.now(UTC)
     if table not in tables:
         raise ConfigError(f"table {table} is not among this run's tables")
     job = Replication.of(table, sink_keyspace=keyspace)
@@ -187,7 +194,11 @@ def replicate_table(
     settings = ReplicationSettings.from_env()
     with client_for(config) as source, client_for(sink_config) as sink:
         ports = ReplicationPorts(source, sink, settings, sink_config=sink_config)
-        record = replicate(config, ports, request)
+        if follow is None or dry_run:
+            record = replicate(config, ports, request)
+        else:
+            pace = FollowPace(started + follow, settings.follow_every)
+            record = follow_replication(config, ports, request, pace)
     if ti is not None:
         ti.xcom_push(key=RECORD_KEY, value=record.to_json())
     if dry_run:

@@ -67,6 +67,12 @@ class ChangesSettings(EnvSettings):
     verify_source_counts: bool = env("CDCGEN_CHANGES_VERIFY_SOURCE_COUNTS", True)
     """Whether the row checks count each stream's window on the source (one COUNT per
     stream and window) and compare the lake's rows with it."""
+    follow_every: timedelta = env(
+        "CDCGEN_CHANGES_FOLLOW_EVERY_SECONDS", timedelta(seconds=10), gt=timedelta(0)
+    )
+    """In a follow (the changes DAG's continuous mode), how often a cycle starts: each
+    reads the windows closed since the last one, so a change waits for at most one
+    period beyond the confidence window and the leeway."""
 
     @field_validator("read_consistency", mode="before")
     @classmethod

@@ -71,6 +71,17 @@ class RowChecks(_Json):
         return None
 
 
+class CycleEntry(_Json):
+    """One cycle of a follow (:mod:`cdcgen.core.follow`): every window it wrote ends at
+    ``closed_until``, and it was checked and checkpointed at ``finished_at``."""
+
+    number: int = 0
+    closed_until: str = ""
+    finished_at: str = ""
+    rows: int = 0
+    watermark: str | None = None
+
+
 class ChangesRunResult(_Json):
     """A changes run's result (see the module doc); ``status`` ``done`` is a success."""
 
@@ -96,6 +107,8 @@ class ChangesRunResult(_Json):
     phases: dict[str, float] = Field(default_factory=dict)
     checks: RowChecks | None = None
     report: str | None = None
+    #: A follow's cycles, in order (empty for a run of one cycle).
+    cycles: tuple[CycleEntry, ...] = ()
     status: str = "done"
     error: str = ""
 

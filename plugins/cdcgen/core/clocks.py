@@ -11,10 +11,11 @@ on a guess would lose the rows that node may still accept.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from cdcgen.core.time import as_utc
+from cdcgen.core.time import as_utc, floor_ms
 
 
 @dataclass(frozen=True)
@@ -92,3 +93,16 @@ class ClockCheck:
             if first_only:
                 break
         return "; ".join(parts) if parts else "every node has passed the target"
+
+
+def closed_until(
+    clocks: Sequence[NodeClock], leeway: timedelta, confidence_window: timedelta
+) -> datetime | None:
+    """The latest window end every node's clock has closed (:func:`window_closes_at`
+    read backwards), to the millisecond; ``None`` when a clock could not be read, since
+    that node may still accept writes anywhere past the last end known closed."""
+    readings = [clock.reading for clock in clocks]
+    if not readings or any(reading is None for reading in readings):
+        return None
+    earliest = min(reading for reading in readings if reading is not None)
+    return floor_ms(earliest - leeway - confidence_window)

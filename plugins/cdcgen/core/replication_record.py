@@ -47,6 +47,16 @@ class BootstrapDone(_Json):
     copied_rows: int | None = None
 
 
+class ApplyCycle(_Json):
+    """One cycle of a follow (:mod:`cdcgen.core.follow`): the sink held every change up
+    to ``consistent_until`` at ``finished_at``."""
+
+    number: int = 0
+    consistent_until: str | None = None
+    finished_at: str = ""
+    applied_log_rows: int = 0
+
+
 class ReplicationRecord(_Json):
     """One run's record (see the module doc); the fields in the order the run writes them."""
 
@@ -90,6 +100,8 @@ class ReplicationRecord(_Json):
     #: The first rejected changes (a run keeps a bounded number), and how many in all.
     rejected: tuple[RejectedEntry, ...] = ()
     rejected_count: int = 0
+    #: A follow's cycles, in order (empty for a run of one cycle).
+    cycles: tuple[ApplyCycle, ...] = ()
     status: Status = "ok"
     error: str = ""
 

@@ -1,5 +1,10 @@
 """The job behind ``spark/extract_changes.py``: extract one CDC table's closed windows.
 
+With ``--follow-until``, the job follows the table instead (:mod:`cdcgen.changes.follow`):
+from ``--interval-start`` on, a cycle every ``--every`` seconds (default
+``CDCGEN_CHANGES_FOLLOW_EVERY_SECONDS``) extracts the windows closed since the last,
+until that moment; its result adds the cycles up and lists each.
+
 The arguments say what to extract; how (nodes, keyspaces, lake, reports, read tuning)
 comes from the ``CDCGEN_*`` environment as the typed configuration, exactly as the DAG's
 tasks saw it (:meth:`~cdcgen.config.EnvSettings.to_env`), the same way the generation
@@ -17,7 +22,7 @@ import argparse
 import logging
 import sys
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 
 from cdcgen.core.errors import CdcgenError, ExitCode
@@ -33,7 +38,15 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--table", required=True, help="keyspace.table (the base table)")
     parser.add_argument("--interval-start", required=True, type=_moment)
-    parser.add_argument("--interval-end", required=True, type=_moment)
+    parser.add_argument("--interval-end", type=_moment, help="required unless following")
+    parser.add_argument(
+        "--follow-until", type=_moment, default=None,
+        help="follow the table until this moment instead of reading one interval",
+    )  # fmt: skip
+    parser.add_argument(
+        "--every", type=float, default=None, metavar="SECONDS",
+        help="a follow's cycle period (default CDCGEN_CHANGES_FOLLOW_EVERY_SECONDS)",
+    )  # fmt: skip
     parser.add_argument("--mode", choices=["incremental", "backfill"], default="incremental")
     parser.add_argument("--run-id", default=None)
     parser.add_argument("--dag-id", default="")
@@ -41,17 +54,27 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--output", type=Path, default=None, help="also write the run's JSON to this file"
     )
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if args.interval_end is None and args.follow_until is None:
+        parser.error("--interval-end is required unless --follow-until is given")
+    if args.follow_until is not None and args.mode != "incremental":
+        parser.error("a follow is incremental: --follow-until takes no --mode backfill")
+    if args.every is not None and args.every <= 0:
+        parser.error(f"--every must be a positive number of seconds, not {args.every}")
+    return args
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     from cdcgen.adapters.errors import exit_code
     from cdcgen.adapters.read_retries import TransientReadError
+    from cdcgen.changes.follow import follow_changes
     from cdcgen.changes.job import run_changes_job
     from cdcgen.changes.run import ChangesRequest
+    from cdcgen.changes.settings import ChangesSettings
     from cdcgen.config import PipelineConfig
     from cdcgen.core.cdc_log import TableRef
     from cdcgen.core.changes_result import ChangesRunResult
+    from cdcgen.core.follow import FollowPace
     from cdcgen.core.windows import DataExpired, Interval, Mode
     from cdcgen.pipeline.result_files import write_result as _write
     from cdcgen.validation.results import ChangesInvalid
@@ -61,7 +84,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     config = PipelineConfig.from_env()
     request = ChangesRequest(
         TableRef.parse(args.table),
-        Interval(args.interval_start, args.interval_end),
+        Interval(args.interval_start, args.interval_end or args.follow_until),
         Mode(args.mode),
         run_id=args.run_id or "",
         dag_id=args.dag_id,
@@ -70,7 +93,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.output is not None:
         args.output.unlink(missing_ok=True)  # a re-run's result replaces the last one's
     try:
-        output = run_changes_job(config, request, validate=not args.no_validate)
+        if args.follow_until is None:
+            output = run_changes_job(config, request, validate=not args.no_validate)
+        else:
+            settings = ChangesSettings.from_env()
+            every = settings.follow_every if args.every is None else timedelta(seconds=args.every)
+            pace = FollowPace(args.follow_until, every)
+            output = follow_changes(
+                config, request, pace, settings=settings, validate=not args.no_validate
+            )
     except ChangesInvalid as exc:
         print(exc, file=sys.stderr)
         written = failed if exc.output is None else exc.output

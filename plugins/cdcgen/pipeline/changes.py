@@ -21,6 +21,10 @@ Which interval a run covers:
 
 Every window is read only once every node's clock is past its end + leeway + the
 confidence window (the DAG's wait step, :func:`window_end_ms`).
+
+A run of the DAG's continuous mode (``follow``) extracts from its interval's start
+until the plan's moment + ``follow``, a cycle at a time as windows close
+(:mod:`cdcgen.changes.follow`); its wait step waits only for the interval's start.
 """
 
 from __future__ import annotations
@@ -52,6 +56,10 @@ SUMMARIES_DIR = "summaries/changes"
 
 #: ``DagRun.run_type`` values (``airflow.utils.types.DagRunType``).
 BACKFILL, SCHEDULED = "backfill", "scheduled"
+
+
+class BackfillNotFollowed(TerminalError):
+    """A backfill run of the continuous changes DAG: a follow only reads forward."""
 
 
 class NoTables(TerminalError):
@@ -106,8 +114,12 @@ def plan(
     run_id: str,
     dag_id: str,
     tables: str = "",
+    follow: timedelta | None = None,
 ) -> list[dict[str, Any]]:
     """One mapping per table for the mapped task group: what to read and how to start Spark.
+
+    With ``follow``, each table's job follows it until now + ``follow`` (see the
+    module doc).
 
     The Spark job gets the whole configuration as ``CDCGEN_*`` variables
     (:meth:`PipelineConfig.to_env`, :meth:`ChangesSettings.to_env`): the connection,
@@ -116,12 +128,20 @@ def plan(
     start, end, mode = run_interval(run_type, interval_start, interval_end, run_after)
     settings = ChangesSettings.from_env()
     env = {**submit_env(), **config.to_env(), **settings.to_env()}
+    if follow is not None and mode != "incremental":
+        raise BackfillNotFollowed(
+            "a backfill re-reads its data interval once: run it on a changes DAG built "
+            "without `follow` (the scheduled mode), not on the continuous one"
+        )
+    bound = ("--interval-end", end.isoformat())
+    if follow is not None:
+        bound = ("--follow-until", floor_ms(datetime.now(UTC) + follow).isoformat())
     planned: list[dict[str, Any]] = []
     for table in configured_tables(config, tables):
         arguments = {
             "--table": table,
             "--interval-start": start.isoformat(),
-            "--interval-end": end.isoformat(),
+            bound[0]: bound[1],
             "--mode": mode,
             "--run-id": run_id,
             "--dag-id": dag_id,
@@ -130,7 +150,7 @@ def plan(
         planned.append(
             {
                 "table": table,
-                "window_end_ms": window_end_ms(end),
+                "window_end_ms": window_end_ms(start if follow is not None else end),
                 "spark_args": [part for pair in arguments.items() for part in pair],
                 "env_vars": env,
             }
@@ -138,9 +158,9 @@ def plan(
     log.info(
         "%s run: %s [%s, %s) for %d table(s): %s",
         run_type,
-        mode,
+        mode if follow is None else "follow",
         start.isoformat(),
-        end.isoformat(),
+        bound[1],
         len(planned),
         ", ".join(p["table"] for p in planned),
     )

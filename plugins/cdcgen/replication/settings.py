@@ -44,6 +44,11 @@ class ReplicationSettings(EnvSettings):
     ranges: less copied again after a kill, more state rows). Spark tasks take several."""
     copy_page_rows: int = env("CDCGEN_REPLICATION_COPY_PAGE_ROWS", 2_000, ge=1)
     """Rows per page of the copy's source scan (the driver's fetch size)."""
+    follow_every: timedelta = env(
+        "CDCGEN_REPLICATION_FOLLOW_EVERY_SECONDS", timedelta(seconds=10), gt=timedelta(0)
+    )
+    """In a follow (the replication DAG's continuous mode), how often a cycle applies
+    what the lake's watermark passed since the last."""
     copy_concurrency: int = env("CDCGEN_REPLICATION_COPY_CONCURRENCY", 256, ge=1)
     """Writes in flight to the sink per Spark task of the copy. A copy writes one small
     batch per row, so the sink is kept busy only with many in flight; lower it for a

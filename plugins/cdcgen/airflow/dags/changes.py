@@ -49,6 +49,12 @@ watermark than `CDCGEN_ALERT_LAG_SECONDS`. A failed task (and a run past its
 deadline, when one is set) is told by the DAG's notifier (the task log, and the
 `cdcgen_alerts` webhook when that connection exists).
 
+In **continuous mode** (the factory's `follow`), each table's extract follows the
+table for that long instead: a cycle every `CDCGEN_CHANGES_FOLLOW_EVERY_SECONDS`
+extracts the windows closed since the last one, in one Spark application, so a change
+reaches the lake about the confidence window + leeway + a cycle after it was written;
+the next run, queued by the schedule, takes over where it ended.
+
 Scheduled and manual runs are incremental (each stream from its checkpoint); a
 **backfill** (Airflow UI or `airflow backfill create`) re-reads its data
 intervals and replaces exactly their output, while the log still holds them.
@@ -65,6 +71,17 @@ by side. ``dags/`` holds the defaults, built with no argument.
 """
 
 
+#: A run's longest follow: within the run's timeout (``dagrun_timeout``), with time left
+#: for its waits, its last cycle and its summary.
+MAX_FOLLOW = timedelta(hours=3)
+
+
+def check_follow(follow: timedelta | None) -> None:
+    """Refuse a continuous mode that a run's timeout would cut short."""
+    if follow is not None and not timedelta(0) < follow <= MAX_FOLLOW:
+        raise ValueError(f"follow must be positive and at most {MAX_FOLLOW}, not {follow}")
+
+
 def cdc_changes_dag(
     *,
     dag_id: str = "cdc_changes",
@@ -74,11 +91,15 @@ def cdc_changes_dag(
     tags: Sequence[str] = ("cdc", "scylladb", "changes"),
     notifiers: Sequence[BaseNotifier] | None = None,
     deadline: timedelta | None = None,
+    follow: timedelta | None = None,
 ) -> DAG:
     """The changes DAG of the cluster ``connections.source``: on the cron ``schedule`` and
     whenever that cluster's generations DAG publishes a generation. ``notifiers``: told
     of every failed task (default: :class:`~cdcgen.airflow.alerts.AlertNotifier`);
-    ``deadline``: a run still going this long after it was queued is told too."""
+    ``deadline``: a run still going this long after it was queued is told too.
+    ``follow``: continuous mode, each run follows its tables that long (at most
+    :data:`MAX_FOLLOW`; a schedule of the same period keeps one run following)."""
+    check_follow(follow)
 
     @dag(
         dag_id=dag_id,
@@ -129,7 +150,7 @@ def cdc_changes_dag(
         ) -> Any:
             return steps.changes_plan(
                 params, dag_run, data_interval_start, data_interval_end,
-                connections=connections,
+                connections=connections, follow=follow,
             )  # fmt: skip
 
         @task_group(group_id="table", default_args=map_index.GROUP_DEFAULTS)

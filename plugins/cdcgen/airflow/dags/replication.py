@@ -21,6 +21,7 @@ from cdcgen.airflow import alert_steps, alerts, map_index
 from cdcgen.airflow import replication_steps as steps
 from cdcgen.airflow.assets import extracted_changes, replications
 from cdcgen.airflow.connections import DEFAULT_CONNECTIONS, ClusterConnections
+from cdcgen.airflow.dags.changes import check_follow
 from cdcgen.airflow.dags.generations import START_DATE
 from cdcgen.airflow.spark_jobs import REPLICATION_BOOTSTRAP
 from cdcgen.airflow.spark_submit import ReplicationBootstrapOperator
@@ -53,6 +54,11 @@ each sink table further behind than `CDCGEN_ALERT_LAG_SECONDS`. A failed task (a
 run past its deadline, when one is set) is told by the DAG's notifier (the task log, and
 the `cdcgen_alerts` webhook when that connection exists).
 
+In **continuous mode** (the factory's `follow`), each table's apply follows the sink
+for that long instead: a cycle every `CDCGEN_REPLICATION_FOLLOW_EVERY_SECONDS` applies
+what the lake's watermark passed since the last, so a change reaches the sink about a
+cycle after it reached the watermark; the next run, queued by the schedule, takes over.
+
 A sink the lake no longer covers (the log's TTL expired changes before they were
 extracted) fails naming the command that re-bootstraps it: a run with
 `mode = bootstrap-replace` from the UI, which truncates and re-copies the sink table
@@ -80,12 +86,16 @@ def cdc_replication_dag(
     tags: Sequence[str] = ("cdc", "scylladb", "replication"),
     notifiers: Sequence[BaseNotifier] | None = None,
     deadline: timedelta | None = None,
+    follow: timedelta | None = None,
 ) -> DAG:
     """The replication DAG from the cluster ``connections.source`` to ``connections.sink``:
     on the cron ``schedule`` and whenever that cluster's changes DAG moves a watermark.
     ``notifiers``: told of every failed task (default:
     :class:`~cdcgen.airflow.alerts.AlertNotifier`); ``deadline``: a run still going this
-    long after it was queued is told too."""
+    long after it was queued is told too; ``follow``: continuous mode, each run's
+    applies follow their sinks that long (at most
+    :data:`~cdcgen.airflow.dags.changes.MAX_FOLLOW`)."""
+    check_follow(follow)
     alias = replications(connections.source)
 
     @dag(
@@ -174,8 +184,9 @@ def cdc_replication_dag(
                 ti: Any = None,
             ) -> Any:
                 return steps.replicate_table(
-                    params, table, run_id, outlet_events, alias, connections=connections, ti=ti
-                )
+                    params, table, run_id, outlet_events, alias,
+                    connections=connections, ti=ti, follow=follow,
+                )  # fmt: skip
 
             bootstrap >> apply(table=table)
 
