@@ -18,6 +18,8 @@ is compared with a full scan of each log table (which only a test may do):
   with its summary's values, and, its watermark further behind than a 1 s
   ``CDCGEN_ALERT_LAG_SECONDS``, fails in ``check_lag`` alone, naming table, lag and
   threshold, an alert the DAG's notifier posts to the ``cdcgen_alerts`` webhook.
+* a fourth, the DAG built with ``follow``, extracts a new workload's writes cycle by
+  cycle while they go on, every change once.
 
 The runs share one workload: they are this module's time. That a run with nothing new
 writes nothing is checked where it costs no DAG run:
@@ -63,6 +65,8 @@ CONNECTION = {"confidence_window_seconds": 1}
 # Four lake buckets (a bucket is what a resume replaces), all in one Spark job: each
 # job pays for its own row checks, so the runs after the kill check one job per table.
 CHANGES_ENV = {"CDCGEN_CHANGES_BUCKETS": "4"}
+# A following run's length: writes go on for most of it, cycles every 10 s.
+FOLLOW_SECONDS = 40
 # The killed run writes one bucket per job: the kill lands between committed jobs.
 ONE_BUCKET_PER_JOB = {"CDCGEN_CHANGES_BUCKETS_PER_JOB": "1"}
 
@@ -190,6 +194,7 @@ def test_changes_dag_end_to_end(
     spark_standalone: StandaloneCluster,
     s3_server: Any,
     s3_lake: LakeLocation,
+    tmp_path: Path,
 ) -> None:
     """One workload, three runs (they are most of this module's time): a run killed
     mid-way; the next, on the standalone cluster with both tables, resumes exactly once
@@ -199,6 +204,7 @@ def test_changes_dag_end_to_end(
     partial, total = a_killed_extraction_leaves_part_of_the_lake(scn)
     resumed_on_the_cluster_exactly_once(workload, spark_standalone, partial, total)
     everything_lands_in_an_s3_lake_with_the_connection_s_access(scn, s3_server, s3_lake, total)
+    a_following_run_extracts_writes_as_their_windows_close(scn, tmp_path)
 
 
 def a_killed_extraction_leaves_part_of_the_lake(scn: Scenario) -> tuple[int, int]:
@@ -329,6 +335,51 @@ def everything_lands_in_an_s3_lake_with_the_connection_s_access(
     assert access["AWS_SECRET_ACCESS_KEY"] not in run.output
     # Nothing went to the local default lake.
     assert sorted(p for p in local_lake.rglob("*") if p.is_file()) == local_files
+
+
+def a_following_run_extracts_writes_as_their_windows_close(scn: Scenario, home: Path) -> None:
+    """The same DAG built with ``follow`` (its own DAG file, the only one of its folder):
+    one spark-submit follows ``orders`` for a while, cycle after cycle, as a workload
+    writes; every change of the log (the earlier runs' and the new writes) is in the
+    local lake once and in per-key order, and the result lists the cycles."""
+    from cdcgen_dev.emulator import WorkloadSpec, run_workload
+
+    folder = home / "follow_dags"
+    folder.mkdir()
+    (folder / "cdc_changes.py").write_text(
+        "from datetime import timedelta\n\n"
+        "from cdcgen.airflow.dags import cdc_changes_dag\n\n"
+        f"dag = cdc_changes_dag(follow=timedelta(seconds={FOLLOW_SECONDS}))\n"
+    )
+    wrote: list[int] = []
+
+    def write_while_following() -> None:
+        with scn.client() as client:
+            cluster = scn.cluster(client)
+            spec = WorkloadSpec(
+                keyspace=KEYSPACE, rate=60, duration=timedelta(seconds=12), keys=100, seed=25
+            )
+            wrote.append(run_workload(cluster, spec).writes)
+
+    writer = threading.Thread(target=write_while_following, daemon=True)
+
+    def on_line(line: str) -> None:
+        if "starting task_id=table.extract" in line and not writer.is_alive():
+            writer.start()
+
+    env = {"AIRFLOW__CORE__DAGS_FOLDER": str(folder)}
+    run, summary = run_changes(scn, TABLES["orders"], on_line=on_line, env=env)
+    writer.join(timeout=120)
+    assert run.succeeded, run.tail(80)
+    assert wrote and wrote[0] > 0, "the workload wrote nothing while the run followed"
+    orders = summary["tables"][TABLES["orders"]]
+    assert orders["status"] == "done" and orders["colocation"] == "passed"
+    assert orders["rows"] > 0
+    assert assert_exactly_once_in_key_order(scn, "orders") > 0
+    cycles = changes_result(scn, TABLES["orders"])["cycles"]
+    assert len(cycles) >= 2 and sum(c["rows"] for c in cycles) == orders["rows"]
+    last = datetime.fromisoformat(cycles[-1]["closed_until"])
+    assert datetime.fromisoformat(orders["watermark"]) == last
 
 
 def the_run_s_metrics_and_its_lag_alert(

@@ -89,6 +89,31 @@ def test_plan_gives_each_table_its_window_end_and_spark_job(tmp_path: Path) -> N
         )
 
 
+def test_a_follow_reads_from_its_interval_start_until_the_plan_plus_its_length(
+    tmp_path: Path,
+) -> None:
+    config = PipelineConfig(report_dir=tmp_path / "reports")
+    before = datetime.now(UTC)
+    planned = changes.plan(
+        config, run_type="scheduled", interval_start=START, interval_end=END, run_after=LATER,
+        run_id="r", dag_id="d", tables="shop.orders", follow=timedelta(minutes=14),
+    )  # fmt: skip
+    args = dict(zip(planned[0]["spark_args"][::2], planned[0]["spark_args"][1::2], strict=True))
+    assert "--interval-end" not in args
+    assert args["--interval-start"] == START.isoformat()
+    until = datetime.fromisoformat(args["--follow-until"])
+    assert before + timedelta(minutes=14) - timedelta(seconds=1) <= until
+    assert until <= datetime.now(UTC) + timedelta(minutes=14)
+    # Its wait is for the interval's start only: the follow waits for each window itself.
+    assert planned[0]["window_end_ms"] == int(START.timestamp() * 1000)
+    with pytest.raises(changes.BackfillNotFollowed, match="backfill"):
+        changes.plan(
+            config, run_type="backfill", interval_start=START, interval_end=END,
+            run_after=LATER, run_id="r", dag_id="d", tables="shop.orders",
+            follow=timedelta(minutes=14),
+        )  # fmt: skip
+
+
 def _result(config: PipelineConfig, run_id: str, table: str, **fields: object) -> None:
     path = changes.result_path(config.report_dir, run_id, table)
     path.parent.mkdir(parents=True, exist_ok=True)

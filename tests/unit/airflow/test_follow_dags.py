@@ -1,0 +1,24 @@
+"""The DAG factories' continuous mode: a follow a run's timeout would cut short is refused."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from cdcgen.airflow.dags.changes import MAX_FOLLOW, cdc_changes_dag
+from cdcgen.airflow.dags.replication import cdc_replication_dag
+
+
+@pytest.mark.parametrize("factory", [cdc_changes_dag, cdc_replication_dag])
+def test_a_follow_longer_than_a_run_may_last_or_not_positive_is_refused(factory: object) -> None:
+    for follow in (timedelta(0), timedelta(seconds=-1), MAX_FOLLOW + timedelta(seconds=1)):
+        with pytest.raises(ValueError, match="follow must be positive and at most"):
+            factory(dag_id="follow_refused", follow=follow)  # type: ignore[operator]
+
+
+def test_a_follow_within_the_run_s_timeout_builds_the_same_tasks() -> None:
+    scheduled = cdc_changes_dag(dag_id="scheduled_changes")
+    following = cdc_changes_dag(dag_id="following_changes", follow=timedelta(minutes=14))
+    assert set(following.task_dict) == set(scheduled.task_dict)
+    assert following.dagrun_timeout is not None and following.dagrun_timeout > MAX_FOLLOW
