@@ -24,7 +24,11 @@ own:
   threads, connections and CPU per minute, shared readings against a client per wait;
 * ``freshness``: :mod:`bench_freshness`, the whole Airflow stack running: a node joins
   and the generations DAG's watcher starts the run that publishes its generation; the
-  delays from the commit and from the generation's timestamp to its publication.
+  delays from the commit and from the generation's timestamp to its publication;
+* ``follow``: :mod:`bench_follow`, continuous mode: the changes job following a table
+  on a Spark standalone cluster and a follow of its sink, over a steady ten-minute
+  workload: p50/p95/max from a write to the lake and to the sink (it leases the
+  sandbox itself).
 
 Writes ``benchmarks/results/latest.json`` and prints the table of docs/benchmarks.md. Figures are
 ratios measured side by side on a shared machine: ``machine.load_before`` says how quiet
@@ -33,8 +37,9 @@ it was.
     .venv/bin/python benchmarks/run_all.py [--quick]
 
 ``--quick`` runs small sizes only (a smoke test of the tooling, not a measurement).
-``--only replication`` (or ``triggerer``, ``freshness``) runs that part alone and keeps
-the other parts' figures from the results file (each part says when it was measured).
+``--only replication`` (or ``triggerer``, ``freshness``, ``follow``) runs that part alone
+and keeps the other parts' figures from the results file (each part says when it was
+measured).
 """
 
 from __future__ import annotations
@@ -145,6 +150,12 @@ def freshness(quick: bool, work: Path) -> dict[str, Any]:
     return _run_json(
         ["benchmarks/bench_freshness.py", *count], work / "freshness.json", timeout=3600
     )
+
+
+def follow(quick: bool, work: Path) -> dict[str, Any]:
+    """Continuous mode's freshness; ``--quick``: a two-minute workload (not a figure)."""
+    minutes = ("--minutes", "2", "--setup-seconds", "150") if quick else ()
+    return _run_json(["benchmarks/bench_follow.py", *minutes], work / "follow.json", timeout=3600)
 
 
 def cli_validate_small(work: Path) -> dict[str, Any]:
@@ -304,11 +315,29 @@ def table(results: dict[str, Any]) -> str:
                 f"median {fresh[name]['median']:.1f} s, max {fresh[name]['max']:.1f} s | | "
                 "seconds, not the 10-minute tick |"
             )
+    if "follow" in results:
+        run = results["follow"]
+        what = (
+            f"{run['log_rows']:,} rows over {run['workload_minutes']:.1f} min, a cycle every "
+            f"{run['every_seconds']:.0f} s, leeway {run['leeway_seconds']:.0f} s + confidence "
+            f"window {run['confidence_window_seconds']:.0f} s"
+        )
+        lake, sink = run["write_to_lake"], run["write_to_sink"]
+        behind = f"p50 {sink['p50'] - lake['p50']:+.1f} s, p95 {sink['p95'] - lake['p95']:+.1f} s"
+        for where, fig, ratio, target in (
+            ("the lake", lake, "", "<= 90 s (confidence window + about a minute)"),
+            ("the sink", sink, f" {behind} after the lake", "<= 150 s (a minute after the lake)"),
+        ):
+            lines.append(
+                f"| continuous mode, a write to {where} ({what}) | p50 {fig['p50']:.1f} s, "
+                f"p95 {fig['p95']:.1f} s, max {fig['max']:.1f} s |{ratio} | {target} |"
+            )
     machine = results["machine"]
     for name, label in (
         ("replication", "Replication"),
         ("triggerer", "Triggerer"),
         ("freshness", "Freshness"),
+        ("follow", "Continuous mode"),
     ):
         part = results.get(name, {})
         if "recorded_at" in part:
@@ -331,10 +360,13 @@ def only(part: str, output: Path, quick: bool) -> None:
     results: dict[str, Any] = json.loads(output.read_text(encoding="utf-8"))
     started_here = not Sandbox(1).is_running()
     load_before = round(os.getloadavg()[0], 2)
-    subprocess.run([cdcgen, "sandbox", "up"], check=True)
+    if part != "follow":  # it leases the sandbox itself, beside other users
+        subprocess.run([cdcgen, "sandbox", "up"], check=True)
     try:
         with tempfile.TemporaryDirectory(prefix="cdcgen-bench-") as tmp:
-            if part == "triggerer":
+            if part == "follow":
+                results[part] = follow(quick, Path(tmp))
+            elif part == "triggerer":
                 results[part] = triggerer(quick, Path(tmp))
             elif part == "freshness":
                 results[part] = freshness(quick, Path(tmp))
@@ -343,7 +375,7 @@ def only(part: str, output: Path, quick: bool) -> None:
                 copy_rows = 20_000 if quick else COPY_ROWS
                 results[part] = replication(backlogs, copy_rows, Path(tmp))
     finally:
-        if started_here:
+        if started_here and part != "follow":
             subprocess.run([cdcgen, "sandbox", "down"], check=False)
     when = datetime.now(UTC).isoformat(timespec="seconds")
     results[part]["recorded_at"] = when
@@ -358,7 +390,9 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="small sizes: a tooling smoke test")
     parser.add_argument("--output", type=Path, default=RESULTS)
     parser.add_argument(
-        "--only", choices=["replication", "triggerer", "freshness"], help="run this part alone"
+        "--only",
+        choices=["replication", "triggerer", "freshness", "follow"],
+        help="run this part alone",
     )
     args = parser.parse_args()
     if args.only:
@@ -406,6 +440,8 @@ def main() -> None:
             results["triggerer"] = triggerer(args.quick, work)
             print("freshness:", flush=True)
             results["freshness"] = freshness(args.quick, work)
+            print("continuous mode:", flush=True)
+            results["follow"] = follow(args.quick, work)
     finally:
         if started_here:
             subprocess.run([cdcgen, "sandbox", "down"], check=False)
