@@ -3,7 +3,8 @@ the workload writes and a new generation starts.
 
 One emulated cluster (a node joins as the writes begin: the follow crosses a generation
 switch) is followed by :func:`cdcgen.changes.follow.follow_changes` in one thread, cycle
-after cycle with its row checks, and its sink by
+after cycle (without the row checks, which would set its pace on a loaded machine: the
+changes DAG's e2e runs a follow with them), and its sink by
 :func:`cdcgen.replication.follow.follow_replication` in another, both while the writes
 go on. Then: every logged row is in the lake exactly once, the watermark is the last
 cycle's closing instant, each cycle closed later than the one before, and the sink
@@ -106,7 +107,7 @@ def followed(
         this machine takes per cycle, two cycles find rows."""
         workload(cluster, TABLE, 3.0, 53)
         written = datetime.now(UTC)
-        deadline = time.monotonic() + 40
+        deadline = time.monotonic() + 50
         while time.monotonic() < deadline:
             watermark = store.progress(TABLE).watermark
             if watermark is not None and watermark > written:
@@ -122,7 +123,7 @@ def followed(
         pace = FollowPace(begun + FOLLOW, EVERY)
         try:
             outcome["changes"] = follow_changes(
-                config, request, pace, settings=SETTINGS, spark=spark
+                config, request, pace, settings=SETTINGS, spark=spark, validate=False
             )
         except BaseException as exc:  # reported by the test, not lost in the thread
             outcome["changes"] = exc
@@ -184,7 +185,6 @@ def test_each_cycle_closes_later_and_the_watermark_is_the_last_close(followed: F
         leeway = followed.config.generation_leeway + followed.config.confidence_window
         closed = datetime.fromisoformat(cycle.closed_until)
         assert datetime.fromisoformat(cycle.finished_at) >= closed + leeway
-    assert followed.changes.checks is not None and followed.changes.checks.passed
 
 
 def test_the_followed_sink_equals_the_source(followed: Followed) -> None:
