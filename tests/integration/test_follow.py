@@ -46,6 +46,7 @@ from cdcgen.core.cdc_log import TableRef
 from cdcgen.core.changes_result import ChangesRunResult
 from cdcgen.core.follow import FollowPace
 from cdcgen.core.generation import SourceMode
+from cdcgen.core.replication_plan import LakeNotStarted
 from cdcgen.core.replication_record import ReplicationRecord
 from cdcgen.core.windows import Interval
 from cdcgen.replication.follow import follow_replication
@@ -57,7 +58,7 @@ from cdcgen.replication.run import (
     bootstrap_sink,
 )
 from cdcgen.spark.session import JobKind, job_session
-from cdcgen_dev.emulator import create_cdc_table, orders_table
+from cdcgen_dev.emulator import SandboxCluster, create_cdc_table, orders_table
 
 pytestmark = pytest.mark.integration
 
@@ -71,6 +72,7 @@ FOLLOW = timedelta(seconds=60)  # long enough for two bursts of writes on a load
 @dataclass
 class Followed:
     client: CqlClient
+    cluster: SandboxCluster
     config: PipelineConfig
     changes: ChangesRunResult
     applied: list[ReplicationRecord]  # follows of a few cycles each, in order
@@ -153,7 +155,7 @@ def followed(
     if isinstance(changes, BaseException):
         raise changes
     try:
-        yield Followed(client, config, changes, applied, before)
+        yield Followed(client, cluster, config, changes, applied, before)
     finally:
         client.close()
 
@@ -200,3 +202,41 @@ def test_the_followed_sink_equals_the_source(followed: Followed) -> None:
     until = datetime.fromisoformat(applied.consistent_until)
     assert until == datetime.fromisoformat(followed.changes.watermark)
     assert_sink_matches(contents(followed.client, TABLE), contents(followed.client, SINK))
+
+
+def test_a_sink_follow_waits_for_the_lake_s_first_watermark(followed: Followed) -> None:
+    """Continuous mode started on a new table: its sink is bootstrapped as soon as the
+    changes' first cycle has recorded where the table starts, before that cycle's
+    watermark. The sink's follow applies nothing until the watermark comes, then what
+    it covers; one that never sees it fails naming the changes DAG."""
+    client, config = followed.client, followed.config
+    late = TableRef(TABLE.keyspace, "orders_late")
+    sink = TableRef(f"{PREFIX}sink_late", "orders_late")
+    create_cdc_table(followed.cluster, orders_table(late.keyspace, late.table))
+    create_sink_table(client, sink)
+    start = datetime.now(UTC) - timedelta(seconds=10)  # before the table's first write
+    CqlCheckpointStore(client, config.checkpoint_keyspace).record_start(late, start, "late")
+    job = Replication(late, sink)
+    ports = ReplicationPorts(client, client, COPY)
+    bootstrap_sink(config, ports, ReplicationRequest(job, "late-bootstrap", Mode.BOOTSTRAP))
+    pace = FollowPace(datetime.now(UTC) + 3 * EVERY, EVERY)
+    with pytest.raises(LakeNotStarted, match="cdc_changes"):
+        follow_replication(config, ports, ReplicationRequest(job, "late-never"), pace)
+
+    extracted: list[int] = []
+
+    def first_cycle() -> None:
+        workload(followed.cluster, late, 1.5, 55)
+        spark = job_session(JobKind.CHANGES_EXTRACT, "cdcgen-follow-tests")
+        extracted.append(extract(spark, config, late, start, settle()))
+
+    changes = threading.Thread(target=first_cycle)
+    changes.start()
+    pace = FollowPace(datetime.now(UTC) + timedelta(seconds=40), EVERY)
+    try:
+        applied = follow_replication(config, ports, ReplicationRequest(job, "late"), pace)
+    finally:
+        changes.join()
+    assert extracted and applied.applied_log_rows == extracted[0] > 0
+    assert applied.cycles[0].applied_log_rows == extracted[0]  # the first it could apply
+    assert_sink_matches(contents(client, late), contents(client, sink))

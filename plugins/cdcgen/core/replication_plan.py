@@ -42,6 +42,11 @@ class ReplicationError(TerminalError):
     """Terminal: the sink cannot be brought forward as it stands; the message says why
     and what to run."""
 
+
+class LakeNotStarted(ReplicationError):
+    """The lake has no watermark of the source table yet: a run has nothing to apply
+    (terminal: its retries would find the same), a follow waits for the first one."""
+
     next_step = (
         "until then no change reaches this sink table. In Airflow, a replication DAG run "
         "with the Param mode=bootstrap does what the command without --replace does, "
@@ -138,7 +143,7 @@ def plan_apply(progress: SinkProgress, lake: LakeCoverage) -> ApplyPlan:
             f"holds data starts from a snapshot: run `{bootstrap_command(source, sink)}`"
         )
     if lake.since is None or lake.until is None:
-        raise ReplicationError(
+        raise LakeNotStarted(
             f"{source}: no change of it is in the lake yet; run the cdc_changes DAG for it "
             f"before replicating it to {sink}"
         )
