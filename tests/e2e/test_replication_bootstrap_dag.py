@@ -15,6 +15,9 @@ workers, without the driver's ``CDCGEN_*`` environment or import path. Then:
   the sink's hosts and the source's reached the executors inside their tasks;
 * the apply ran after it and the sink's consistency point is the bootstrap's, kept on
   the sink cluster only;
+* with the OpenLineage provider's file transport, the bootstrap reported the source
+  table in and the sink table out, the apply the lake's changes table in and the sink
+  table out;
 * a second run finds the sink bootstrapped and skips the bootstrap (no Spark application),
   and sends each table's metrics through Airflow's StatsD, tagged (InfluxDB style) by
   cluster and table, with the values its summary holds.
@@ -27,15 +30,18 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
 from dag_scenarios import CLUSTER_ENV, Scenario, assert_ok, assert_ran_on, on_cluster
+from lineage_events import finished_tasks, lineage_env
 from map_indexes import rendered_map_indexes
 from observability import Listener, listening
 
 from cdcgen.core.cdc_log import TableRef
 from cdcgen.core.generation import SourceMode
+from cdcgen.core.lineage import FILE_NAMESPACE as FILE
 from cdcgen_dev.spark_cluster import StandaloneCluster
 
 pytestmark = [pytest.mark.e2e, pytest.mark.integration, pytest.mark.timeout(1500)]
@@ -138,10 +144,12 @@ def test_a_new_sink_is_bootstrapped_by_a_spark_job_on_a_standalone_cluster(
     from cdcgen.replication.sink_state import PROGRESS, CqlSinkState
 
     before = on_cluster(setup.scenario, spark_standalone)
-    first, _ = run_replication(setup)
+    events = setup.scenario.config.report_dir.parent / "openlineage"
+    first, _ = run_replication(setup, lineage_env(events))
     assert_ok(first)
     assert_ran_on(spark_standalone, before, apps=1)  # the copy, on the cluster
     assert "needs no bootstrap" not in first.output
+    the_bootstrap_and_the_apply_report_their_lineage(setup, events)
 
     with setup.scenario.client() as source:
         expected = contents(source, SOURCE)
@@ -167,6 +175,24 @@ def test_a_new_sink_is_bootstrapped_by_a_spark_job_on_a_standalone_cluster(
     # The grid names each table's tasks by the table, the skipped bootstrap too.
     shown = rendered_map_indexes(setup.scenario.home, "cdc_replication")
     assert shown == {"table.bootstrap": {SOURCE.qualified}, "table.apply": {SOURCE.qualified}}
+
+
+def the_bootstrap_and_the_apply_report_their_lineage(setup: Setup, folder: Path) -> None:
+    """The bootstrap's Spark job read the source base table on the source cluster and
+    wrote the sink table on the sink cluster (the namespace of each one's first contact
+    point); the apply read the lake's changes table of the source table and wrote the
+    same sink table."""
+    c = setup.scenario.config
+    source = f"cassandra://{c.contact_points[0]}:{c.port}"
+    sink = f"cassandra://{setup.second.contact_points[0]}:9042"
+    tasks = finished_tasks(folder, "cdc_replication")
+    bootstrap, apply = tasks["table.bootstrap"], tasks["table.apply"]
+    assert bootstrap.all_inputs() == {(source, SOURCE.qualified)}, bootstrap
+    assert bootstrap.all_outputs() == {(sink, SINK.qualified)}, bootstrap
+    assert apply.all_inputs() == {(FILE, f"{c.lake_path}/changes/{SOURCE.qualified}")}, apply
+    assert apply.all_outputs() == {(sink, SINK.qualified)}, apply
+    for quiet in ("plan", "summarize"):
+        assert not tasks[quiet].all_inputs() and not tasks[quiet].all_outputs(), quiet
 
 
 def the_table_s_metrics_are_its_summary_s(heard: Listener, summary: dict[str, Any]) -> None:
