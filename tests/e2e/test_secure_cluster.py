@@ -7,13 +7,16 @@ the ``cdc_source`` connection (login, password, ``tls_ca_file``), which reach ev
 session: the tasks, the inline trigger, the Spark driver and its Python workers. Then
 the password is looked for everywhere it must not be, including the command lines and
 environments of the processes while they run. Refusals are checked by the
-message a user reads: a wrong password, and a client that does not trust the CA.
+message a user reads: a wrong password, a client that does not trust the CA, and the
+writes a read-only role may not make, which `cdcgen check` names.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import os
 import sqlite3
+import time
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -30,6 +33,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.integration, pytest.mark.timeout(1500
 
 KEYSPACE = "e2e_sec_shop"
 TABLE = f"{KEYSPACE}.orders"
+READER = "cdcgen_reader"
 
 
 @pytest.fixture(scope="module")
@@ -178,3 +182,76 @@ def test_sandbox_cli_prints_where_the_credentials_are(secure: SecureEndpoint) ->
     )
     assert refused.returncode != 0
     assert "runs with {'auth': True, 'tls': True}" in refused.stderr
+
+
+def test_check_names_each_write_a_read_only_role_may_not_make(
+    secure_scenario: Scenario,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The node enforces grants (``CassandraAuthorizer``). A role that may read every
+    keyspace and write none passes the reading checks and fails the target and state
+    keyspaces' ones, each naming the refused write; granted ``MODIFY`` on them, it
+    passes every check."""
+    from cdcgen.adapters.checkpoints import CqlCheckpointStore
+    from cdcgen.adapters.publisher import CqlDescriptionPublisher
+    from cdcgen.cli import main
+    from cdcgen.core.errors import ExitCode
+    from cdcgen_dev.emulator import create_cdc_table, orders_table
+
+    scn = secure_scenario
+    config = scn.config
+    password = tmp_path / "reader-password"
+    password.write_text("read-only-reader-password")
+    password.chmod(0o600)
+    with scn.client() as client:
+        cluster = scn.cluster(client)
+        cluster.join_node(SourceMode.RAFT, shards=2, vnodes=2, seed=33)
+        create_cdc_table(cluster, orders_table(KEYSPACE))
+        CqlDescriptionPublisher(client, config).ensure_tables()
+        CqlCheckpointStore(client, config.checkpoint_keyspace).ensure_schema()
+        client.session.execute(f"DROP ROLE IF EXISTS {READER}")
+        client.session.execute(
+            f"CREATE ROLE {READER} WITH PASSWORD = %s AND LOGIN = true",
+            (password.read_text(),),
+        )
+        client.session.execute(f"GRANT SELECT ON ALL KEYSPACES TO {READER}")
+    env = {
+        **config.to_env(),
+        "CDCGEN_USERNAME": READER,
+        "CDCGEN_PASSWORD_FILE": str(password),
+        "CDCGEN_SPARK_MASTER": "local[1]",
+    }
+    for variable in list(os.environ):
+        if variable.startswith("CDCGEN_"):
+            monkeypatch.delenv(variable)
+    for variable, value in env.items():
+        monkeypatch.setenv(variable, value)
+    try:
+        status = main(["check"])
+        out = capsys.readouterr().out
+        assert status != ExitCode.OK, out
+        verdicts = {line[6:].split(":", 1)[0]: line for line in out.splitlines()}
+        for passing in ("connection", "source mode", "cdc tables", "log tables", "lake"):
+            assert verdicts[passing].startswith("ok"), out
+        for keyspace, check in (
+            (config.target_keyspace, "target keyspace"),
+            (config.checkpoint_keyspace, "state keyspace"),
+        ):
+            line = verdicts[check]
+            assert line.startswith("FAIL") and f"cannot write {keyspace}." in line, out
+            assert "permission refused" in line and READER in line, out
+
+        with scn.client() as client:
+            for keyspace in {config.target_keyspace, config.checkpoint_keyspace}:
+                client.session.execute(f"GRANT MODIFY ON KEYSPACE {keyspace} TO {READER}")
+        deadline = time.monotonic() + 30  # the node's permissions cache (2 s by default)
+        while (status := main(["check"])) != ExitCode.OK and time.monotonic() < deadline:
+            capsys.readouterr()
+            time.sleep(1)
+        out = capsys.readouterr().out
+        assert status == ExitCode.OK, out
+    finally:
+        with scn.client() as client:
+            client.session.execute(f"DROP ROLE IF EXISTS {READER}")

@@ -145,6 +145,9 @@ class SecureSandbox:
         security: dict[str, Any] = {}
         if self.auth:
             security["authenticator"] = "PasswordAuthenticator"
+            # Grants enforced, as a production cluster does: the sandbox's own login is
+            # a superuser, and a test's restricted role is refused what it lacks.
+            security["authorizer"] = "CassandraAuthorizer"
         if self.tls:
             files = ensure_certificates(self.tls_files.root, self.node.address)
             security["client_encryption_options"] = {
