@@ -77,6 +77,7 @@ class Followed:
     changes: ChangesRunResult
     applied: list[ReplicationRecord]  # follows of a few cycles each, in order
     before: int  # rows the scheduled run before the follow extracted
+    so_far: list[ChangesRunResult]  # the follow's sum after each of its cycles
 
 
 @pytest.fixture(scope="module")
@@ -119,14 +120,16 @@ def followed(
 
     writer = threading.Thread(target=write_in_two_bursts)
     outcome: dict[str, Any] = {}
+    so_far: list[ChangesRunResult] = []  # what the job writes to its result file each cycle
 
     def follow_table() -> None:
         request = ChangesRequest(TABLE, Interval(start, start + timedelta(minutes=1)), run_id="f")
         pace = FollowPace(begun + FOLLOW, EVERY)
         try:
             outcome["changes"] = follow_changes(
-                config, request, pace, settings=SETTINGS, spark=spark, validate=False
-            )
+                config, request, pace, settings=SETTINGS, spark=spark, validate=False,
+                on_cycle=so_far.append,
+            )  # fmt: skip
         except BaseException as exc:  # reported by the test, not lost in the thread
             outcome["changes"] = exc
 
@@ -155,7 +158,7 @@ def followed(
     if isinstance(changes, BaseException):
         raise changes
     try:
-        yield Followed(client, cluster, config, changes, applied, before)
+        yield Followed(client, cluster, config, changes, applied, before, so_far)
     finally:
         client.close()
 
@@ -183,6 +186,9 @@ def test_each_cycle_closes_later_and_the_watermark_is_the_last_close(followed: F
     assert closes == sorted(set(closes))
     assert followed.changes.watermark is not None
     assert datetime.fromisoformat(followed.changes.watermark) == closes[-1]
+    # After each cycle, the sum so far (a follow killed then still says what it did).
+    assert [len(each.cycles) for each in followed.so_far] == list(range(1, len(cycles) + 1))
+    assert followed.so_far[-1].rows_written == followed.changes.rows_written
     for cycle in cycles:  # each cycle was durable only after its windows had closed
         leeway = followed.config.generation_leeway + followed.config.confidence_window
         closed = datetime.fromisoformat(cycle.closed_until)

@@ -22,6 +22,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
@@ -103,9 +104,12 @@ def follow_changes(
     settings: ChangesSettings | None = None,
     validate: bool = True,
     spark: SparkSession | None = None,
+    on_cycle: Callable[[ChangesRunResult], None] = lambda so_far: None,
 ) -> ChangesRunResult:
     """Follow ``request.table`` from ``request.interval.start`` until ``pace.until``
-    (see the module doc); its result adds the cycles up. Raises what a run raises; a
+    (see the module doc); its result adds the cycles up, and ``on_cycle`` is given that
+    sum after each cycle that ran (the job keeps it in its result file, so that a
+    follow killed part-way still says what it did). Raises what a run raises; a
     :class:`ChangesInvalid` carries the follow's result up to the failed cycle."""
     settings = settings or ChangesSettings.from_env()
     session = spark or job_session(JobKind.CHANGES_EXTRACT)
@@ -150,6 +154,7 @@ def follow_changes(
             number, end, output = done
             totals.add(number, end, output)
             latest = end
+            on_cycle(totals.total(pace.until))
             log.info(
                 "%s followed up to %s: %d row(s), watermark %s", request.table,
                 end.isoformat(), output.rows_written, output.watermark,

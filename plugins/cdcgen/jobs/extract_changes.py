@@ -19,13 +19,19 @@ retries, no node answered: run it again).
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import sys
 from collections.abc import Sequence
 from datetime import datetime, timedelta
+from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from cdcgen.core.errors import CdcgenError, ExitCode
+
+if TYPE_CHECKING:
+    from cdcgen.core.changes_result import ChangesRunResult
 
 
 def _moment(text: str) -> datetime:
@@ -64,6 +70,21 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return args
 
 
+#: A follow's result file between its cycles: not ``done``, so that a follow killed
+#: part-way fails its run's summary while saying what its cycles did.
+FOLLOWING = "following (stopped before the end of its follow)"
+
+
+def _keep_following(path: Path | None, so_far: ChangesRunResult) -> None:
+    """The follow's sum so far, written whole over the last (not printed: the log gets
+    one line per cycle from the follow, and the whole result once, at the end)."""
+    from cdcgen.adapters.files import write_atomic
+
+    if path is not None:
+        text = json.dumps(so_far.updated(status=FOLLOWING).to_json(), indent=1, default=str)
+        write_atomic(path, text + "\n")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     from cdcgen.adapters.errors import exit_code
     from cdcgen.adapters.read_retries import TransientReadError
@@ -100,8 +121,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             every = settings.follow_every if args.every is None else timedelta(seconds=args.every)
             pace = FollowPace(args.follow_until, every)
             output = follow_changes(
-                config, request, pace, settings=settings, validate=not args.no_validate
-            )
+                config, request, pace, settings=settings, validate=not args.no_validate,
+                on_cycle=partial(_keep_following, args.output),
+            )  # fmt: skip
     except ChangesInvalid as exc:
         print(exc, file=sys.stderr)
         written = failed if exc.output is None else exc.output

@@ -149,3 +149,38 @@ def test_summary_counts_rows_and_names_every_problem(tmp_path: Path) -> None:
     _result(config, "r2", "ks.a", status="done", rows_written=0, windows=[])
     idle = changes.changes_run_summary(config, "r2", planned[:1])
     assert (idle.colocation, idle.status) == ("none", "ok")
+
+
+def test_a_follow_killed_between_cycles_fails_the_summary_saying_what_it_did(
+    tmp_path: Path,
+) -> None:
+    from cdcgen.core.changes_result import ChangesRunResult, CycleEntry
+    from cdcgen.jobs import extract_changes
+
+    config = PipelineConfig(report_dir=tmp_path)
+    path = changes.result_path(config.report_dir, "r3", "ks.a")
+    path.parent.mkdir(parents=True)
+    cycle = CycleEntry(number=1, closed_until=END.isoformat(), finished_at=LATER.isoformat(),
+                       rows=7, watermark=END.isoformat())  # fmt: skip
+    so_far = ChangesRunResult(table="ks.a", rows_written=7, watermark=END.isoformat(),
+                              cycles=(cycle,))  # fmt: skip
+    extract_changes._keep_following(path, so_far)
+    summary = changes.changes_run_summary(config, "r3", [{"table": "ks.a"}])
+    assert summary.status == "failed" and summary.changes_rows == 7
+    assert summary.problems == (f"ks.a: {extract_changes.FOLLOWING}",)
+    assert summary.watermarks["ks.a"] == END.isoformat()
+
+
+def test_the_job_follows_or_reads_one_interval_never_both_undefined() -> None:
+    from cdcgen.jobs.extract_changes import parse_args
+
+    base = ["--table", "ks.t", "--interval-start", START.isoformat()]
+    following = parse_args([*base, "--follow-until", END.isoformat(), "--every", "5"])
+    assert following.interval_end is None and following.every == 5.0
+    for wrong in (
+        base,
+        [*base, "--follow-until", END.isoformat(), "--mode", "backfill"],
+        [*base, "--follow-until", END.isoformat(), "--every", "0"],
+    ):
+        with pytest.raises(SystemExit):
+            parse_args(wrong)
