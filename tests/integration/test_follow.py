@@ -38,7 +38,7 @@ from replication_world import (
 
 from cdcgen.adapters.checkpoints import CqlCheckpointStore
 from cdcgen.adapters.cql import CqlClient, connect
-from cdcgen.changes.follow import follow_changes
+from cdcgen.changes.follow import NothingClosed, follow_changes
 from cdcgen.changes.layout import table_root
 from cdcgen.changes.run import ChangesRequest
 from cdcgen.config import PipelineConfig
@@ -246,3 +246,24 @@ def test_a_sink_follow_waits_for_the_lake_s_first_watermark(followed: Followed) 
     assert extracted and applied.applied_log_rows == extracted[0] > 0
     assert applied.cycles[0].applied_log_rows == extracted[0]  # the first it could apply
     assert_sink_matches(contents(client, late), contents(client, sink))
+
+
+def test_a_follow_that_closes_nothing_fails_naming_the_node(followed: Followed) -> None:
+    """A node whose clock cannot be read (down) closes no window: after the clock wait
+    timeout the follow fails, transiently, naming it, as the scheduled mode's wait does,
+    instead of ending as a success that extracted nothing."""
+    cluster = followed.cluster
+    down = cluster.nodes()[-1].name
+    config = followed.config.with_overrides(clock_wait_timeout=timedelta(seconds=2))
+    now = datetime.now(UTC)
+    request = ChangesRequest(TABLE, Interval(now, now + timedelta(minutes=1)), run_id="stuck")
+    pace = FollowPace(now + timedelta(seconds=60), timedelta(seconds=1))
+    spark = job_session(JobKind.CHANGES_EXTRACT, "cdcgen-follow-tests")
+    cluster.set_node_up(down, False)
+    try:
+        with pytest.raises(NothingClosed, match=down) as raised:
+            follow_changes(config, request, pace, settings=SETTINGS, spark=spark, validate=False)
+    finally:
+        cluster.set_node_up(down, True)
+    assert "no window closed for" in str(raised.value)
+    assert datetime.now(UTC) < now + timedelta(seconds=30)  # long before the follow's end

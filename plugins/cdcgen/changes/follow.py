@@ -12,9 +12,12 @@ Each cycle is a run of its own, with every guarantee of one: its own run id
 (``<run id>-c<cycle>``, on its checkpoints and its report record), its adapters built
 anew (a column added to the table between two cycles is read by the next one), windows
 from the checkpoints (a cycle that failed transiently is read again by the next). A
-cycle whose checks fail ends the follow, as a run's failure ends its task. The
-follow's result adds its cycles up, and lists each with the instant its windows end
-and the instant they were checked and checkpointed, for freshness to be measured.
+cycle whose checks fail ends the follow, as a run's failure ends its task. A follow that
+closes nothing for the clock wait timeout (a node's clock unreadable or standing still)
+fails transiently, naming the node, as the scheduled mode's wait would. The follow's
+result adds its cycles up, and lists each with the instant its windows end and the
+instant they were checked and checkpointed, for freshness to be measured; one that
+extracted nothing carries the table's stored watermark, so that its lag still shows.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
+from cdcgen.adapters.checkpoints import CqlCheckpointStore
 from cdcgen.adapters.cql import open_client
 from cdcgen.adapters.errors import is_terminal
 from cdcgen.changes.job import table_adapters
@@ -34,7 +38,8 @@ from cdcgen.changes.run import ChangesRequest, run_changes
 from cdcgen.changes.settings import ChangesSettings
 from cdcgen.config import PipelineConfig
 from cdcgen.core.changes_result import ChangesRunResult, CycleEntry
-from cdcgen.core.clocks import ClockCheck, closed_until
+from cdcgen.core.clocks import ClockCheck, closed_until, window_closes_at
+from cdcgen.core.errors import TransientError
 from cdcgen.core.follow import FollowPace, follow
 from cdcgen.core.windows import Interval, Mode
 from cdcgen.spark.session import JobKind, job_session
@@ -64,6 +69,7 @@ class FollowTotals:
                 finished_at=datetime.now(UTC).isoformat(),
                 rows=output.rows_written,
                 watermark=output.watermark,
+                status=output.status,
             )
         )
         last = self.result
@@ -81,19 +87,27 @@ class FollowTotals:
             seconds=last.seconds + output.seconds,
         )
 
-    def total(self, until: datetime) -> ChangesRunResult:
-        """The whole follow as one run's result, under the follow's own run id."""
+    def total(self, watermark: str | None = None) -> ChangesRunResult:
+        """The whole follow as one run's result, under the follow's own run id; while no
+        cycle extracted anything, with the table's stored ``watermark``, so that its lag
+        still shows (and alerts)."""
         start = self.request.interval.start.isoformat()
         ends = [cycle.closed_until for cycle in self.cycles]
-        summed = ChangesRunResult(
-            table=self.request.table.qualified, mode=Mode.INCREMENTAL, rows_written=0
+        idle = ChangesRunResult(
+            table=self.request.table.qualified, mode=Mode.INCREMENTAL, watermark=watermark
         )
-        return (self.result or summed).updated(
+        return (self.result or idle).updated(
             run_id=self.request.run_id,
-            interval=(start, ends[-1] if ends else until.isoformat()),
+            interval=(start, ends[-1] if ends else start),
             rows_per_generation=dict(self.rows_per_generation),
             cycles=tuple(self.cycles),
         )
+
+
+class NothingClosed(TransientError):
+    """A follow closed no window for the clock wait timeout: a node's clock cannot be
+    read, or stands still. Transient, as the scheduled mode's wait that times out: the
+    node may come back."""
 
 
 def follow_changes(
@@ -116,19 +130,28 @@ def follow_changes(
     totals = FollowTotals(request)
     client = open_client(config)
     latest = request.interval.start
+    progressed = time.monotonic()  # when a cycle last closed something
+    attempt: list[tuple[int, datetime]] = []  # the cycle under way: its number and end
 
     def cycle(number: int) -> tuple[int, datetime, ChangesRunResult] | None:
+        nonlocal progressed
         adapters = table_adapters(client, session, config, settings, request.table)
         clocks = adapters.clocks.read_clocks()
         end = closed_until(clocks, config.generation_leeway, config.confidence_window)
-        if end is None:
-            log.warning(
-                "%s cycle %d: nothing closed: %s", request.table, number,
-                ClockCheck(datetime.now(UTC), tuple(clocks)).describe(first_only=True),
-            )  # fmt: skip
+        if end is None or end <= latest:
+            target = window_closes_at(latest, config.generation_leeway, config.confidence_window)
+            why = ClockCheck(target, tuple(clocks)).describe()
+            waited = time.monotonic() - progressed
+            if waited > config.clock_wait_timeout.total_seconds():
+                raise NothingClosed(
+                    f"{request.table}: no window closed for {waited:.0f} s "
+                    f"(CDCGEN_CLOCK_WAIT_TIMEOUT_SECONDS): {why}"
+                )
+            if end is None:
+                log.warning("%s cycle %d: nothing closed: %s", request.table, number, why)
             return None
-        if end <= latest:
-            return None  # the clocks have not closed anything new yet
+        progressed = time.monotonic()
+        attempt[:] = [(number, end)]
         run = ChangesRequest(
             request.table,
             Interval(latest, end),
@@ -143,6 +166,14 @@ def follow_changes(
     def failed(number: int, exc: BaseException) -> None:
         log.warning("%s cycle %d failed, left to the next cycle: %s", request.table, number, exc)
 
+    def stored_watermark() -> str | None:
+        if totals.result is not None:
+            return None  # the cycles' own
+        watermark = (
+            CqlCheckpointStore(client, config.checkpoint_keyspace).progress(request.table).watermark
+        )
+        return None if watermark is None else watermark.isoformat()
+
     try:
         cycles = follow(
             cycle, pace, is_terminal=is_terminal, now=lambda: datetime.now(UTC),
@@ -154,16 +185,17 @@ def follow_changes(
             number, end, output = done
             totals.add(number, end, output)
             latest = end
-            on_cycle(totals.total(pace.until))
+            on_cycle(totals.total())
             log.info(
                 "%s followed up to %s: %d row(s), watermark %s", request.table,
                 end.isoformat(), output.rows_written, output.watermark,
             )  # fmt: skip
+        return totals.total(stored_watermark())
     except ChangesInvalid as exc:
-        if exc.output is not None:
-            totals.add(len(totals.cycles) + 1, latest, exc.output)
-        exc.output = totals.total(pace.until).updated(status="row checks failed", error=str(exc))
+        if exc.output is not None and attempt:
+            number, end = attempt[0]
+            totals.add(number, end, exc.output)  # its status says it was not checkpointed
+        exc.output = totals.total().updated(status="row checks failed", error=str(exc))
         raise
     finally:
         client.close()
-    return totals.total(pace.until)

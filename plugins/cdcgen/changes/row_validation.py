@@ -80,7 +80,7 @@ class SparkRowChecks:
             GenerationMapper(result.generations),
             self._partition_key,
         )
-        counts = None
+        counts = source = None
         if self._source_counts is not None:
             index = self._lake.range_index(windows)
             ranges = self._lake.ranges
@@ -90,10 +90,16 @@ class SparkRowChecks:
             else:
                 source = source_counts_frame(spark, self._source_counts, windows)
             counts = stream_counts_frame(rows, source)
-        return validate_change_frames(
-            rows,
-            counts,
-            report_dir=target,
-            run_name=f"{result.table.qualified} {result.run_id}",
-            expectations_dir=self._expectations_dir,
-        )
+        try:
+            return validate_change_frames(
+                rows,
+                counts,
+                report_dir=target,
+                run_name=f"{result.table.qualified} {result.run_id}",
+                expectations_dir=self._expectations_dir,
+            )
+        finally:
+            # The source's counts are cached for the checks only: a follow checks every
+            # few seconds for hours in one session, which would otherwise keep them all.
+            if source is not None:
+                source.unpersist()

@@ -80,6 +80,8 @@ class CycleEntry(_Json):
     finished_at: str = ""
     rows: int = 0
     watermark: str | None = None
+    #: ``done``, or why the cycle's windows were not checkpointed (the follow ended there).
+    status: str = "done"
 
 
 class ChangesRunResult(_Json):

@@ -42,16 +42,22 @@ class ReplicationError(TerminalError):
     """Terminal: the sink cannot be brought forward as it stands; the message says why
     and what to run."""
 
+    next_step = (
+        "until then no change reaches this sink table. In Airflow, a replication DAG run "
+        "with the Param mode=bootstrap does what the command without --replace does, "
+        "mode=bootstrap-replace what it does with --replace (dry_run first shows what it "
+        "would truncate)"
+    )
+
 
 class LakeNotStarted(ReplicationError):
     """The lake has no watermark of the source table yet: a run has nothing to apply
     (terminal: its retries would find the same), a follow waits for the first one."""
 
     next_step = (
-        "until then no change reaches this sink table. In Airflow, a replication DAG run "
-        "with the Param mode=bootstrap does what the command without --replace does, "
-        "mode=bootstrap-replace what it does with --replace (dry_run first shows what it "
-        "would truncate)"
+        "until then no change reaches this sink table. Run the cdc_changes DAG for the "
+        "table (or let its follow finish its first cycle); replication applies from its "
+        "first watermark on"
     )
 
 

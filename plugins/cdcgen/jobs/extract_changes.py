@@ -75,11 +75,15 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 FOLLOWING = "following (stopped before the end of its follow)"
 
 
-def _keep_following(path: Path | None, so_far: ChangesRunResult) -> None:
-    """The follow's sum so far, written whole over the last (not printed: the log gets
-    one line per cycle from the follow, and the whole result once, at the end)."""
+def _keep_following(
+    path: Path | None, kept: list[ChangesRunResult], so_far: ChangesRunResult
+) -> None:
+    """The follow's sum so far, kept for a failure's result and written whole over the
+    last (not printed: the log gets one line per cycle from the follow, and the whole
+    result once, at the end)."""
     from cdcgen.adapters.files import write_atomic
 
+    kept[:] = [so_far]
     if path is not None:
         text = json.dumps(so_far.updated(status=FOLLOWING).to_json(), indent=1, default=str)
         write_atomic(path, text + "\n")
@@ -110,7 +114,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         run_id=args.run_id or "",
         dag_id=args.dag_id,
     )
-    failed = ChangesRunResult(table=args.table, mode=request.mode, run_id=request.run_id)
+    # A follow's failure keeps what its cycles did (the sum so far), not an empty result.
+    so_far: list[ChangesRunResult] = []
+    empty = ChangesRunResult(table=args.table, mode=request.mode, run_id=request.run_id)
+
+    def failed() -> ChangesRunResult:
+        return so_far[-1] if so_far else empty
+
     if args.output is not None:
         args.output.unlink(missing_ok=True)  # a re-run's result replaces the last one's
     try:
@@ -122,28 +132,28 @@ def main(argv: Sequence[str] | None = None) -> int:
             pace = FollowPace(args.follow_until, every)
             output = follow_changes(
                 config, request, pace, settings=settings, validate=not args.no_validate,
-                on_cycle=partial(_keep_following, args.output),
+                on_cycle=partial(_keep_following, args.output, so_far),
             )  # fmt: skip
     except ChangesInvalid as exc:
         print(exc, file=sys.stderr)
-        written = failed if exc.output is None else exc.output
+        written = failed() if exc.output is None else exc.output
         _write(args.output, written.updated(error=str(exc)).to_json())
         return ExitCode.TERMINAL
     except DataExpired as exc:
         print(exc, file=sys.stderr)
         status = "data expired: re-bootstrap needed"
-        _write(args.output, failed.updated(status=status, error=str(exc)).to_json())
+        _write(args.output, failed().updated(status=status, error=str(exc)).to_json())
         return ExitCode.TERMINAL
     except TransientReadError as exc:
         print(exc, file=sys.stderr)
-        retry = failed.updated(status="transient read error", error=str(exc))
+        retry = failed().updated(status="transient read error", error=str(exc))
         _write(args.output, retry.to_json())
         return ExitCode.TRANSIENT
     except CdcgenError as exc:  # a refused login, a bad setting, the cluster unreachable...
         print(exc, file=sys.stderr)
         code = exit_code(exc)
         kind = "refused" if code is ExitCode.TERMINAL else "transient error"
-        _write(args.output, failed.updated(status=kind, error=str(exc)).to_json())
+        _write(args.output, failed().updated(status=kind, error=str(exc)).to_json())
         return code
     _write(args.output, output.to_json())
     return ExitCode.OK

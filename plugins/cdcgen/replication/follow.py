@@ -31,8 +31,9 @@ log = logging.getLogger(__name__)
 def follow_replication(
     config: PipelineConfig, ports: ReplicationPorts, request: ReplicationRequest, pace: FollowPace
 ) -> ReplicationRecord:
-    """Apply ``request.job`` cycle by cycle until ``pace.until``; the last cycle's record,
-    with the rows applied by all of them and every cycle listed."""
+    """Apply ``request.job`` cycle by cycle until ``pace.until``; the last cycle's record
+    (its range, slices and operations are that cycle's), with the rows applied by all of
+    them and every cycle listed."""
     if request.dry_run or request.mode is not Mode.APPLY:
         raise ValueError("a follow only applies: bootstrap or dry-run a sink with one run")
     cycles: list[ApplyCycle] = []

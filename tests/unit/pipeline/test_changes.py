@@ -164,7 +164,7 @@ def test_a_follow_killed_between_cycles_fails_the_summary_saying_what_it_did(
                        rows=7, watermark=END.isoformat())  # fmt: skip
     so_far = ChangesRunResult(table="ks.a", rows_written=7, watermark=END.isoformat(),
                               cycles=(cycle,))  # fmt: skip
-    extract_changes._keep_following(path, so_far)
+    extract_changes._keep_following(path, [], so_far)
     summary = changes.changes_run_summary(config, "r3", [{"table": "ks.a"}])
     assert summary.status == "failed" and summary.changes_rows == 7
     assert summary.problems == (f"ks.a: {extract_changes.FOLLOWING}",)

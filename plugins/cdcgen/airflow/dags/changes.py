@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
 from airflow.sdk import (
     DAG,
+    Asset,
     AssetOrTimeSchedule,
     BaseNotifier,
     CronDataIntervalTimetable,
@@ -82,6 +83,18 @@ def check_follow(follow: timedelta | None) -> None:
         raise ValueError(f"follow must be positive and at most {MAX_FOLLOW}, not {follow}")
 
 
+def follow_schedule(
+    cron: str, follow: timedelta | None, asset: Asset
+) -> AssetOrTimeSchedule | CronDataIntervalTimetable:
+    """The cron expression, or the upstream ``asset``'s events, whichever comes first; in
+    continuous mode the cron alone: a following run picks up what the upstream DAG did
+    by itself, and a run queued per upstream event would only wait behind it."""
+    timetable = CronDataIntervalTimetable(cron, timezone="UTC")
+    if follow is not None:
+        return timetable
+    return AssetOrTimeSchedule(timetable=timetable, assets=[asset])
+
+
 def cdc_changes_dag(
     *,
     dag_id: str = "cdc_changes",
@@ -92,21 +105,22 @@ def cdc_changes_dag(
     notifiers: Sequence[BaseNotifier] | None = None,
     deadline: timedelta | None = None,
     follow: timedelta | None = None,
+    spark_conf: Mapping[str, str] | None = None,
 ) -> DAG:
     """The changes DAG of the cluster ``connections.source``: on the cron ``schedule`` and
     whenever that cluster's generations DAG publishes a generation. ``notifiers``: told
     of every failed task (default: :class:`~cdcgen.airflow.alerts.AlertNotifier`);
     ``deadline``: a run still going this long after it was queued is told too.
     ``follow``: continuous mode, each run follows its tables that long (at most
-    :data:`MAX_FOLLOW`; a schedule of the same period keeps one run following)."""
+    :data:`MAX_FOLLOW`; the cron ``schedule`` alone then starts runs, and one of the
+    same period keeps one run following); ``spark_conf``: added to each extract job's
+    Spark configuration (``spark.cores.max``, so that each table's application leaves
+    cores to the others on a standalone cluster)."""
     check_follow(follow)
 
     @dag(
         dag_id=dag_id,
-        schedule=AssetOrTimeSchedule(
-            timetable=CronDataIntervalTimetable(schedule, timezone="UTC"),
-            assets=[published_generations(connections.source)],
-        ),
+        schedule=follow_schedule(schedule, follow, published_generations(connections.source)),
         start_date=start_date,
         catchup=False,
         max_active_runs=1,  # checkpoints are per stream: one run at a time per table
@@ -171,7 +185,7 @@ def cdc_changes_dag(
                 application=CHANGES_EXTRACT.application,
                 application_args=spark_args,
                 result_arg="--output",  # a file per attempt: a re-run never reads an old one
-                conf=dict(CHANGES_EXTRACT.conf),
+                conf={**CHANGES_EXTRACT.conf, **(spark_conf or {})},
                 env_vars=env_vars,
                 name=CHANGES_EXTRACT.name,
                 doc_md="Spark: the table's closed windows, stream by stream, into the lake; "

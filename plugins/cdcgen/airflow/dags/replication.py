@@ -8,9 +8,7 @@ from typing import Any
 
 from airflow.sdk import (
     DAG,
-    AssetOrTimeSchedule,
     BaseNotifier,
-    CronDataIntervalTimetable,
     Param,
     dag,
     task,
@@ -21,7 +19,7 @@ from cdcgen.airflow import alert_steps, alerts, map_index
 from cdcgen.airflow import replication_steps as steps
 from cdcgen.airflow.assets import extracted_changes, replications
 from cdcgen.airflow.connections import DEFAULT_CONNECTIONS, ClusterConnections
-from cdcgen.airflow.dags.changes import check_follow
+from cdcgen.airflow.dags.changes import check_follow, follow_schedule
 from cdcgen.airflow.dags.generations import START_DATE
 from cdcgen.airflow.spark_jobs import REPLICATION_BOOTSTRAP
 from cdcgen.airflow.spark_submit import ReplicationBootstrapOperator
@@ -94,16 +92,14 @@ def cdc_replication_dag(
     :class:`~cdcgen.airflow.alerts.AlertNotifier`); ``deadline``: a run still going this
     long after it was queued is told too; ``follow``: continuous mode, each run's
     applies follow their sinks that long (at most
-    :data:`~cdcgen.airflow.dags.changes.MAX_FOLLOW`)."""
+    :data:`~cdcgen.airflow.dags.changes.MAX_FOLLOW`; the cron ``schedule`` alone then
+    starts runs)."""
     check_follow(follow)
     alias = replications(connections.source)
 
     @dag(
         dag_id=dag_id,
-        schedule=AssetOrTimeSchedule(
-            timetable=CronDataIntervalTimetable(schedule, timezone="UTC"),
-            assets=[extracted_changes(connections.source)],
-        ),
+        schedule=follow_schedule(schedule, follow, extracted_changes(connections.source)),
         start_date=start_date,
         catchup=False,
         max_active_runs=1,  # one consistency point per sink table: one run at a time
