@@ -110,21 +110,6 @@ def wait_for_lake(config: Any, client: Any, table: Any, job: Any, deadline: floa
     raise SystemExit("the changes follow's first cycle did not reach the lake in time")
 
 
-def stop(process: Any) -> None:
-    """End a process group this run started, if it still runs."""
-    import signal
-
-    from cdcgen_dev.spark_cluster import signal_group
-
-    if process.poll() is None:
-        signal_group(process, signal.SIGTERM)
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            signal_group(process, signal.SIGKILL)
-            process.wait(timeout=20)
-
-
 def contents(client: Any, table: str) -> list[tuple[Any, ...]]:
     rows = client.session.execute(
         f"SELECT pk, ck, v, tags, WRITETIME(v) FROM {table}", timeout=DDL_TIMEOUT
@@ -149,7 +134,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     from cdcgen_dev.follow_freshness import Covered, freshness_seconds, summary
     from cdcgen_dev.paths import REPO_ROOT
     from cdcgen_dev.sandbox import sandbox_config
-    from cdcgen_dev.spark_cluster import spawn, standalone
+    from cdcgen_dev.spark_cluster import spawn, standalone, stop_group
 
     base = REPO_ROOT / "var" / "bench-follow"
     shutil.rmtree(base, ignore_errors=True)
@@ -247,7 +232,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             finally:
                 for process in (changes_job, replication):
                     if process is not None:
-                        stop(process)
+                        stop_group(process)
 
         changes = ChangesRunResult.from_json(json.loads((base / "changes.json").read_text()))
         applied = ReplicationRecord.from_json(json.loads((base / "replication.json").read_text()))

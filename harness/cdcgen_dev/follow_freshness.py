@@ -11,6 +11,7 @@ it the written rows' CDC times and the cycles its follows returned.
 from __future__ import annotations
 
 import math
+from bisect import bisect_right
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -42,24 +43,12 @@ def freshness_seconds(written: Iterable[datetime], cycles: Sequence[Covered]) ->
     ends = [step.until for step in steps]
     out: list[float] = []
     for when in written:
-        index = _first_above(ends, when)
-        if index is None:
+        index = bisect_right(ends, when)  # the first end strictly after the write
+        if index == len(ends):
             last = ends[-1].isoformat() if ends else "no cycle"
             raise NotCovered(f"a row written at {when.isoformat()} was never covered ({last})")
         out.append((steps[index].finished_at - when).total_seconds())
     return out
-
-
-def _first_above(ends: Sequence[datetime], when: datetime) -> int | None:
-    """The index of the first end strictly after ``when`` (``ends`` increasing)."""
-    low, high = 0, len(ends)
-    while low < high:
-        middle = (low + high) // 2
-        if ends[middle] > when:
-            high = middle
-        else:
-            low = middle + 1
-    return low if low < len(ends) else None
 
 
 def percentile(values: Sequence[float], share: float) -> float:

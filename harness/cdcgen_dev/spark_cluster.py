@@ -129,6 +129,18 @@ def signal_group(process: subprocess.Popen[bytes], sig: signal.Signals) -> None:
         os.killpg(process.pid, sig)
 
 
+def stop_group(process: subprocess.Popen[bytes], grace: float = 20.0) -> None:
+    """End ``process``'s group: SIGTERM, then SIGKILL after ``grace`` seconds."""
+    if process.poll() is not None:
+        return
+    signal_group(process, signal.SIGTERM)
+    try:
+        process.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        signal_group(process, signal.SIGKILL)
+        process.wait(timeout=10)
+
+
 def spawn(command: list[str], env: Mapping[str, str], log: Path) -> subprocess.Popen[bytes]:
     """``command`` in ``log``'s folder, output to ``log``, in its own process group, killed
     when this process dies."""

@@ -28,7 +28,7 @@ from pydantic import SecretStr
 
 from cdcgen.spark.connect_settings import HOST_ENV, REMOTE_ENV, TOKEN_ENV, TOKEN_FILE_ENV
 from cdcgen.spark.session import JobKind, job_conf, remote_session
-from cdcgen_dev.spark_cluster import LOOPBACK, free_port, signal_group, spawn
+from cdcgen_dev.spark_cluster import LOOPBACK, free_port, spawn, stop_group
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -75,12 +75,7 @@ def connect_server(
         if session is not None:  # this process's sessions on it (one, shared): released
             with contextlib.suppress(Exception):
                 session.stop()
-        signal_group(process, signal.SIGTERM)
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            signal_group(process, signal.SIGKILL)
-            process.wait(timeout=10)
+        stop_group(process)
 
 
 def _wait_ready(

@@ -19,7 +19,6 @@ retries, no node answered: run it again).
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import sys
 from collections.abc import Sequence
@@ -81,12 +80,10 @@ def _keep_following(
     """The follow's sum so far, kept for a failure's result and written whole over the
     last (not printed: the log gets one line per cycle from the follow, and the whole
     result once, at the end)."""
-    from cdcgen.adapters.files import write_atomic
+    from cdcgen.pipeline.result_files import write_result
 
     kept[:] = [so_far]
-    if path is not None:
-        text = json.dumps(so_far.updated(status=FOLLOWING).to_json(), indent=1, default=str)
-        write_atomic(path, text + "\n")
+    write_result(path, so_far.updated(status=FOLLOWING).to_json(), echo=False)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -55,11 +55,12 @@ def open_attempt(planned: Path | str, attempt: int) -> Path:
     return path
 
 
-def write_result(path: Path | None, output: Mapping[str, Any]) -> None:
-    """A job's result: printed, and written whole (rename) to ``path`` when given, success
-    or not."""
+def write_result(path: Path | None, output: Mapping[str, Any], *, echo: bool = True) -> None:
+    """A job's result: printed (unless not ``echo``: a follow's sum between its cycles),
+    and written whole (rename) to ``path`` when given, success or not."""
     text = json.dumps(output, indent=1, default=str)
-    print(text)
+    if echo:
+        print(text)
     if path is not None:
         write_atomic(path, text + "\n")
 
