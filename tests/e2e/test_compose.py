@@ -289,8 +289,17 @@ def test_services_wait_for_what_they_need(services: dict[str, Any]) -> None:
                 assert services[target].get("healthcheck"), f"{target} has no health check"
 
 
-def fake_host(root: Path, aio_max: int, memory_gb: int, cpus: int) -> Path:
-    """A ``/proc`` with what the host check reads."""
+def fake_host(root: Path, aio_max: int, memory_gb: int, cpus: int, disk_gb: int = 100) -> Path:
+    """A ``/proc`` with what the host check reads, and a ``bin/df`` that reports
+    ``disk_gb`` free: the check must not depend on the test machine's own disk."""
+    (root / "bin").mkdir(parents=True)
+    df = root / "bin" / "df"
+    df.write_text(
+        "#!/bin/sh\n"
+        'echo "Filesystem 1048576-blocks Used Available Capacity Mounted on"\n'
+        f'echo "fake {disk_gb * 2048} {disk_gb * 1024} {disk_gb * 1024} 50% /"\n'
+    )
+    df.chmod(0o755)
     (root / "sys" / "fs").mkdir(parents=True)
     (root / "sys" / "fs" / "aio-max-nr").write_text(f"{aio_max}\n")
     (root / "sys" / "fs" / "aio-nr").write_text("0\n")
@@ -316,7 +325,11 @@ def test_scylla_starts_only_on_a_host_that_can_run_it(
     script = REPO / mounts[folder] / Path(script_path).name
 
     def run(host: Path) -> subprocess.CompletedProcess[str]:
-        variables = {"PATH": "/usr/bin:/bin", "HOST_PROC": str(host), "DATA_DIR": str(tmp_path)}
+        variables = {
+            "PATH": f"{host / 'bin'}:/usr/bin:/bin",
+            "HOST_PROC": str(host),
+            "DATA_DIR": str(tmp_path),
+        }
         return subprocess.run(
             ["bash", str(script)], env={**variables, **env}, capture_output=True, text=True
         )
@@ -332,6 +345,12 @@ def test_scylla_starts_only_on_a_host_that_can_run_it(
     assert "warning: memory: 2048 MB" in short.stderr and "warning: CPUs: 1" in short.stderr
     low_memory = run(fake_host(tmp_path / "low_memory", 65536, 2, 4))
     assert low_memory.returncode == 0 and "warning: memory" in low_memory.stderr
+    low_disk = run(fake_host(tmp_path / "low_disk", 65536, 16, 4, disk_gb=4))
+    assert low_disk.returncode == 0
+    assert low_disk.stderr == (
+        "host-check: warning: disk: 4096 MB free, the stack needs 10240 MB;"
+        " free some space for Docker\n"
+    )
 
 
 def test_airflow_components_share_one_api_secret_key_and_the_task_logs(
