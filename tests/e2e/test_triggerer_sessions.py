@@ -64,6 +64,19 @@ async def sample(observer: Session) -> Sample:
     return Sample(time.monotonic(), connections(), threads(), requests)
 
 
+def change_schema(observer: Session, keyspace: str, seconds: float) -> int:
+    """Create and drop tables for ``seconds``, as another pipeline on the cluster may:
+    the server pushes a schema change event to every client's control connection."""
+    end = time.monotonic() + seconds
+    changes = 0
+    while time.monotonic() < end:
+        table = f"{keyspace}.t{changes}"
+        observer.execute(f"CREATE TABLE {table} (k int PRIMARY KEY)")
+        observer.execute(f"DROP TABLE {table}")
+        changes += 2
+    return changes
+
+
 def source(contact_points: list[str], port: int = NATIVE_PORT) -> dict[str, Any]:
     return {"contact_points": contact_points, "port": port, "clock_source": "cql"}
 
@@ -101,6 +114,11 @@ def test_fifty_waiting_triggers_hold_one_client_and_read_as_one_poller(
 
     observer = cassandra_single.session()
     points = list(cassandra_single.contact_points)
+    keyspace = "triggerer_schema_changes"
+    observer.execute(
+        f"CREATE KEYSPACE IF NOT EXISTS {keyspace} WITH replication = "
+        "{'class': 'SimpleStrategy', 'replication_factor': 1}"
+    )
 
     async def main() -> tuple[tuple[int, int], Sample, Sample, Sample, set[int], list[Any]]:
         one_client = await one_client_costs(points)
@@ -127,15 +145,21 @@ def test_fifty_waiting_triggers_hold_one_client_and_read_as_one_poller(
         ]
         await asyncio.sleep(1.0)  # every trigger deferred and polling
         first = await sample(observer)
-        await asyncio.sleep(2.0)
+        # Meanwhile another client changes the schema: the waits' client reads clocks
+        # only, and must not reload the schema at each change.
+        changes = await asyncio.to_thread(change_schema, observer, keyspace, 2.0)
+        assert changes >= 4, changes
         second = await sample(observer)
         events = await asyncio.gather(*tasks)
         await asyncio.sleep(0.2)  # the driver's sockets close as its threads stop
         return one_client, baseline, first, second, connections(), events
 
-    (client_connections, client_threads), baseline, first, second, after, events = asyncio.run(
-        main()
-    )
+    try:
+        (client_connections, client_threads), baseline, first, second, after, events = asyncio.run(
+            main()
+        )
+    finally:
+        observer.execute(f"DROP KEYSPACE IF EXISTS {keyspace}")
     assert [payload["status"] for (payload,) in events] == ["started"] * WAITERS
 
     # Connections and threads: those of one client, whatever the number of waits.

@@ -9,7 +9,10 @@ Waits on one cluster all ask the same question (what time is it on each node), s
 one process they share the answer:
 
 * one :class:`ClockSession` per cluster, reference-counted: opened by the first waiter,
-  closed once the last one leaves, reconnected on the reading after a failure;
+  closed once the last one leaves, reconnected on the reading after a failure. Its
+  client reads clocks only, so it loads no schema and ignores the cluster's schema
+  change events: else every table another client creates or drops would cost the
+  triggerer a schema reload;
 * single-flight: a waiter asking while a reading is in flight awaits that reading, and
   a reading (or a failure) younger than the waiter's poll interval is handed out again.
   An older reading can only understate the clocks, so a wait ends at most one interval
@@ -85,6 +88,7 @@ class ClockSession:
                 config.port,
                 protocol_version=config.protocol_version,
                 access=access,
+                schema_metadata=False,
             )
             try:
                 self._reader = clock_reader_for(client, config)

@@ -22,7 +22,7 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from cdcgen.adapters.cluster_access import ClusterAccess, access_for
 from cdcgen.adapters.errors import (
@@ -205,6 +205,15 @@ def remember_protocol_version(cluster: Cluster) -> None:
 CONNECT_TIMEOUT = 10.0
 
 
+#: The driver's options for a client without schema metadata: none loaded, and the
+#: server's schema change events ignored (a negative window), which otherwise each cost
+#: a schema agreement check even with the metadata off.
+NO_SCHEMA_METADATA: Final[dict[str, bool | int]] = {
+    "schema_metadata_enabled": False,
+    "schema_event_refresh_window": -1,
+}
+
+
 def connect(
     contact_points: Sequence[str],
     port: int = 9042,
@@ -212,18 +221,27 @@ def connect(
     connect_timeout: float = CONNECT_TIMEOUT,
     protocol_version: int | None = None,
     access: ClusterAccess | None = None,
+    schema_metadata: bool = True,
 ) -> CqlClient:
     """A client for the cluster (see :meth:`ClusterAccess.driver_options` and
-    :meth:`ClusterAccess.routing_policy`)."""
+    :meth:`ClusterAccess.routing_policy`).
+
+    ``schema_metadata=False`` is for a client that never looks a table up in the
+    driver's metadata (a clock reader): it neither loads the schema nor reloads it
+    whenever any client changes a table somewhere on the cluster, which on a busy
+    cluster is a burst of ``system_schema`` reads per change. It still follows the
+    topology, so every node is known."""
     from cassandra.cluster import Cluster
 
     access = access or ClusterAccess()
+    no_schema = {} if schema_metadata else NO_SCHEMA_METADATA
     cluster = Cluster(
         list(contact_points),
         port=port,
         connect_timeout=connect_timeout,
         control_connection_timeout=connect_timeout,
         load_balancing_policy=access.routing_policy(),
+        **no_schema,
         **access.driver_options(protocol_version_for(contact_points, port, protocol_version)),
     )
     return CqlClient(cluster, open_session(cluster), local_datacenter=access.local_datacenter)
