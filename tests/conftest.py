@@ -7,7 +7,9 @@ independent. Imports for all sections are at the top (ruff's isort wants them th
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -109,6 +111,29 @@ class CassandraHandle:
 def pytest_collection_modifyitems__cassandra_cluster_last(items: list[Any]) -> None:
     """Run `cluster` tests after all others, so the session switches topology once."""
     items.sort(key=lambda item: item.get_closest_marker("cluster") is not None)
+
+
+@pytest.hookimpl(trylast=True)  # after the session fixtures' teardown (``spark``'s stop)
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Stop the local Spark that tests started in this process, and its py4j gateway.
+
+    py4j logs each connection's closing at info level, and again when the interpreter
+    collects the connection at exit: by then the root handler Airflow installed writes
+    to pytest's capture stream, closed, and the run ended on a "Logging error"
+    traceback. Its info lines are dropped first; they say nothing a test needs."""
+    if "pyspark" not in sys.modules:
+        return
+    from pyspark import SparkContext
+
+    logging.getLogger("py4j").setLevel(logging.WARNING)
+    context = SparkContext._active_spark_context
+    if context is not None:
+        context.stop()
+    gateway = SparkContext._gateway
+    if gateway is not None:
+        gateway.shutdown()
+        SparkContext._gateway = None
+        SparkContext._jvm = None
 
 
 @pytest.fixture(scope="session")
