@@ -121,19 +121,19 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     collects the connection at exit: by then the root handler Airflow installed writes
     to pytest's capture stream, closed, and the run ended on a "Logging error"
     traceback. Its info lines are dropped first; they say nothing a test needs."""
-    if "pyspark" not in sys.modules:
+    module = sys.modules.get("pyspark.core.context")  # absent: no local Spark was started
+    if module is None:
         return
-    from pyspark import SparkContext
-
+    spark_context = module.SparkContext
     logging.getLogger("py4j").setLevel(logging.WARNING)
-    context = SparkContext._active_spark_context
+    context = spark_context._active_spark_context
     if context is not None:
         context.stop()
-    gateway = SparkContext._gateway
+    gateway = spark_context._gateway
     if gateway is not None:
         gateway.shutdown()
-        SparkContext._gateway = None
-        SparkContext._jvm = None
+        spark_context._gateway = None
+        spark_context._jvm = None
 
 
 @pytest.fixture(scope="session")

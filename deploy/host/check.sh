@@ -9,7 +9,8 @@
 # check fails (exit 1) rather than leave three nodes restarting. Memory, CPUs and disk
 # are warned about, as Airflow's own compose file's init does, the nodes' memory added.
 #
-# HOST_PROC and DATA_DIR let a test point it at other files.
+# HOST_PROC and DATA_DIR let a test point it at other files (and a df first on PATH at
+# another disk).
 set -u
 proc="${HOST_PROC:-/proc}"
 data="${DATA_DIR:-/}"

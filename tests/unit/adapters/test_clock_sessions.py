@@ -246,3 +246,30 @@ def test_a_reader_that_cannot_be_built_leaves_no_client_open(
         with pytest.raises(ConnectionFailed):
             session.read_clocks()
     assert len(opened) == 3 and all(client.closed for client in opened)
+
+
+def test_the_clock_client_loads_no_schema(monkeypatch: pytest.MonkeyPatch) -> None:
+    """It reads clocks only: a schema loaded, and reloaded at every change another client
+    makes on the cluster, would cost the triggerer for nothing."""
+    import cdcgen.adapters.clocks as clocks
+    import cdcgen.adapters.cql as cql
+    from cdcgen.adapters.clock_sessions import ClockSession
+
+    opened: list[dict[str, Any]] = []
+
+    class Client:
+        def close(self) -> None:
+            pass
+
+    class Reader:
+        def read_clocks(self) -> list[NodeClock]:
+            return CLOCK
+
+    def connect(*_args: Any, **kwargs: Any) -> Client:
+        opened.append(kwargs)
+        return Client()
+
+    monkeypatch.setattr(cql, "connect", connect)
+    monkeypatch.setattr(clocks, "clock_reader_for", lambda *_args: Reader())
+    assert ClockSession(PipelineConfig(), access=ClusterAccess()).read_clocks() == CLOCK
+    assert [kwargs.get("schema_metadata") for kwargs in opened] == [False]
