@@ -64,6 +64,15 @@ async def sample(observer: Session) -> Sample:
     return Sample(time.monotonic(), connections(), threads(), requests)
 
 
+def fresh_keyspace(observer: Session, keyspace: str) -> None:
+    """``keyspace``, empty: dropped first, since the sandbox outlives a killed run."""
+    observer.execute(f"DROP KEYSPACE IF EXISTS {keyspace}")
+    observer.execute(
+        f"CREATE KEYSPACE {keyspace} WITH replication = "
+        "{'class': 'SimpleStrategy', 'replication_factor': 1}"
+    )
+
+
 def change_schema(observer: Session, keyspace: str, seconds: float) -> int:
     """Create and drop tables for ``seconds``, as another pipeline on the cluster may:
     the server pushes a schema change event to every client's control connection."""
@@ -114,12 +123,8 @@ def test_fifty_waiting_triggers_hold_one_client_and_read_as_one_poller(
 
     observer = cassandra_single.session()
     points = list(cassandra_single.contact_points)
-    keyspace = f"triggerer_schema_{os.getpid()}"  # the sandbox outlives a killed run
-    observer.execute(f"DROP KEYSPACE IF EXISTS {keyspace}")
-    observer.execute(
-        f"CREATE KEYSPACE {keyspace} WITH replication = "
-        "{'class': 'SimpleStrategy', 'replication_factor': 1}"
-    )
+    keyspace = f"triggerer_schema_{os.getpid()}"
+    fresh_keyspace(observer, keyspace)
 
     async def main() -> tuple[tuple[int, int], Sample, Sample, Sample, set[int], list[Any]]:
         one_client = await one_client_costs(points)
@@ -197,16 +202,12 @@ def test_a_client_without_schema_metadata_holds_none_and_still_knows_every_node(
     observer = cassandra_single.session()
     points = list(cassandra_single.contact_points)
     keyspace = f"triggerer_no_schema_{os.getpid()}"
-    observer.execute(f"DROP KEYSPACE IF EXISTS {keyspace}")
     with_schema = connect(points)
     without = connect(points, schema_metadata=False)
     try:
         assert "system" in with_schema.cluster.metadata.keyspaces
         assert without.cluster.metadata.keyspaces == {}
-        observer.execute(
-            f"CREATE KEYSPACE {keyspace} WITH replication = "
-            "{'class': 'SimpleStrategy', 'replication_factor': 1}"
-        )
+        fresh_keyspace(observer, keyspace)
         deadline = time.monotonic() + 10.0  # the driver refreshes 0-2 s after the event
         while keyspace not in with_schema.cluster.metadata.keyspaces:
             assert time.monotonic() < deadline, "the schema change event never came"
