@@ -85,11 +85,11 @@ def test_the_pipeline_finds_what_the_demo_expects(
             assert len(check.rows_by_generation) >= 2, "the workload did not cross a switch"
 
         if mode is SourceMode.V1:
-            from cdcgen.pipeline.maintenance import rewrite_v1
+            from cdcgen.pipeline.maintenance import V1Rewrite, rewrite_v1
 
             assert detect_legacy_mode(client, config.source_schema) is SourceMode.V1
             rewrite = rewrite_v1(config)  # what cdc_generations_maintenance runs
-            assert rewrite["marker_written"], rewrite
+            assert isinstance(rewrite, V1Rewrite) and rewrite.marker_written, rewrite
             assert detect_legacy_mode(client, config.source_schema) is SourceMode.GOSSIP
             found, check = _routing(client, config, keyspace)
             assert found == emulated.expected_generations

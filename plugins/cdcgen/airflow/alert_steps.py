@@ -9,19 +9,19 @@ alone; the task's failure is what the DAG's notifiers tell (:mod:`cdcgen.airflow
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
 from typing import Any
 
 from cdcgen.airflow.connections import DEFAULT_CONNECTIONS, ClusterConnections
 from cdcgen.airflow.failures import fail_fast
 from cdcgen.airflow.generation_steps import run_config
+from cdcgen.airflow.run_params import RunParams
 
 log = logging.getLogger(__name__)
 
 
 @fail_fast
 def check_lag(
-    params: Mapping[str, Any],
+    params: RunParams,
     ti: Any,
     summarize_task: str = "summarize",
     connections: ClusterConnections = DEFAULT_CONNECTIONS,

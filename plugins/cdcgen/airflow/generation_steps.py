@@ -1,28 +1,39 @@
-"""Task bodies of ``cdc_generations`` and its maintenance DAG: Airflow in, pipeline call, XCom out.
+"""Task bodies of ``cdc_generations`` and its maintenance DAG: typed Params in, pipeline
+call, typed results out.
 
-The DAG files stay a table of contents: each ``@task`` calls exactly one function here.
-This module turns the run's Params and the source connection into a
-:class:`~cdcgen.config.PipelineConfig` (through :class:`CdcSourceHook`, so only when a task
-runs), builds the ports, calls the pipeline with typed values and converts them to and
-from XCom (:mod:`cdcgen.airflow.xcom`), which nothing below this layer knows of.
+The DAG files stay a table of contents: each ``@task`` calls exactly one function here,
+with the run's Params read once (:func:`~cdcgen.airflow.run_params.run_params`) and
+upstream results read from XCom, and hands what it returns to
+:func:`~cdcgen.airflow.xcom.to_xcom`. This module turns those Params and the source
+connection into a :class:`~cdcgen.config.PipelineConfig` (through :class:`CdcSourceHook`,
+so only when a task runs), builds the ports and calls the pipeline; what it pulls from
+XCom itself (each generation's validation) goes through :mod:`cdcgen.airflow.xcom`,
+which nothing below this layer knows of.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cdcgen.airflow.connections import DEFAULT_CONNECTIONS, SOURCE_CONN_ID, ClusterConnections
 from cdcgen.airflow.failures import fail_fast
 from cdcgen.airflow.hooks import CdcSourceHook
 from cdcgen.airflow.lake_connection import use_lake_connection
+from cdcgen.airflow.run_params import RunParams, run_params
 from cdcgen.airflow.spark_jobs import job_env
 from cdcgen.airflow.xcom import from_xcom, list_from_xcom, to_xcom
 from cdcgen.config import PipelineConfig
 from cdcgen.core.generation import Generation
 from cdcgen.pipeline.outcomes import ValidationOutcome
+
+if TYPE_CHECKING:
+    from cdcgen.pipeline import maintenance
+    from cdcgen.pipeline.publish import PublicationOutcome
+    from cdcgen.pipeline.run_summary import GenerationsRunSummary
 
 #: ``DagRun.run_type`` of a backfill run (``airflow.utils.types.DagRunType.BACKFILL_JOB``).
 BACKFILL = "backfill"
@@ -36,22 +47,37 @@ def run_type_of(run_type: Any) -> str:
     return str(getattr(run_type, "value", run_type) or "")
 
 
-def run_config(params: Mapping[str, Any], conn_id: str = SOURCE_CONN_ID) -> PipelineConfig:
+@dataclass(frozen=True)
+class PlannedGeneration:
+    """A generation detect hands its mapped task group (``expand_kwargs``): the
+    generation, and its Spark job's arguments and environment (no credential: they pass
+    through XCom)."""
+
+    generation: Generation
+    spark_args: tuple[str, ...]
+    env_vars: dict[str, str]
+
+
+def run_config(
+    params: RunParams | Mapping[str, Any], conn_id: str = SOURCE_CONN_ID
+) -> PipelineConfig:
     """The run's configuration, from the source connection ``conn_id`` and the run's
-    Params; the task's process gets the lake's access with it (its own environment:
-    nothing outlives the task)."""
+    Params (Airflow's mapping is read here for the task bodies that still pass it); the
+    task's process gets the lake's access with it (its own environment: nothing outlives
+    the task)."""
+    typed = params if isinstance(params, RunParams) else run_params(params)
     use_lake_connection()
-    return CdcSourceHook(cdc_conn_id=conn_id).config_for_run(params)
+    return CdcSourceHook(cdc_conn_id=conn_id).config_for_run(typed)
 
 
 @fail_fast
 def detect(
-    params: Mapping[str, Any],
+    params: RunParams,
     interval_start: datetime | None,
     interval_end: datetime | None,
     run_type: Any = None,
     connections: ClusterConnections = DEFAULT_CONNECTIONS,
-) -> list[dict[str, Any]]:
+) -> list[PlannedGeneration]:
     """Generations this run handles, each with its Spark job (mapped-group kwargs).
 
     Every run takes the unpublished generations; a backfill run also re-does the
@@ -73,29 +99,22 @@ def detect(
             ports.source,
             ports.publisher,
             interval,
-            generation_id=str(params.get("generation_id") or "") or None,
-            force=bool(params.get("force")),
+            generation_id=params.generation_id or None,
+            force=params.force,
             ring=ports.ring,
             rings=LakeRingRecords(config.lake_path),
         )
     env = job_env(config)
-    return [
-        {
-            "generation": to_xcom(s.generation),
-            "spark_args": arguments(s.generation),
-            "env_vars": env,
-        }
-        for s in chosen
-    ]
+    return [PlannedGeneration(s.generation, tuple(arguments(s.generation)), env) for s in chosen]
 
 
 @fail_fast
 def validate(
-    params: Mapping[str, Any],
-    generation: Any,
+    params: RunParams,
+    generation: Generation,
     ti: Any,
     connections: ClusterConnections = DEFAULT_CONNECTIONS,
-) -> dict[str, Any]:
+) -> ValidationOutcome:
     """Validate; on failure record the outcome (Data Docs path) and fail (a rejection is
     terminal: the same description fails the same checks)."""
     from cdcgen.pipeline.outcomes import GenerationRejected
@@ -104,16 +123,15 @@ def validate(
     try:
         outcome = validate_generation(
             run_config(params, connections.source),
-            from_xcom(Generation, generation),
+            generation,
             dag_id=ti.dag_id,
             run_id=ti.run_id,
         )
     except GenerationRejected as exc:
         ti.xcom_push(key=VALIDATION_KEY, value=to_xcom(exc.outcome))
         raise
-    result: dict[str, Any] = to_xcom(outcome)
-    ti.xcom_push(key=VALIDATION_KEY, value=result)
-    return result
+    ti.xcom_push(key=VALIDATION_KEY, value=to_xcom(outcome))
+    return outcome
 
 
 def _validations(ti: Any, group_id: str) -> list[ValidationOutcome]:
@@ -122,23 +140,21 @@ def _validations(ti: Any, group_id: str) -> list[ValidationOutcome]:
     return list_from_xcom(ValidationOutcome, [v for v in pulled if v])
 
 
-def _detected(detected: Sequence[Mapping[str, Any]] | None) -> list[Generation] | None:
-    if detected is None:
-        return None
-    return [from_xcom(Generation, item["generation"]) for item in detected]
+def _detected(detected: Sequence[PlannedGeneration] | None) -> list[Generation] | None:
+    return None if detected is None else [item.generation for item in detected]
 
 
 @fail_fast
 def publish(
-    params: Mapping[str, Any],
-    detected: Sequence[Mapping[str, Any]] | None,
+    params: RunParams,
+    detected: Sequence[PlannedGeneration] | None,
     ti: Any,
     group_id: str,
     outlet_events: Any = None,
     alias: Any = None,
     asset: Any = None,
     connections: ClusterConnections = DEFAULT_CONNECTIONS,
-) -> dict[str, Any]:
+) -> PublicationOutcome:
     """Publish the run's validated generations in order; one Asset event per publication.
 
     The events go through an AssetAlias (one per generation, each with its own
@@ -190,19 +206,18 @@ def publish(
                     "target_keyspace": item.target_keyspace,
                 },
             )
-    result: dict[str, Any] = to_xcom(replace(outcome, published=tuple(published)))
-    return result
+    return replace(outcome, published=tuple(published))
 
 
 @fail_fast
 def summarize_run(
-    params: Mapping[str, Any],
+    params: RunParams,
     run_id: str,
-    detected: Sequence[Mapping[str, Any]] | None,
+    detected: Sequence[PlannedGeneration] | None,
     ti: Any,
     group_id: str,
     connections: ClusterConnections = DEFAULT_CONNECTIONS,
-) -> dict[str, Any]:
+) -> GenerationsRunSummary:
     """The run's summary, written to ``<report_dir>/summaries/<run id>.json`` for the demo,
     and its metrics (:mod:`cdcgen.airflow.metrics`).
 
@@ -231,13 +246,13 @@ def summarize_run(
     metrics.record(metrics.generations_points(summary, connections.source, datetime.now(UTC)))
     if summary.problems:
         raise RunIncomplete("; ".join(summary.problems))
-    return summary.to_json()
+    return summary
 
 
 @fail_fast
 def rewrite_v1(
-    params: Mapping[str, Any], connections: ClusterConnections = DEFAULT_CONNECTIONS
-) -> dict[str, Any]:
+    params: RunParams, connections: ClusterConnections = DEFAULT_CONNECTIONS
+) -> maintenance.V1Rewrite | maintenance.RewriteSkipped:
     from cdcgen.pipeline import maintenance
 
     return maintenance.rewrite_v1(run_config(params, connections.source))
@@ -245,8 +260,8 @@ def rewrite_v1(
 
 @fail_fast
 def expire_superseded(
-    params: Mapping[str, Any], connections: ClusterConnections = DEFAULT_CONNECTIONS
-) -> dict[str, Any]:
+    params: RunParams, connections: ClusterConnections = DEFAULT_CONNECTIONS
+) -> maintenance.Expiry:
     from cdcgen.pipeline import maintenance
 
     return maintenance.expire_superseded(run_config(params, connections.source))
@@ -254,8 +269,8 @@ def expire_superseded(
 
 @fail_fast
 def vacuum_lake(
-    params: Mapping[str, Any], connections: ClusterConnections = DEFAULT_CONNECTIONS
-) -> dict[str, Any]:
+    params: RunParams, connections: ClusterConnections = DEFAULT_CONNECTIONS
+) -> maintenance.Vacuum:
     from cdcgen.pipeline import maintenance
 
     return maintenance.vacuum_lake(run_config(params, connections.source))

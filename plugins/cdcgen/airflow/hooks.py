@@ -26,6 +26,7 @@ from cdcgen.core.lake_uri import LakeUriError, run_lake
 
 if TYPE_CHECKING:
     from cdcgen.adapters.cql import CqlClient
+    from cdcgen.airflow.run_params import RunParams
 
 #: Connection field (``host``, ``port``, ``login``, ``password``, ``extra.<key>``) -> the
 #: ``CDCGEN_*`` variable it replaces, as the settings models declare it.
@@ -103,14 +104,14 @@ class CdcSourceHook(BaseHook):
         )
         return config.with_overrides(**overrides) if overrides else config
 
-    def config_for_run(self, params: Mapping[str, Any]) -> PipelineConfig:
+    def config_for_run(self, params: RunParams) -> PipelineConfig:
         """The connection's configuration with a run's Params applied (``lake_path``)."""
         config = self.get_config()
-        if not params.get("lake_path"):
+        if not params.lake_path:
             return config
         roots = (config.lake_path, *config.lake_roots)
         try:
-            return config.with_overrides(lake_path=run_lake(str(params["lake_path"]), roots))
+            return config.with_overrides(lake_path=run_lake(params.lake_path, roots))
         except LakeUriError as exc:
             raise ConfigError(str(exc)) from None
 

@@ -1,4 +1,5 @@
-"""Task bodies of ``cdc_replication``: Airflow in, one replication call, JSON out.
+"""Task bodies of ``cdc_replication``: typed Params in, one replication call, typed
+results out (the DAG hands them to :func:`~cdcgen.airflow.xcom.to_xcom`).
 
 The sink is the ``cdcgen_sink`` connection: its hosts, port, login and password, TLS
 extras like a source connection's, and ``sink_keyspace`` (where the tables go, same
@@ -18,7 +19,8 @@ bootstrapped.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -26,9 +28,13 @@ from cdcgen.airflow.connections import DEFAULT_CONNECTIONS, SINK_CONN_ID, Cluste
 from cdcgen.airflow.failures import fail_fast
 from cdcgen.airflow.generation_steps import run_config
 from cdcgen.airflow.hooks import CdcSourceHook
+from cdcgen.airflow.run_params import RunParams
 from cdcgen.env_settings import ConfigError
 
 if TYPE_CHECKING:
+    from cdcgen.config import PipelineConfig
+    from cdcgen.core.replication_record import ReplicationRecord
+    from cdcgen.pipeline.replication_summary import ReplicationRunSummary
     from cdcgen.replication.run import Mode
 
 
@@ -36,15 +42,26 @@ if TYPE_CHECKING:
 RECORD_KEY = "replication_record"
 
 
-def _sink(params: Mapping[str, Any], conn_id: str) -> tuple[Any, str, list[str]]:
+@dataclass(frozen=True)
+class PlannedReplication:
+    """A table the plan hands its mapped task group (``expand_kwargs``): the table, and
+    its bootstrap job's arguments (empty: no bootstrap) and environment (no credential:
+    they pass through XCom)."""
+
+    table: str
+    spark_args: tuple[str, ...]
+    env_vars: dict[str, str]
+
+
+def _sink(params: RunParams, conn_id: str) -> tuple[PipelineConfig, str, list[str]]:
     """The sink's configuration, its keyspace and the tables to replicate, the run's
     Params within what the connection configures."""
     sink = CdcSourceHook(cdc_conn_id=conn_id).get_config()
     keyspace, tables = sink_targets(
         str(sink.extra.get("sink_keyspace") or ""),
         str(sink.extra.get("replicated_tables") or ""),
-        str(params.get("sink_keyspace") or ""),
-        str(params.get("tables") or ""),
+        params.sink_keyspace,
+        params.tables,
         conn_id,
     )
     return sink, keyspace, tables
@@ -85,7 +102,7 @@ def sink_targets(
     return keyspace, chosen
 
 
-def mode_param(params: Mapping[str, Any]) -> Mode:
+def mode_param(params: RunParams) -> Mode:
     """The run's ``mode`` Param: ``apply`` still bootstraps a sink table that needs it
     (never bootstrapped, or its copy unfinished); one the DAG does not know is refused
     by name."""
@@ -96,17 +113,17 @@ def mode_param(params: Mapping[str, Any]) -> Mode:
         "bootstrap": Mode.BOOTSTRAP,
         "bootstrap-replace": Mode.BOOTSTRAP_REPLACE,
     }
-    asked = modes.get(str(params.get("mode") or "apply"))
+    asked = modes.get(params.mode)
     if asked is None:
         known = ", ".join(modes)
-        raise ConfigError(f"Param mode {params.get('mode')!r}: expected one of {known}")
+        raise ConfigError(f"Param mode {params.mode!r}: expected one of {known}")
     return asked
 
 
 @fail_fast
 def replication_plan(
-    params: Mapping[str, Any], run_id: str, connections: ClusterConnections = DEFAULT_CONNECTIONS
-) -> list[dict[str, Any]]:
+    params: RunParams, run_id: str, connections: ClusterConnections = DEFAULT_CONNECTIONS
+) -> list[PlannedReplication]:
     """One mapped task group per table: ``table``, and the bootstrap job's ``spark_args``
     (empty: no bootstrap) and ``env_vars`` (no credential: they pass through XCom)."""
     from cdcgen.adapters.cql import client_for
@@ -127,14 +144,14 @@ def replication_plan(
         **ReplicationSettings.from_env().to_env(),
         **sink_variables(sink_config),
     }
-    planned: list[dict[str, Any]] = []
+    planned: list[PlannedReplication] = []
     with client_for(sink_config) as sink:
         for table in tables:
             source = TableRef.parse(table)
             state = CqlSinkState(sink, source, TableRef(keyspace, source.table))
             progress = state.progress() if state.exists() else SinkProgress(source, state.sink)
             copy = state.copy_progress()
-            boot = not params.get("dry_run") and needs_bootstrap(mode, progress, copy)
+            boot = not params.dry_run and needs_bootstrap(mode, progress, copy)
             arguments = {
                 "--table": table,
                 "--sink-table": state.sink.qualified,
@@ -144,13 +161,13 @@ def replication_plan(
             args = [part for pair in arguments.items() for part in pair]
             if mode is Mode.BOOTSTRAP_REPLACE:
                 args.append("--replace")
-            planned.append({"table": table, "spark_args": args if boot else [], "env_vars": env})
+            planned.append(PlannedReplication(table, tuple(args) if boot else (), env))
     return planned
 
 
 @fail_fast
 def replicate_table(
-    params: Mapping[str, Any],
+    params: RunParams,
     table: str,
     run_id: str,
     outlet_events: Any = None,
@@ -158,7 +175,7 @@ def replicate_table(
     connections: ClusterConnections = DEFAULT_CONNECTIONS,
     ti: Any = None,
     follow: timedelta | None = None,
-) -> dict[str, Any]:
+) -> ReplicationRecord:
     """Apply the lake's changes (after the bootstrap job, when the plan ran one), emit its
     Asset event; fails (not retried) on a sink that must be (re-)bootstrapped, and after
     the event when a change was rejected. The record goes to XCom under
@@ -183,7 +200,7 @@ def replicate_table(
 
     config = run_config(params, connections.source)
     sink_config, keyspace, tables = _sink(params, connections.sink)
-    dry_run = bool(params.get("dry_run"))
+    dry_run = params.dry_run
     started = datetime.now(UTC)
     if table not in tables:
         raise ConfigError(f"table {table} is not among this run's tables")
@@ -202,7 +219,7 @@ def replicate_table(
     if ti is not None:
         ti.xcom_push(key=RECORD_KEY, value=record.to_json())
     if dry_run:
-        return record.to_json()
+        return record
     lineage.report_replication(config, sink_config, table, job.sink)
     if outlet_events is not None and alias is not None:
         extra = {
@@ -221,17 +238,17 @@ def replicate_table(
             f"{job.sink.keyspace}.cdc_replication_rejects: "
             + "; ".join(f"{r.cdc_time}: {r.reason}" for r in record.rejected[:5])
         )
-    return record.to_json()
+    return record
 
 
 @fail_fast
 def replication_summary(
-    params: Mapping[str, Any],
+    params: RunParams,
     run_id: str,
-    planned: Sequence[Mapping[str, Any]] | None,
+    planned: Sequence[PlannedReplication] | None,
     ti: Any,
     connections: ClusterConnections = DEFAULT_CONNECTIONS,
-) -> dict[str, Any]:
+) -> ReplicationRunSummary:
     """Every planned table's record in one summary (also a JSON file, but for a dry run,
     which writes nothing); fails the run naming each table that has none or whose sink
     rejected changes. Runs whatever happened upstream, as the other DAGs' last tasks do."""
@@ -245,11 +262,11 @@ def replication_summary(
     config = run_config(params, connections.source)
     pulled = ti.xcom_pull(task_ids=["table.apply"], key=RECORD_KEY) or []
     records = [ReplicationRecord.from_json(value) for value in pulled if value]
-    tables = None if planned is None else [str(item["table"]) for item in planned]
+    tables = None if planned is None else [item.table for item in planned]
     summary = replication_run_summary(run_id, tables, records)
-    if not params.get("dry_run"):  # a dry run changes nothing: no summary, no metrics
+    if not params.dry_run:  # a dry run changes nothing: no summary, no metrics
         write_summary(Path(config.report_dir) / SUMMARIES_DIR, summary)
         metrics.record(metrics.replication_points(summary, connections.source), ti)
     if summary.problems:
         raise RunIncomplete("; ".join(summary.problems))
-    return summary.to_json()
+    return summary

@@ -3,8 +3,9 @@
 Both need every CDC table's TTL and creation time (:class:`~cdcgen.adapters.cdc_tables.CdcCatalog`):
 a generation may be skipped (rewrite) or marked ``expired`` only once no CDC table can
 still hold rows written to it. :mod:`cdcgen.adapters.v1_rewrite` and
-:mod:`cdcgen.adapters.expiry` implement the two procedures; this module turns their
-outcome into JSON for XCom and logs. The lake's Delta tables keep the files a commit
+:mod:`cdcgen.adapters.expiry` implement the two procedures; this module sums up each
+outcome as a typed value (:class:`V1Rewrite`, :class:`Expiry`, :class:`Vacuum`: dates as
+ISO text, what XCom and the log show). The lake's Delta tables keep the files a commit
 replaced, so that readers of an earlier version (time travel, a run still reading)
 find them; :func:`vacuum_lake` deletes those older than :data:`LAKE_RETENTION`.
 """
@@ -13,7 +14,9 @@ from __future__ import annotations
 
 import logging
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel, ConfigDict
 
 from cdcgen.config import PipelineConfig
 from cdcgen.core.generation import SourceMode
@@ -31,7 +34,51 @@ longer than the longest run (``cdc_changes`` times out after 4 hours), so no run
 no reader that started before a commit loses a file it still reads."""
 
 
-def rewrite_v1(config: PipelineConfig) -> dict[str, Any]:
+class RewriteSkipped(BaseModel):
+    """The source is not in V1 mode: nothing to rewrite (``status`` says its mode)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    status: str
+
+
+class V1Rewrite(BaseModel):
+    """What the rewrite did, generation timestamps as ISO text
+    (:class:`~cdcgen.adapters.v1_rewrite.RewriteReport`)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    status: str
+    cdc_tables: int
+    rewritten: tuple[str, ...]
+    too_old: tuple[str, ...]
+    already_present: tuple[str, ...]
+    missing_description: tuple[str, ...]
+    marker_written: bool
+
+
+class Expiry(BaseModel):
+    """Generations given ``expired`` (timestamp -> expiry, ISO text), and the pruning's
+    outcome: the timestamps whose rows went, or why none did."""
+
+    model_config = ConfigDict(frozen=True)
+
+    cdc_tables: int
+    expired: dict[str, str]
+    pruned: tuple[str, ...] | str
+
+
+class Vacuum(BaseModel):
+    """Files deleted per lake table, and the tables left alone for not being Delta."""
+
+    model_config = ConfigDict(frozen=True)
+
+    retention_hours: int
+    removed_files: dict[str, int]
+    not_delta: tuple[str, ...]
+
+
+def rewrite_v1(config: PipelineConfig) -> V1Rewrite | RewriteSkipped:
     """ScyllaDB 4.3 -> 4.4: copy live V1 generations to the V2 tables, then mark ``rewritten``.
 
     Only for a V1 source; other modes have nothing to rewrite.
@@ -42,25 +89,25 @@ def rewrite_v1(config: PipelineConfig) -> dict[str, Any]:
     from cdcgen.adapters.v1_rewrite import rewrite_v1 as run_rewrite
 
     if config.source_mode != SourceMode.V1:
-        return {"status": f"skipped: the source is in {config.source_mode} mode, not v1"}
+        return RewriteSkipped(status=f"skipped: the source is in {config.source_mode} mode, not v1")
     with client_for(config) as client:
         tables = CdcCatalog(client, config.source_schema).tables()
         publisher = CqlDescriptionPublisher(client, config)
         report = run_rewrite(client, config.source_schema, publisher, tables, datetime.now(UTC))
-    result = {
-        "status": report.status,
-        "cdc_tables": len(tables),
-        "rewritten": [t.isoformat() for t in report.rewritten],
-        "too_old": [t.isoformat() for t in report.too_old],
-        "already_present": [t.isoformat() for t in report.already_present],
-        "missing_description": [t.isoformat() for t in report.missing_description],
-        "marker_written": report.marker_written,
-    }
-    log.info("V1 -> V2 rewrite: %s", result)
+    result = V1Rewrite(
+        status=report.status,
+        cdc_tables=len(tables),
+        rewritten=tuple(t.isoformat() for t in report.rewritten),
+        too_old=tuple(t.isoformat() for t in report.too_old),
+        already_present=tuple(t.isoformat() for t in report.already_present),
+        missing_description=tuple(t.isoformat() for t in report.missing_description),
+        marker_written=report.marker_written,
+    )
+    log.info("V1 -> V2 rewrite: %s", result.model_dump(mode="json"))
     return result
 
 
-def expire_superseded(config: PipelineConfig) -> dict[str, Any]:
+def expire_superseded(config: PipelineConfig) -> Expiry:
     """Set ``expired`` on superseded generations older than every CDC table's TTL."""
     from cdcgen.adapters.cdc_tables import CdcCatalog
     from cdcgen.adapters.cql import client_for
@@ -72,18 +119,18 @@ def expire_superseded(config: PipelineConfig) -> dict[str, Any]:
         publisher = CqlDescriptionPublisher(client, config)
         marked = mark_expired(publisher, tables)
         pruned = prune(config, client, publisher)
-    result = {
-        "cdc_tables": len(tables),
-        "expired": {e.timestamp.isoformat(): e.expired.isoformat() for e in marked},
-        "pruned": pruned,
-    }
-    log.info("expired %d superseded generation(s): %s", len(marked), result["expired"])
+    result = Expiry(
+        cdc_tables=len(tables),
+        expired={e.timestamp.isoformat(): e.expired.isoformat() for e in marked},
+        pruned=pruned,
+    )
+    log.info("expired %d superseded generation(s): %s", len(marked), result.expired)
     return result
 
 
 def prune(
     config: PipelineConfig, client: CqlClient, publisher: CqlDescriptionPublisher
-) -> list[str] | str:
+) -> tuple[str, ...] | str:
     """Delete the description rows of generations expired ``prune_expired_after`` ago, when
     that is set, never in ScyllaDB's own ``system_distributed`` and never a generation a
     table of the changes pipeline still reads (one with no watermark yet holds all back)."""
@@ -103,10 +150,10 @@ def prune(
         needed_from = EPOCH if len(known) < len(marks) else (min(known) if known else None)
     deleted = prune_descriptions(publisher, config.prune_expired_after, needed_from=needed_from)
     log.info("deleted the description rows of %d expired generation(s)", len(deleted))
-    return [t.isoformat() for t in deleted]
+    return tuple(t.isoformat() for t in deleted)
 
 
-def vacuum_lake(config: PipelineConfig, retention: timedelta = LAKE_RETENTION) -> dict[str, Any]:
+def vacuum_lake(config: PipelineConfig, retention: timedelta = LAKE_RETENTION) -> Vacuum:
     """Delete the files no version younger than ``retention`` needs, table by table:
     the generations tables and every changes table.
 
@@ -136,6 +183,6 @@ def vacuum_lake(config: PipelineConfig, retention: timedelta = LAKE_RETENTION) -
             retention_hours=hours, dry_run=False, enforce_retention_duration=False, full=True
         )
         removed[root.name] = len(deleted)
-    result = {"retention_hours": hours, "removed_files": removed, "not_delta": skipped}
-    log.info("vacuumed the lake %s: %s", config.lake_path, result)
+    result = Vacuum(retention_hours=hours, removed_files=removed, not_delta=tuple(skipped))
+    log.info("vacuumed the lake %s: %s", config.lake_path, result.model_dump(mode="json"))
     return result

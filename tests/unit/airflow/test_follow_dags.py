@@ -6,8 +6,9 @@ from datetime import timedelta
 
 import pytest
 
-from cdcgen.airflow.dags.changes import MAX_FOLLOW, cdc_changes_dag
+from cdcgen.airflow.dags.changes import cdc_changes_dag
 from cdcgen.airflow.dags.replication import cdc_replication_dag
+from cdcgen.airflow.dags.shared import MAX_FOLLOW
 
 
 @pytest.mark.parametrize("factory", [cdc_changes_dag, cdc_replication_dag])

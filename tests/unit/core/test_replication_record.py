@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from cdcgen.airflow.replication_steps import mode_param
+from cdcgen.airflow.run_params import run_params
 from cdcgen.config import ConfigError, PipelineConfig
 from cdcgen.core.cdc_log import TableRef
 from cdcgen.core.copy_progress import CopyProgress
@@ -252,11 +253,11 @@ def test_a_run_copies_first_when_its_mode_asks_or_allows_it(
 
 def test_the_dags_mode_param_keeps_its_three_values() -> None:
     """Its ``apply`` bootstraps a sink table that needs it; nothing else is accepted."""
-    assert mode_param({}) is Mode.BOOTSTRAP_IF_NEEDED
-    assert mode_param({"mode": "apply"}) is Mode.BOOTSTRAP_IF_NEEDED
-    assert mode_param({"mode": "bootstrap"}) is Mode.BOOTSTRAP
-    assert mode_param({"mode": "bootstrap-replace"}) is Mode.BOOTSTRAP_REPLACE
+    assert mode_param(run_params({})) is Mode.BOOTSTRAP_IF_NEEDED
+    assert mode_param(run_params({"mode": "apply"})) is Mode.BOOTSTRAP_IF_NEEDED
+    assert mode_param(run_params({"mode": "bootstrap"})) is Mode.BOOTSTRAP
+    assert mode_param(run_params({"mode": "bootstrap-replace"})) is Mode.BOOTSTRAP_REPLACE
     expected = "expected one of apply, bootstrap, bootstrap-replace"
     for unknown in ("bootstrap-if-needed", "replace"):
         with pytest.raises(ConfigError, match=expected):
-            mode_param({"mode": unknown})
+            mode_param(run_params({"mode": unknown}))

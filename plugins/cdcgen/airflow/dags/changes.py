@@ -6,23 +6,21 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from airflow.sdk import (
-    DAG,
-    Asset,
-    AssetOrTimeSchedule,
-    BaseNotifier,
-    CronDataIntervalTimetable,
-    Param,
-    dag,
-    task,
-    task_group,
-)
+from airflow.sdk import DAG, BaseNotifier, dag, task, task_group
 
 from cdcgen.airflow import alert_steps, alerts, map_index
 from cdcgen.airflow import changes_steps as steps
 from cdcgen.airflow.assets import extracted_changes, published_generations
 from cdcgen.airflow.connections import DEFAULT_CONNECTIONS, ClusterConnections
-from cdcgen.airflow.dags.generations import START_DATE
+from cdcgen.airflow.dags.shared import (
+    START_DATE,
+    check_follow,
+    default_args,
+    follow_schedule,
+    lake_path_param,
+    tables_param,
+)
+from cdcgen.airflow.run_params import run_params
 from cdcgen.airflow.sensors import WindowClosedSensor
 from cdcgen.airflow.spark_jobs import CHANGES_EXTRACT
 from cdcgen.airflow.spark_submit import ChangesExtractOperator
@@ -72,29 +70,6 @@ by side. ``dags/`` holds the defaults, built with no argument.
 """
 
 
-#: A run's longest follow: within the run's timeout (``dagrun_timeout``), with time left
-#: for its waits, its last cycle and its summary.
-MAX_FOLLOW = timedelta(hours=3)
-
-
-def check_follow(follow: timedelta | None) -> None:
-    """Refuse a continuous mode that a run's timeout would cut short."""
-    if follow is not None and not timedelta(0) < follow <= MAX_FOLLOW:
-        raise ValueError(f"follow must be positive and at most {MAX_FOLLOW}, not {follow}")
-
-
-def follow_schedule(
-    cron: str, follow: timedelta | None, asset: Asset
-) -> AssetOrTimeSchedule | CronDataIntervalTimetable:
-    """The cron expression, or the upstream ``asset``'s events, whichever comes first; in
-    continuous mode the cron alone: a following run picks up what the upstream DAG did
-    by itself, and a run queued per upstream event would only wait behind it."""
-    timetable = CronDataIntervalTimetable(cron, timezone="UTC")
-    if follow is not None:
-        return timetable
-    return AssetOrTimeSchedule(timetable=timetable, assets=[asset])
-
-
 def cdc_changes_dag(
     *,
     dag_id: str = "cdc_changes",
@@ -112,10 +87,10 @@ def cdc_changes_dag(
     of every failed task (default: :class:`~cdcgen.airflow.alerts.AlertNotifier`);
     ``deadline``: a run still going this long after it was queued is told too.
     ``follow``: continuous mode, each run follows its tables that long (at most
-    :data:`MAX_FOLLOW`; the cron ``schedule`` alone then starts runs, and one of the
-    same period keeps one run following); ``spark_conf``: added to each extract job's
-    Spark configuration (``spark.cores.max``, so that each table's application leaves
-    cores to the others on a standalone cluster)."""
+    :data:`~cdcgen.airflow.dags.shared.MAX_FOLLOW`; the cron ``schedule`` alone then
+    starts runs, and one of the same period keeps one run following); ``spark_conf``:
+    added to each extract job's Spark configuration (``spark.cores.max``, so that each
+    table's application leaves cores to the others on a standalone cluster)."""
     check_follow(follow)
 
     @dag(
@@ -127,28 +102,19 @@ def cdc_changes_dag(
         dagrun_timeout=timedelta(hours=4),
         tags=list(tags),
         doc_md=DOC,
-        default_args={
-            "retries": 0,
-            "retry_delay": timedelta(seconds=30),
-            "on_failure_callback": alerts.failure_callbacks(notifiers, connections.alerts),
-        },
+        default_args=default_args(
+            retries=0,
+            retry_delay=timedelta(seconds=30),
+            notifiers=notifiers,
+            connections=connections,
+        ),
         deadline=alerts.deadline_alert(deadline, connections.alerts),
         user_defined_macros=map_index.MACROS,
         params={
-            "tables": Param(
-                "",
-                type="string",
-                title="Tables",
-                description="keyspace.table[,...]; empty: the connection's cdc_tables, else "
-                "every CDC-enabled table.",
+            "tables": tables_param(
+                "; empty: the connection's cdc_tables, else every CDC-enabled table."
             ),
-            "lake_path": Param(
-                "",
-                type="string",
-                title="Lake path",
-                description="Where the changes go; empty: CDCGEN_LAKE_PATH or lake/. Absolute, "
-                "inside CDCGEN_LAKE_PATH or a CDCGEN_LAKE_ROOTS root.",
-            ),
+            "lake_path": lake_path_param("Where the changes go"),
         },
     )
     def changes() -> None:
@@ -208,7 +174,7 @@ def cdc_changes_dag(
             "CDCGEN_ALERT_LAG_SECONDS (unset: never); the notifier tells.",
         )
         def check_lag(params: Any = None, ti: Any = None) -> Any:
-            return alert_steps.check_lag(params, ti, connections=connections)
+            return alert_steps.check_lag(run_params(params), ti, connections=connections)
 
         planned = plan()
         per_table.expand_kwargs(planned) >> summarize(planned) >> check_lag()

@@ -6,12 +6,11 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-import pendulum
 from airflow.sdk import (
     DAG,
     AssetOrTimeSchedule,
+    BaseNotifier,
     CronDataIntervalTimetable,
-    Param,
     dag,
     task,
     task_group,
@@ -21,9 +20,20 @@ from cdcgen.airflow import alerts, map_index
 from cdcgen.airflow import generation_steps as steps
 from cdcgen.airflow.assets import committed_generations, publications, published_generations
 from cdcgen.airflow.connections import DEFAULT_CONNECTIONS, ClusterConnections
+from cdcgen.airflow.dags.shared import (
+    START_DATE,
+    default_args,
+    flag_param,
+    lake_path_param,
+    text_param,
+)
+from cdcgen.airflow.generation_steps import PlannedGeneration
+from cdcgen.airflow.run_params import run_params
 from cdcgen.airflow.sensors import GenerationStartedSensor
 from cdcgen.airflow.spark_jobs import GENERATION_EXTRACT
 from cdcgen.airflow.spark_submit import GenerationExtractOperator
+from cdcgen.airflow.xcom import from_xcom, list_or_none_from_xcom, to_xcom
+from cdcgen.core.generation import Generation
 
 DOC = """
 ### CDC generations: detect, wait, extract, validate, publish
@@ -65,9 +75,6 @@ source connection (:mod:`cdcgen.airflow.assets`), so the DAGs of two clusters li
 by side. ``dags/`` holds the defaults, built with no argument.
 """
 
-#: Every default DAG's first data interval.
-START_DATE = pendulum.datetime(2026, 1, 1, tz="UTC")
-
 
 def cdc_generations_dag(
     *,
@@ -76,7 +83,7 @@ def cdc_generations_dag(
     start_date: datetime = START_DATE,
     connections: ClusterConnections = DEFAULT_CONNECTIONS,
     tags: Sequence[str] = ("cdc", "scylladb", "generations"),
-    notifiers: Sequence[Any] | None = None,
+    notifiers: Sequence[BaseNotifier] | None = None,
     deadline: timedelta | None = None,
     watch: bool = True,
     watch_poll_interval: float | None = None,
@@ -104,35 +111,22 @@ def cdc_generations_dag(
         dagrun_timeout=timedelta(hours=2),
         tags=list(tags),
         doc_md=DOC,
-        default_args={
-            "retries": 0,
-            "retry_delay": timedelta(seconds=10),
-            # notifiers: told of every failed task (default: alerts.AlertNotifier);
-            # deadline: a run still going this long after it was queued is told too.
-            "on_failure_callback": alerts.failure_callbacks(notifiers, connections.alerts),
-        },
+        default_args=default_args(
+            retries=0,
+            retry_delay=timedelta(seconds=10),
+            notifiers=notifiers,
+            connections=connections,
+        ),
         deadline=alerts.deadline_alert(deadline, connections.alerts),
         user_defined_macros=map_index.MACROS,
         params={
-            "generation_id": Param(
-                "",
-                type="string",
-                title="Generation",
-                description="Only this generation (source id, ISO timestamp or ms); empty: all.",
+            "generation_id": text_param(
+                "Generation", "Only this generation (source id, ISO timestamp or ms); empty: all."
             ),
-            "force": Param(
-                False,
-                type="boolean",
-                title="Force re-publish",
-                description="Also re-publish generations that are already published.",
+            "force": flag_param(
+                "Force re-publish", "Also re-publish generations that are already published."
             ),
-            "lake_path": Param(
-                "",
-                type="string",
-                title="Lake path",
-                description="Where the extract job writes; empty: CDCGEN_LAKE_PATH or lake/. "
-                "Absolute, inside CDCGEN_LAKE_PATH or a CDCGEN_LAKE_ROOTS root.",
-            ),
+            "lake_path": lake_path_param("Where the extract job writes"),
         },
     )
     def generations() -> None:
@@ -146,14 +140,17 @@ def cdc_generations_dag(
             data_interval_end: Any = None,
             dag_run: Any = None,
         ) -> Any:
-            return steps.detect(
-                params, data_interval_start, data_interval_end, dag_run.run_type,
+            return to_xcom(steps.detect(
+                run_params(params), data_interval_start, data_interval_end, dag_run.run_type,
                 connections=connections,
-            )  # fmt: skip
+            ))  # fmt: skip
 
         @task(doc_md="Great Expectations suites on the extracted generation; fails with a summary.")
         def validate(generation: Any, params: Any = None, ti: Any = None) -> Any:
-            return steps.validate(params, generation, ti, connections=connections)
+            return to_xcom(steps.validate(
+                run_params(params), from_xcom(Generation, generation), ti,
+                connections=connections,
+            ))  # fmt: skip
 
         @task(
             trigger_rule="all_done",  # publish what passed even if another generation failed
@@ -166,10 +163,10 @@ def cdc_generations_dag(
         def publish(
             detected: Any, params: Any = None, ti: Any = None, outlet_events: Any = None
         ) -> Any:
-            return steps.publish(
-                params, detected, ti, "generation", outlet_events, alias, published,
-                connections=connections,
-            )  # fmt: skip
+            return to_xcom(steps.publish(
+                run_params(params), list_or_none_from_xcom(PlannedGeneration, detected), ti,
+                "generation", outlet_events, alias, published, connections=connections,
+            ))  # fmt: skip
 
         @task_group(group_id="generation", default_args=map_index.GROUP_DEFAULTS)
         def per_generation(generation: Any, spark_args: Any, env_vars: Any) -> Any:
@@ -200,9 +197,10 @@ def cdc_generations_dag(
             doc_md="What the run detected, validated and published (also a JSON file).",
         )
         def summarize(detected: Any, params: Any = None, run_id: Any = None, ti: Any = None) -> Any:
-            return steps.summarize_run(
-                params, run_id, detected, ti, group_id="generation", connections=connections
-            )
+            return to_xcom(steps.summarize_run(
+                run_params(params), run_id, list_or_none_from_xcom(PlannedGeneration, detected),
+                ti, group_id="generation", connections=connections,
+            ))  # fmt: skip
 
         detected = detect()
         published_now = publish(detected)

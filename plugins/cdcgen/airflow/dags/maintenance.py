@@ -8,10 +8,11 @@ from typing import Any
 
 from airflow.sdk import DAG, BaseNotifier, CronDataIntervalTimetable, dag, task
 
-from cdcgen.airflow import alerts
 from cdcgen.airflow import generation_steps as steps
 from cdcgen.airflow.connections import DEFAULT_CONNECTIONS, ClusterConnections
-from cdcgen.airflow.dags.generations import START_DATE
+from cdcgen.airflow.dags.shared import START_DATE, default_args
+from cdcgen.airflow.run_params import run_params
+from cdcgen.airflow.xcom import to_xcom
 
 DOC = """
 ### CDC generations: maintenance of the published tables
@@ -59,27 +60,28 @@ def cdc_generations_maintenance_dag(
         dagrun_timeout=timedelta(hours=1),
         tags=list(tags),
         doc_md=DOC,
-        default_args={
-            "retries": 2,
-            "retry_delay": timedelta(minutes=1),
-            "on_failure_callback": alerts.failure_callbacks(notifiers, connections.alerts),
-        },
+        default_args=default_args(
+            retries=2,
+            retry_delay=timedelta(minutes=1),
+            notifiers=notifiers,
+            connections=connections,
+        ),
     )
     def maintenance() -> None:
         @task(doc_md="V1 -> V2 rewrite and the `rewritten` marker (V1 sources only).")
         def rewrite_v1(params: Any = None) -> Any:
-            return steps.rewrite_v1(params, connections=connections)
+            return to_xcom(steps.rewrite_v1(run_params(params), connections=connections))
 
         @task(
             doc_md="`expired` on superseded generations past every CDC table's TTL; "
             "their description rows deleted when CDCGEN_PRUNE_EXPIRED_AFTER_SECONDS is set."
         )
         def expire_superseded(params: Any = None) -> Any:
-            return steps.expire_superseded(params, connections=connections)
+            return to_xcom(steps.expire_superseded(run_params(params), connections=connections))
 
         @task(doc_md="Files replaced by Delta commits over 7 days ago deleted from the lake.")
         def vacuum_lake(params: Any = None) -> Any:
-            return steps.vacuum_lake(params, connections=connections)
+            return to_xcom(steps.vacuum_lake(run_params(params), connections=connections))
 
         rewrite_v1() >> expire_superseded() >> vacuum_lake()
 

@@ -6,23 +6,26 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from airflow.sdk import (
-    DAG,
-    BaseNotifier,
-    Param,
-    dag,
-    task,
-    task_group,
-)
+from airflow.sdk import DAG, BaseNotifier, Param, dag, task, task_group
 
 from cdcgen.airflow import alert_steps, alerts, map_index
 from cdcgen.airflow import replication_steps as steps
 from cdcgen.airflow.assets import extracted_changes, replications
 from cdcgen.airflow.connections import DEFAULT_CONNECTIONS, ClusterConnections
-from cdcgen.airflow.dags.changes import check_follow, follow_schedule
-from cdcgen.airflow.dags.generations import START_DATE
+from cdcgen.airflow.dags.shared import (
+    START_DATE,
+    check_follow,
+    default_args,
+    flag_param,
+    follow_schedule,
+    tables_param,
+    text_param,
+)
+from cdcgen.airflow.replication_steps import PlannedReplication
+from cdcgen.airflow.run_params import run_params
 from cdcgen.airflow.spark_jobs import REPLICATION_BOOTSTRAP
 from cdcgen.airflow.spark_submit import ReplicationBootstrapOperator
+from cdcgen.airflow.xcom import list_or_none_from_xcom, to_xcom
 
 DOC = """
 ### CDC replication: each table's changes, from the lake into a sink cluster
@@ -92,7 +95,7 @@ def cdc_replication_dag(
     :class:`~cdcgen.airflow.alerts.AlertNotifier`); ``deadline``: a run still going this
     long after it was queued is told too; ``follow``: continuous mode, each run's
     applies follow their sinks that long (at most
-    :data:`~cdcgen.airflow.dags.changes.MAX_FOLLOW`; the cron ``schedule`` alone then
+    :data:`~cdcgen.airflow.dags.shared.MAX_FOLLOW`; the cron ``schedule`` alone then
     starts runs)."""
     check_follow(follow)
     alias = replications(connections.source)
@@ -106,27 +109,22 @@ def cdc_replication_dag(
         dagrun_timeout=timedelta(hours=4),
         tags=list(tags),
         doc_md=DOC,
-        default_args={
-            "retries": 2,
-            "retry_delay": timedelta(seconds=30),
-            "on_failure_callback": alerts.failure_callbacks(notifiers, connections.alerts),
-        },
+        default_args=default_args(
+            retries=2,
+            retry_delay=timedelta(seconds=30),
+            notifiers=notifiers,
+            connections=connections,
+        ),
         deadline=alerts.deadline_alert(deadline, connections.alerts),
         user_defined_macros=map_index.MACROS,
         params={
-            "tables": Param(
-                "",
-                type="string",
-                title="Tables",
-                description="keyspace.table[,...] among the sink connection's "
-                "replicated_tables; empty: all of them.",
+            "tables": tables_param(
+                " among the sink connection's replicated_tables; empty: all of them."
             ),
-            "sink_keyspace": Param(
-                "",
-                type="string",
-                title="Sink keyspace",
-                description="Where the tables go (same names): one of the connection's "
-                "sink_keyspace list; empty: its first.",
+            "sink_keyspace": text_param(
+                "Sink keyspace",
+                "Where the tables go (same names): one of the connection's sink_keyspace "
+                "list; empty: its first.",
             ),
             "mode": Param(
                 "apply",
@@ -135,19 +133,19 @@ def cdc_replication_dag(
                 description="bootstrap: copy the source first (the sink table must be "
                 "empty); bootstrap-replace: truncate the sink table, then copy.",
             ),
-            "dry_run": Param(
-                False,
-                type="boolean",
-                title="Dry run",
-                description="Check everything and say what the run would do (which table a "
-                "bootstrap would truncate, which range it would apply); write nothing.",
+            "dry_run": flag_param(
+                "Dry run",
+                "Check everything and say what the run would do (which table a bootstrap "
+                "would truncate, which range it would apply); write nothing.",
             ),
         },
     )
     def replication() -> None:
         @task(doc_md="The tables this run replicates, and which of them need a bootstrap.")
         def plan(params: Any = None, run_id: Any = None) -> Any:
-            return steps.replication_plan(params, run_id, connections=connections)
+            return to_xcom(
+                steps.replication_plan(run_params(params), run_id, connections=connections)
+            )
 
         @task_group(group_id="table", default_args=map_index.GROUP_DEFAULTS)
         def per_table(table: Any, spark_args: Any, env_vars: Any) -> Any:
@@ -179,10 +177,10 @@ def cdc_replication_dag(
                 outlet_events: Any = None,
                 ti: Any = None,
             ) -> Any:
-                return steps.replicate_table(
-                    params, table, run_id, outlet_events, alias,
+                return to_xcom(steps.replicate_table(
+                    run_params(params), table, run_id, outlet_events, alias,
                     connections=connections, ti=ti, follow=follow,
-                )  # fmt: skip
+                ))  # fmt: skip
 
             bootstrap >> apply(table=table)
 
@@ -192,7 +190,10 @@ def cdc_replication_dag(
             "naming each table that was not brought forward.",
         )
         def summarize(planned: Any, params: Any = None, run_id: Any = None, ti: Any = None) -> Any:
-            return steps.replication_summary(params, run_id, planned, ti, connections=connections)
+            return to_xcom(steps.replication_summary(
+                run_params(params), run_id, list_or_none_from_xcom(PlannedReplication, planned),
+                ti, connections=connections,
+            ))  # fmt: skip
 
         @task(
             retries=0,  # the lag was measured once, by summarize: a retry reads the same
@@ -200,7 +201,7 @@ def cdc_replication_dag(
             "CDCGEN_ALERT_LAG_SECONDS (unset: never); the notifier tells.",
         )
         def check_lag(params: Any = None, ti: Any = None) -> Any:
-            return alert_steps.check_lag(params, ti, connections=connections)
+            return alert_steps.check_lag(run_params(params), ti, connections=connections)
 
         planned = plan()
         per_table.expand_kwargs(planned) >> summarize(planned) >> check_lag()
