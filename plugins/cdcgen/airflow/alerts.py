@@ -27,7 +27,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Mapping, Sequence
 from datetime import timedelta
-from typing import Any
+from typing import Any, TypedDict
 
 from airflow.sdk import BaseNotifier
 
@@ -42,6 +42,32 @@ LAG_SETTING = "CDCGEN_ALERT_LAG_SECONDS"
 
 #: Seconds a webhook may take to answer before the alert is logged as not delivered.
 WEBHOOK_TIMEOUT_SECONDS = 10
+
+
+class TaskFailed(TypedDict):
+    """The alert of a failed task, as the webhook receives it (JSON)."""
+
+    kind: str
+    dag_id: str
+    run_id: str | None
+    task_id: str
+    map_index: int | None
+    message: str
+    text: str
+
+
+class DeadlineMissed(TypedDict):
+    """The alert of a run past its deadline, as the webhook receives it (JSON)."""
+
+    kind: str
+    dag_id: str
+    run_id: str | None
+    deadline: str | None
+    text: str
+
+
+#: What a notifier sends; ``text`` is the line the log shows.
+Alert = TaskFailed | DeadlineMissed
 
 
 class LagAboveThreshold(TerminalError):
@@ -87,7 +113,7 @@ def _attribute(holder: Any, name: str) -> Any:
     return getattr(holder, name, None)
 
 
-def alert_of(context: Mapping[str, Any]) -> dict[str, Any]:
+def alert_of(context: Mapping[str, Any]) -> Alert:
     """The alert a notifier sends for ``context``: a task's failure (its instance and
     exception) or a missed deadline (the run, as the scheduler passes it: a mapping)."""
     ti, run = context.get("ti"), context.get("dag_run")
@@ -96,27 +122,27 @@ def alert_of(context: Mapping[str, Any]) -> dict[str, Any]:
     deadline = context.get("deadline")
     if deadline is not None and ti is None:
         when = _attribute(deadline, "deadline_time")
-        return {
-            "kind": "deadline missed",
-            "dag_id": dag_id,
-            "run_id": run_id,
-            "deadline": None if when is None else str(when),
-            "text": f"cdcgen: {dag_id} run {run_id} missed its deadline ({when})",
-        }
+        return DeadlineMissed(
+            kind="deadline missed",
+            dag_id=dag_id,
+            run_id=run_id,
+            deadline=None if when is None else str(when),
+            text=f"cdcgen: {dag_id} run {run_id} missed its deadline ({when})",
+        )
     task_id = _attribute(ti, "task_id") or "?"
     map_index = _attribute(ti, "map_index")
     exception = context.get("exception")
     message = str(exception) if exception is not None else "no message"
     where = task_id if map_index in (None, -1) else f"{task_id}[{map_index}]"
-    return {
-        "kind": "task failed",
-        "dag_id": dag_id,
-        "run_id": run_id,
-        "task_id": task_id,
-        "map_index": map_index,
-        "message": message,
-        "text": f"cdcgen: {dag_id} {where} failed in run {run_id}: {message}",
-    }
+    return TaskFailed(
+        kind="task failed",
+        dag_id=dag_id,
+        run_id=run_id,
+        task_id=task_id,
+        map_index=map_index,
+        message=message,
+        text=f"cdcgen: {dag_id} {where} failed in run {run_id}: {message}",
+    )
 
 
 def webhook_url(host: str | None, port: int | None = None) -> str | None:
@@ -131,7 +157,7 @@ def webhook_url(host: str | None, port: int | None = None) -> str | None:
     return url
 
 
-def post(url: str, alert: Mapping[str, Any], token: str | None = None) -> int:
+def post(url: str, alert: Alert, token: str | None = None) -> int:
     """POST ``alert`` as JSON to ``url``; the answer's status."""
     headers = {"Content-Type": "application/json"}
     if token:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Required, TypedDict
 
 if TYPE_CHECKING:
     from cdcgen.config import PipelineConfig
@@ -61,12 +61,27 @@ PASS_THROUGH_EXTRAS: dict[str, str] = {
 }
 
 
+#: A connection extra's value, as the JSON of a connection holds it.
+ExtraValue = str | int | float | bool
+
+
+class AirflowConnection(TypedDict, total=False):
+    """A connection in the JSON form Airflow reads from ``AIRFLOW_CONN_<ID>``."""
+
+    conn_type: Required[str]
+    host: str
+    port: int
+    login: str
+    password: str
+    extra: dict[str, ExtraValue]
+
+
 def env_var_name(conn_id: str) -> str:
     """``AIRFLOW_CONN_<ID>``, Airflow's environment-variable form of a connection id."""
     return f"AIRFLOW_CONN_{conn_id.upper()}"
 
 
-def spark_connection(master: str = DEFAULT_SPARK_MASTER) -> dict[str, Any]:
+def spark_connection(master: str = DEFAULT_SPARK_MASTER) -> AirflowConnection:
     """A ``spark`` connection whose host is the whole master URL (``local[2]``, ``spark://h:7077``).
 
     SparkSubmitHook uses ``host`` as the master when the type is ``spark`` and there is
@@ -78,21 +93,17 @@ def spark_connection(master: str = DEFAULT_SPARK_MASTER) -> dict[str, Any]:
 def source_connection(
     contact_points: Sequence[str] = ("127.0.0.1",),
     port: int = 9042,
-    extra: Mapping[str, Any] | None = None,
+    extra: Mapping[str, ExtraValue] | None = None,
     *,
     login: str | None = None,
     password: str | None = None,
-) -> dict[str, Any]:
+) -> AirflowConnection:
     """A ``cassandra`` connection: comma-separated hosts, port, cdcgen settings as extras.
 
     ``extra`` keys are the lower-case names of ``CDCGEN_*`` settings (``source_mode``,
     ``source_keyspace_prefix``, ``clock_source``, ...); :class:`CdcSourceHook` checks them.
     """
-    connection: dict[str, Any] = {
-        "conn_type": "cassandra",
-        "host": ",".join(contact_points),
-        "port": port,
-    }
+    connection = AirflowConnection(conn_type="cassandra", host=",".join(contact_points), port=port)
     if login is not None:
         connection["login"] = login
     if password is not None:
@@ -102,7 +113,7 @@ def source_connection(
     return connection
 
 
-def source_connection_for(config: PipelineConfig, **extra: Any) -> dict[str, Any]:
+def source_connection_for(config: PipelineConfig, **extra: ExtraValue) -> AirflowConnection:
     """The ``cdc_source`` connection describing ``config``'s source cluster, plus ``extra``.
 
     What the demo and the tests hand to ``airflow dags test`` or a stack: the source's
@@ -110,7 +121,7 @@ def source_connection_for(config: PipelineConfig, **extra: Any) -> dict[str, Any
     """
     from cdcgen.adapters.cluster_access import access_for
 
-    settings: dict[str, Any] = {
+    settings: dict[str, ExtraValue] = {
         "source_mode": str(config.source_mode),
         "source_keyspace_prefix": config.source_keyspace_prefix,
         "clock_source": config.clock_source,
@@ -134,6 +145,6 @@ def source_connection_for(config: PipelineConfig, **extra: Any) -> dict[str, Any
     )
 
 
-def connection_env(conn_id: str, connection: Mapping[str, Any]) -> dict[str, str]:
+def connection_env(conn_id: str, connection: AirflowConnection) -> dict[str, str]:
     """The one environment variable that defines ``conn_id``."""
     return {env_var_name(conn_id): json.dumps(dict(connection), sort_keys=True)}

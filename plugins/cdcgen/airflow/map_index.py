@@ -38,20 +38,20 @@ def generation_label(generation: Any) -> str:
 def map_label(task: Any) -> str:
     """The label of a mapped ``task`` (an operator after its fields were rendered): its
     generation, else its table, else "" (Airflow then shows the index)."""
-    values: dict[str, Any] = dict(_op_kwargs(task))
-    for name in LABELLED:
-        if values.get(name) is None:
-            values[name] = getattr(task, name, None)
-    if values.get("generation"):
-        return generation_label(values["generation"])
-    if values.get("table"):
-        return str(values["table"])
+    generation, table = (_argument(task, name) for name in LABELLED)
+    if generation:
+        return generation_label(generation)
+    if table:
+        return str(table)
     return ""
 
 
-def _op_kwargs(task: Any) -> Mapping[str, Any]:
+def _argument(task: Any, name: str) -> Any:
+    """The task's argument ``name``: a ``@task``'s keyword (``op_kwargs``), else an
+    operator's attribute."""
     kwargs = getattr(task, "op_kwargs", None)
-    return kwargs if isinstance(kwargs, Mapping) else {}
+    value = kwargs.get(name) if isinstance(kwargs, Mapping) else None
+    return getattr(task, name, None) if value is None else value
 
 
 #: The DAGs' ``user_defined_macros``.

@@ -15,7 +15,7 @@ connection's type is not what the hook reads.
 from __future__ import annotations
 
 from importlib.metadata import PackageNotFoundError, version
-from typing import Any
+from typing import Any, TypedDict
 
 from pydantic.fields import FieldInfo
 
@@ -29,6 +29,20 @@ from cdcgen.env_settings import connection_field
 CONNECTION_TYPE = "cdcgen"
 INTEGRATION = "ScyllaDB CDC"
 HOOK = "cdcgen.airflow.hooks.CdcSourceHook"
+
+
+class FieldSchema(TypedDict):
+    """A form field's JSON schema: its JSON type, or null (the field left empty)."""
+
+    type: list[str]
+
+
+class ConnectionField(TypedDict):
+    """One extra field of the connection form, as ``conn-fields`` declares it."""
+
+    label: str
+    description: str
+    schema: FieldSchema
 
 
 def get_provider_info() -> dict[str, Any]:
@@ -82,10 +96,10 @@ def get_provider_info() -> dict[str, Any]:
     }
 
 
-def connection_fields() -> dict[str, dict[str, Any]]:
+def connection_fields() -> dict[str, ConnectionField]:
     """The form's extra fields: each setting a connection extra overrides, then the extras
     passed through to the adapters, each with its meaning."""
-    fields: dict[str, dict[str, Any]] = {}
+    fields: dict[str, ConnectionField] = {}
     models = (PipelineConfig, AccessSettings)
     for model in models:
         for field in model.model_fields.values():

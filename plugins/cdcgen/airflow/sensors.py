@@ -13,7 +13,6 @@ defer, hence classes. The hook (and so the connection) is touched only in ``exec
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -25,7 +24,7 @@ from cdcgen.adapters.errors import is_transient
 from cdcgen.airflow.connections import SOURCE_CONN_ID
 from cdcgen.airflow.failures import fail_fast
 from cdcgen.airflow.hooks import CdcSourceHook
-from cdcgen.airflow.triggers import STARTED, ClockPastTrigger, clock_settings
+from cdcgen.airflow.triggers import STARTED, ClockEvent, ClockPastTrigger, clock_settings
 from cdcgen.airflow.xcom import from_xcom
 from cdcgen.core.clocks import ClockCheck, generation_started_at, window_closes_at
 from cdcgen.core.generation import Generation
@@ -112,7 +111,7 @@ class ClockPastSensor(BaseSensorOperator):
             timeout=timeout + _DEFER_MARGIN,
         )
 
-    def execute_complete(self, context: Context, event: Mapping[str, Any] | None = None) -> Any:
+    def execute_complete(self, context: Context, event: ClockEvent | None = None) -> Any:
         """Resumed from the trigger: succeed, or fail naming the nodes that kept it waiting."""
         if not event:
             raise AirflowException("ClockPastTrigger ended without an event")

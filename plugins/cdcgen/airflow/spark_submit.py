@@ -114,8 +114,9 @@ class CdcSparkSubmitOperator(SparkSubmitOperator):
 
         planned, planned_conf = dict(self.env_vars or {}), self.conf
         planned_args = list(self.application_args or [])
+        job_env = {name: str(value) for name, value in planned.items()}
         try:
-            return self._submit(context, planned, planned_conf or {}, planned_args)
+            return self._submit(context, job_env, planned_conf or {}, planned_args)
         except AirflowException as exc:
             # The job says the kind of its error with its exit status (ExitCode).
             if f"Error code is: {int(ExitCode.TERMINAL)}." in str(exc):
@@ -127,7 +128,7 @@ class CdcSparkSubmitOperator(SparkSubmitOperator):
             self._hook = None
 
     def _submit(
-        self, context: Any, planned: dict[str, Any], conf: dict[str, Any], args: list[str]
+        self, context: Any, job_env: Mapping[str, str], conf: Mapping[str, str], args: list[str]
     ) -> Any:
         # The hook would put env_vars on the command line (YARN, Kubernetes): the job's
         # variables go into spark-submit's environment instead (cdcgen.airflow.spark_masters).
@@ -145,7 +146,7 @@ class CdcSparkSubmitOperator(SparkSubmitOperator):
 
                 sink = CdcSourceHook(self.sink_conn_id).get_config()
                 credentials |= stack.enter_context(credentials_env(sink, SINK_PREFIX))
-            job = {**{name: str(value) for name, value in planned.items()}, **credentials}
+            job = {**job_env, **credentials}
             with submit_environment({**job, **lake_connection_env()}):
                 return super().execute(context)
 

@@ -22,10 +22,12 @@ import asyncio
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, NotRequired
 
 from airflow.triggers.base import BaseEventTrigger, BaseTrigger, TriggerEvent
 from asgiref.sync import sync_to_async
+from pydantic import TypeAdapter
+from typing_extensions import TypedDict
 
 from cdcgen.access_settings import AccessSettings
 from cdcgen.adapters.clock_sessions import SHARED_CLOCKS
@@ -42,6 +44,60 @@ LOG_EVERY_SECONDS = 30.0
 STARTED = "started"
 TIMEOUT = "timeout"
 ERROR = "error"
+
+
+class ClockSettings(TypedDict, total=False):
+    """What the triggerer rebuilds a clock reader from (a trigger's ``source`` kwarg, JSON
+    in the metadata database): the settings of :data:`_CLOCK_SETTINGS` that are set, and
+    the connection whose login and password it reads (never the credentials themselves)."""
+
+    contact_points: list[str]
+    port: int
+    protocol_version: int
+    source_mode: str
+    source_keyspace_prefix: str
+    clock_source: str
+    tls: bool
+    tls_ca_file: str
+    tls_cert_file: str
+    tls_key_file: str
+    tls_verify_hostname: bool
+    conn_id: str
+
+
+class LaggingNode(TypedDict):
+    """A node that kept a wait going: its clock (ISO), or why it could not be read."""
+
+    node: str
+    clock: str | None
+    error: str | None
+
+
+class ClockEvent(TypedDict):
+    """The payload of :class:`ClockPastTrigger`'s event, which the sensor's
+    ``execute_complete`` reads: ``started`` (each node's clock), ``timeout`` (the nodes
+    lagging, named in ``message``) or ``error``."""
+
+    status: str
+    target: NotRequired[str]
+    clocks: NotRequired[dict[str, str]]
+    lagging: NotRequired[list[LaggingNode]]
+    message: NotRequired[str]
+
+
+class CommittedEvent(TypedDict):
+    """The payload of :class:`GenerationCommittedTrigger`'s event: the generations
+    committed and not published (:func:`cdcgen.pipeline.watch.describe`)."""
+
+    status: str
+    cluster: str
+    generations: list[dict[str, object]]
+    detected_at: str
+
+
+#: Checks and orders a clock reader's settings (pydantic reads a TypedDict field by field).
+_CLOCK_SETTINGS_JSON: TypeAdapter[ClockSettings] = TypeAdapter(ClockSettings)
+
 
 # Settings the trigger needs to rebuild a clock reader in the triggerer. No credentials:
 # trigger kwargs are stored in the metadata database; the triggerer reads them from the
@@ -61,12 +117,13 @@ _CLOCK_SETTINGS = (
 )
 
 
-def clock_settings(config: PipelineConfig, conn_id: str | None = None) -> dict[str, Any]:
+def clock_settings(config: PipelineConfig, conn_id: str | None = None) -> ClockSettings:
     """The JSON-safe, secret-free part of ``config`` a clock reader is built from."""
     wanted = set(_CLOCK_SETTINGS)
     dumped = config.model_dump(mode="json", include=wanted)
     dumped |= config.access.model_dump(mode="json", include=wanted)
-    settings: dict[str, Any] = {name: value for name, value in dumped.items() if value is not None}
+    given = {name: value for name, value in dumped.items() if value is not None}
+    settings = _CLOCK_SETTINGS_JSON.validate_python(given)
     settings["tls"] = config.access.uses_tls
     if conn_id is not None:
         settings["conn_id"] = conn_id
@@ -74,7 +131,7 @@ def clock_settings(config: PipelineConfig, conn_id: str | None = None) -> dict[s
 
 
 def config_from_clock_settings(
-    settings: dict[str, Any],
+    settings: ClockSettings,
     *,
     login: str | None = None,
     password: str | None = None,
@@ -112,7 +169,7 @@ async def wait_until_past(
     log: Callable[[str], None] = lambda _msg: None,
     monotonic: Callable[[], float] = time.monotonic,
     transient: Callable[[BaseException], bool] = is_transient,
-) -> dict[str, Any]:
+) -> ClockEvent:
     """Poll ``read_clocks`` until every node's clock is at or past the target instant;
     return the event payload.
 
@@ -171,13 +228,13 @@ async def wait_until_past(
         await asyncio.sleep(max(0.05, min(poll_interval, shortfall, remaining)))
 
 
-def _lagging_json(check: ClockCheck) -> list[dict[str, Any]]:
+def _lagging_json(check: ClockCheck) -> list[LaggingNode]:
     return [
-        {
-            "node": c.node,
-            "clock": reading.isoformat() if (reading := c.reading) is not None else None,
-            "error": c.error,
-        }
+        LaggingNode(
+            node=c.node,
+            clock=reading.isoformat() if (reading := c.reading) is not None else None,
+            error=c.error,
+        )
         for c in check.lagging
     ]
 
@@ -192,14 +249,14 @@ class ClockPastTrigger(BaseTrigger):
         self,
         *,
         target_ms: int,
-        source: dict[str, Any],
+        source: ClockSettings,
         timeout_seconds: float,
         subject: str,
         poll_interval: float = 1.0,
     ) -> None:
         super().__init__()  # type: ignore[no-untyped-call]  # BaseTrigger.__init__(**kwargs) has no annotations
         self.target_ms = int(target_ms)
-        self.source = dict(source)
+        self.source = source.copy()
         self.timeout_seconds = float(timeout_seconds)
         self.subject = subject
         self.poll_interval = float(poll_interval)
@@ -329,17 +386,17 @@ class GenerationCommittedTrigger(BaseEventTrigger):
                     await asyncio.sleep(self.poll_interval)
             await asyncio.sleep(max(self.poll_interval, WATCH_RETRY_SECONDS))
 
-    def _payload(self, new: Sequence[Generation]) -> dict[str, Any]:
+    def _payload(self, new: Sequence[Generation]) -> CommittedEvent:
         from cdcgen.pipeline.watch import describe
 
         label = ", ".join(g.label for g in new)
         self.log.info("%s committed, not published: starting a run", label)
-        return {
-            "status": COMMITTED,
-            "cluster": self.conn_id,
-            "generations": describe(new),
-            "detected_at": iso_millis(datetime.now(UTC)),
-        }
+        return CommittedEvent(
+            status=COMMITTED,
+            cluster=self.conn_id,
+            generations=describe(new),
+            detected_at=iso_millis(datetime.now(UTC)),
+        )
 
 
 class _Complaint:

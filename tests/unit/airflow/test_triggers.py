@@ -124,3 +124,36 @@ def test_polling_goes_on_through_failures(cluster: Cluster) -> None:
     trigger = GenerationCommittedTrigger(conn_id="watched", poll_interval=0.01)
     got = asyncio.run(events(trigger, lambda: cluster.polls >= 6))
     assert [ids(p) for p in got] == [["gen-0"]]
+
+
+def test_a_clock_reader_s_settings_are_json_with_no_secret_and_rebuild_its_config(
+    tmp_path: Any,
+) -> None:
+    """What the clock wait stores in the trigger's kwargs, in the order it always had."""
+    from cdcgen.airflow.triggers import clock_settings, config_from_clock_settings
+
+    ca = tmp_path / "ca.pem"
+    config = PipelineConfig(
+        contact_points=("10.0.0.1", "10.0.0.2"),
+        protocol_version=4,
+        username="ops_user",
+        password="s3cret-pw",
+        tls_ca_file=ca,
+    )
+    settings = clock_settings(config, "east")
+    assert list(settings.items()) == [
+        ("contact_points", ["10.0.0.1", "10.0.0.2"]),
+        ("port", 9042),
+        ("protocol_version", 4),
+        ("source_mode", "raft"),
+        ("source_keyspace_prefix", ""),
+        ("clock_source", "cql"),
+        ("tls", True),
+        ("tls_ca_file", str(ca)),
+        ("tls_verify_hostname", True),
+        ("conn_id", "east"),
+    ]
+    assert "s3cret-pw" not in json.dumps(settings) and "ops_user" not in json.dumps(settings)
+    rebuilt = config_from_clock_settings(settings, login="ops_user", password="s3cret-pw")
+    assert clock_settings(rebuilt, "east") == settings
+    assert rebuilt.access.username == "ops_user"

@@ -117,7 +117,7 @@ def test_every_dag_s_params_are_the_ones_its_trigger_form_always_showed(
 
 
 def test_the_lake_and_tables_params_share_their_wording() -> None:
-    assert LAKE_PATH_RULE == LAKE_RULE.removeprefix("; ")
+    assert LAKE_RULE.removeprefix("; ") == LAKE_PATH_RULE
     lakes = [PARAMS[d]["lake_path"] for d in ("cdc_generations", "cdc_changes")]
     tables = [PARAMS[d]["tables"] for d in ("cdc_changes", "cdc_replication")]
     assert all(description.endswith(LAKE_RULE) for _, _, description in lakes)
