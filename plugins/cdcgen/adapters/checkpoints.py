@@ -51,6 +51,8 @@ from cdcgen.core.windows import GenerationSpan, TableState
 from cdcgen.schema import create_keyspace_cql
 
 if TYPE_CHECKING:
+    from cassandra.metadata import TableMetadata
+
     from cdcgen.adapters.cql import CqlClient
 
 CHECKPOINTS_TABLE = "cdc_bucket_checkpoints"
@@ -134,7 +136,7 @@ class CqlCheckpointStore:
     def _name(self, table: str) -> str:
         return f"{self._keyspace}.{table}"
 
-    def ensure_schema(self, replication: Mapping[str, Any] | None = None) -> None:
+    def ensure_schema(self, replication: Mapping[str, str | int] | None = None) -> None:
         """Create the keyspace (if absent) and both tables; cheap when they exist.
 
         Schema changes are slow on a loaded node, so they get a long timeout, and are
@@ -159,7 +161,7 @@ class CqlCheckpointStore:
         for cql in statements:
             self._client.session.execute(SimpleStatement(cql), timeout=DDL_TIMEOUT)
 
-    def _add_missing_columns(self, tables: Mapping[str, Any]) -> None:
+    def _add_missing_columns(self, tables: Mapping[str, TableMetadata]) -> None:
         """Tables created by an earlier version lack the columns added since: add them
         (another run adding the same column at the same moment is no error)."""
         from cassandra import InvalidRequest

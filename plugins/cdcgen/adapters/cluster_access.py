@@ -17,13 +17,14 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypedDict
 
 from pydantic import SecretStr
 
 from cdcgen.config import ConfigError
 
 if TYPE_CHECKING:
+    from cassandra.auth import PlainTextAuthProvider
     from cassandra.policies import LoadBalancingPolicy
 
     from cdcgen.config import PipelineConfig
@@ -37,6 +38,14 @@ class TlsMaterial:
     cert_pem: str | None = None
     key_pem: SecretStr | None = None
     verify_hostname: bool = True
+
+
+class DriverOptions(TypedDict, total=False):
+    """What a cluster's access adds to the driver's ``Cluster(...)`` arguments."""
+
+    protocol_version: int
+    auth_provider: PlainTextAuthProvider
+    ssl_context: ssl.SSLContext
 
 
 #: Nodes of each remote datacenter a session keeps connections to: all of them. The
@@ -75,11 +84,11 @@ class ClusterAccess:
             self.local_datacenter, used_hosts_per_remote_dc=ALL_REMOTE_HOSTS
         )
 
-    def driver_options(self, protocol_version: int | None = None) -> dict[str, Any]:
+    def driver_options(self, protocol_version: int | None = None) -> DriverOptions:
         """``Cluster(**options)``: the auth provider and SSL context when needed, and the
         protocol version when one is set (unset, the driver negotiates: ScyllaDB answers
         v5 with a protocol error and the driver steps down to v4)."""
-        options: dict[str, Any] = {}
+        options = DriverOptions()
         if protocol_version is not None:
             options["protocol_version"] = protocol_version
         if self.username is not None and self.password is not None:

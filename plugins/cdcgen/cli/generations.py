@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import argparse
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Literal, TypeAlias, TypedDict
 
 from pydantic import BaseModel
 
@@ -127,5 +127,10 @@ def _source(client: CqlClient, config: PipelineConfig) -> list[Generation]:
     return sorted(source_for(client, config).list_generations())
 
 
-def _when(moment: datetime) -> dict[str, Any]:
-    return {"timestamp": iso_millis(moment), "timestamp_ms": to_millis(moment)}
+class _Moment(TypedDict):
+    timestamp: str
+    timestamp_ms: int
+
+
+def _when(moment: datetime) -> _Moment:
+    return _Moment(timestamp=iso_millis(moment), timestamp_ms=to_millis(moment))

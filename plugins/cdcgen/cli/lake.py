@@ -20,7 +20,7 @@ once, with no DAG running (their writes would fail on the unconverted lake).
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, TypeAlias, TypedDict
 
 from cdcgen.cli import CliError, plain_text
 from cdcgen.cli.generation_ops import print_json_line
@@ -95,7 +95,16 @@ def migrate_command(args: argparse.Namespace) -> int:
     return 0
 
 
-def migrate_table(spark: SparkSession | None, root: LakeRoot) -> dict[str, Any]:
+class TableConversion(TypedDict):
+    """One changes table after ``cdcgen lake migrate``: converted or already Delta."""
+
+    table: str
+    converted: bool
+    version: int
+    rows: int
+
+
+def migrate_table(spark: SparkSession | None, root: LakeRoot) -> TableConversion:
     """Convert one table if it is Parquet; verify no row was lost."""
     import pyarrow.dataset as ds
 
@@ -116,9 +125,9 @@ def migrate_table(spark: SparkSession | None, root: LakeRoot) -> dict[str, Any]:
         raise CliError(
             f"{root}: the Delta table reads {rows} rows, its Parquet files held {before}"
         )
-    return {
-        "table": LakeLocation.of(root).name,
-        "converted": before is not None,
-        "version": version,
-        "rows": rows,
-    }
+    return TableConversion(
+        table=LakeLocation.of(root).name,
+        converted=before is not None,
+        version=version,
+        rows=rows,
+    )

@@ -18,7 +18,6 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -39,6 +38,7 @@ from cdcgen.core.topology import (
     TopologyDescription,
     generation_ring,
 )
+from cdcgen.core.topology_json import DescriptionJson, EntryJson
 
 ByteMatrix = npt.NDArray[np.uint8]
 
@@ -113,26 +113,26 @@ class GenerationArrays:
             stream_bytes=np.frombuffer(raw, dtype=np.uint8).reshape(-1, STREAM_ID_SIZE).copy(),
         )
 
-    def description_json(self) -> dict[str, Any]:
+    def description_json(self) -> DescriptionJson:
         """Same as ``description_to_json(self.to_description())``, without the objects."""
         hex_digits = np.ascontiguousarray(self.stream_bytes).tobytes().hex()
         width = 2 * STREAM_ID_SIZE
         offsets = self.offsets.tolist()
         ends = self.range_ends.tolist()
         ignores = self.ignore_msb.tolist()
-        return {
-            "entries": [
-                {
-                    "token_range_end": ends[i],
-                    "sharding_ignore_msb": ignores[i],
-                    "streams": [
+        return DescriptionJson(
+            entries=[
+                EntryJson(
+                    token_range_end=ends[i],
+                    sharding_ignore_msb=ignores[i],
+                    streams=[
                         hex_digits[row * width : (row + 1) * width]
                         for row in range(offsets[i], offsets[i + 1])
                     ],
-                }
+                )
                 for i in range(len(ends))
             ]
-        }
+        )
 
     def to_description(self) -> TopologyDescription:
         raw = np.ascontiguousarray(self.stream_bytes).tobytes()

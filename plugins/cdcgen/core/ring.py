@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, TypedDict
 
 from cdcgen.core.time import from_millis, to_millis
 from cdcgen.core.tokens import (
@@ -206,23 +206,41 @@ def ring_for(recorded: Ring | None) -> tuple[Ring | None, str]:
 # --- JSON -------------------------------------------------------------------------------
 
 
-def ring_to_json(ring: Ring) -> dict[str, Any]:
+class RingNodeJson(TypedDict):
+    """A node of a ring document (its shard count and sharding unknown: null)."""
+
+    name: str
+    shard_count: int | None
+    ignore_msb: int | None
+    state: str
+    tokens: list[int]
+
+
+class RingJson(TypedDict):
+    """A ring document: where the ring was read, when, and its nodes."""
+
+    source: str
+    seen_at_ms: int | None
+    nodes: list[RingNodeJson]
+
+
+def ring_to_json(ring: Ring) -> RingJson:
     """``{"source", "seen_at_ms", "nodes": [{"name", "shard_count", "ignore_msb",
     "state", "tokens"}]}``: a superset of the topology file format."""
-    return {
-        "source": ring.source,
-        "seen_at_ms": to_millis(ring.seen_at) if ring.seen_at else None,
-        "nodes": [
-            {
-                "name": n.name,
-                "shard_count": n.shard_count,
-                "ignore_msb": n.ignore_msb,
-                "state": n.state,
-                "tokens": list(n.tokens),
-            }
+    return RingJson(
+        source=ring.source,
+        seen_at_ms=to_millis(ring.seen_at) if ring.seen_at else None,
+        nodes=[
+            RingNodeJson(
+                name=n.name,
+                shard_count=n.shard_count,
+                ignore_msb=n.ignore_msb,
+                state=n.state,
+                tokens=list(n.tokens),
+            )
             for n in ring.nodes
         ],
-    }
+    )
 
 
 def ring_from_json(obj: Any) -> Ring:

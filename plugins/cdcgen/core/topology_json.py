@@ -10,7 +10,7 @@ the one that is wrong (:class:`~cdcgen.core.topology.InvalidDescription`,
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, TypedDict
 
 from cdcgen.core.stream_id import InvalidStreamId, StreamId
 from cdcgen.core.topology import (
@@ -22,18 +22,47 @@ from cdcgen.core.topology import (
 )
 
 
-def description_to_json(description: TopologyDescription) -> dict[str, Any]:
+class EntryJson(TypedDict):
+    """A description entry: its token range's end, sharding, and streams as hex."""
+
+    token_range_end: int
+    sharding_ignore_msb: int
+    streams: list[str]
+
+
+class DescriptionJson(TypedDict):
+    """A description document: its entries in ring order."""
+
+    entries: list[EntryJson]
+
+
+class NodeJson(TypedDict):
+    """A node of a topology file."""
+
+    name: str
+    shard_count: int
+    ignore_msb: int
+    tokens: list[int]
+
+
+class TopologyJson(TypedDict):
+    """A topology file: the nodes a generation is made for."""
+
+    nodes: list[NodeJson]
+
+
+def description_to_json(description: TopologyDescription) -> DescriptionJson:
     """``{"entries": [{"token_range_end", "sharding_ignore_msb", "streams"}]}``, ring order."""
-    return {
-        "entries": [
-            {
-                "token_range_end": entry.range_end,
-                "sharding_ignore_msb": entry.sharding_ignore_msb,
-                "streams": [stream.hex for stream in entry.streams],
-            }
+    return DescriptionJson(
+        entries=[
+            EntryJson(
+                token_range_end=entry.range_end,
+                sharding_ignore_msb=entry.sharding_ignore_msb,
+                streams=[stream.hex for stream in entry.streams],
+            )
             for entry in description.entries
         ]
-    }
+    )
 
 
 def _field(obj: Mapping[str, Any], name: str, where: str) -> Any:
@@ -84,19 +113,19 @@ def description_from_json(obj: Any) -> TopologyDescription:
     return TopologyDescription(tuple(entries))
 
 
-def nodes_to_json(nodes: Iterable[Node]) -> dict[str, Any]:
+def nodes_to_json(nodes: Iterable[Node]) -> TopologyJson:
     """The topology file format read by :func:`nodes_from_json`."""
-    return {
-        "nodes": [
-            {
-                "name": node.name,
-                "shard_count": node.shard_count,
-                "ignore_msb": node.ignore_msb,
-                "tokens": list(node.tokens),
-            }
+    return TopologyJson(
+        nodes=[
+            NodeJson(
+                name=node.name,
+                shard_count=node.shard_count,
+                ignore_msb=node.ignore_msb,
+                tokens=list(node.tokens),
+            )
             for node in nodes
         ]
-    }
+    )
 
 
 def nodes_from_json(obj: Any) -> tuple[Node, ...]:

@@ -18,6 +18,7 @@ import numpy as np
 
 from cdcgen.core.stream_id import STREAM_ID_SIZE
 from cdcgen.core.topology import InvalidDescription
+from cdcgen.core.topology_json import DescriptionJson, EntryJson
 from cdcgen.core.user_text import UnreadableJson, load_json
 from cdcgen.extract.description_columns import (
     DescriptionColumns,
@@ -191,22 +192,22 @@ def _not_text(entries: list[Any]) -> str:
     return "streams: expected lists of hex strings"
 
 
-def columns_to_json(columns: DescriptionColumns) -> dict[str, Any]:
+def columns_to_json(columns: DescriptionColumns) -> DescriptionJson:
     """The same JSON as :func:`cdcgen.core.topology.description_to_json`."""
     hexes = columns.stream_hex()
     offsets = columns.offsets.tolist()
-    return {
-        "entries": [
-            {
-                "token_range_end": end,
-                "sharding_ignore_msb": ignore,
-                "streams": hexes[offsets[i] : offsets[i + 1]],
-            }
+    return DescriptionJson(
+        entries=[
+            EntryJson(
+                token_range_end=end,
+                sharding_ignore_msb=ignore,
+                streams=hexes[offsets[i] : offsets[i + 1]],
+            )
             for i, (end, ignore) in enumerate(
                 zip(columns.range_ends.tolist(), columns.ignore_msb.tolist(), strict=True)
             )
         ]
-    }
+    )
 
 
 def read_description_file(path: Path | str) -> DescriptionColumns:

@@ -26,7 +26,7 @@ import json
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from cdcgen.adapters.delta_tables import delta_table, is_delta
 from cdcgen.adapters.lake_store import LakeLocation, LakeRoot
@@ -46,6 +46,29 @@ TABLE_COLUMN = "cdc_table"
 MANIFEST_KEY = b"cdcgen.generation"
 VNODES = "vnodes"
 TABLETS = "tablets"
+
+
+class GenerationManifest(TypedDict):
+    """What every file of an extraction records in its footer (:data:`MANIFEST_KEY`)."""
+
+    timestamp_ms: int
+    generation_id: str
+    entry_count: int
+    stream_count: int
+    description_sha256: str
+    ring_sha256: str | None
+    table: str | None
+    source_problem: str | None
+
+
+class ArtifactJson(GenerationManifest):
+    """An extraction as the extract job reports it: its manifest, its table version and
+    files."""
+
+    lake_format: str
+    lake_version: int
+    files: list[str]
+    has_topology: bool
 
 
 def table_dir(lake: LakeRoot, table: str | None = None) -> LakeLocation:
@@ -141,27 +164,27 @@ class GenerationArtifact:
             return None
         return ring_from_json(json.loads(read_document(self.lake, self.ring_sha256)))
 
-    def manifest(self) -> dict[str, Any]:
+    def manifest(self) -> GenerationManifest:
         """What each file's footer records (:data:`MANIFEST_KEY`)."""
-        return {
-            "timestamp_ms": self.timestamp_ms,
-            "generation_id": self.generation_id,
-            "entry_count": self.entry_count,
-            "stream_count": self.stream_count,
-            "description_sha256": self.description_sha256,
-            "ring_sha256": self.ring_sha256,
-            "table": self.table,
-            "source_problem": self.source_problem,
-        }
+        return GenerationManifest(
+            timestamp_ms=self.timestamp_ms,
+            generation_id=self.generation_id,
+            entry_count=self.entry_count,
+            stream_count=self.stream_count,
+            description_sha256=self.description_sha256,
+            ring_sha256=self.ring_sha256,
+            table=self.table,
+            source_problem=self.source_problem,
+        )
 
-    def to_json(self) -> dict[str, Any]:
-        return {
+    def to_json(self) -> ArtifactJson:
+        return ArtifactJson(
             **self.manifest(),
-            "lake_format": "delta",
-            "lake_version": self.version,
-            "files": [str(path) for path in self.files],
-            "has_topology": self.has_topology,
-        }
+            lake_format="delta",
+            lake_version=self.version,
+            files=[str(path) for path in self.files],
+            has_topology=self.has_topology,
+        )
 
 
 def read_artifact(

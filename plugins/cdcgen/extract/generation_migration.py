@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from cdcgen.core.ring import ring_from_json
 from cdcgen.core.time import from_millis
@@ -25,12 +25,21 @@ OLD_DESCRIPTION = "description.json"
 OLD_TOPOLOGY = "topology.json"
 
 
-def migrate_generations(lake: Path) -> list[dict[str, Any]]:
+class PartitionConversion(TypedDict):
+    """One converted partition, as ``cdcgen lake migrate`` prints it."""
+
+    generation: str
+    converted: bool
+    version: int
+    streams: int
+
+
+def migrate_generations(lake: Path) -> list[PartitionConversion]:
     """Convert every Parquet partition of ``lake``; one summary per generation."""
     return [migrate_partition(Path(lake), directory) for directory in parquet_partitions(lake)]
 
 
-def migrate_partition(lake: Path, directory: Path) -> dict[str, Any]:
+def migrate_partition(lake: Path, directory: Path) -> PartitionConversion:
     """Convert one old partition, checking its description against its manifest."""
     try:
         manifest = json.loads((directory / OLD_MANIFEST).read_text(encoding="utf-8"))
@@ -58,9 +67,9 @@ def migrate_partition(lake: Path, directory: Path) -> dict[str, Any]:
         directory.rmdir()  # a tablets partition: its data now lives in the other table
         if directory.parent.name.startswith("table=") and not any(directory.parent.iterdir()):
             directory.parent.rmdir()
-    return {
-        "generation": artifact.label,
-        "converted": True,
-        "version": artifact.version,
-        "streams": artifact.stream_count,
-    }
+    return PartitionConversion(
+        generation=artifact.label,
+        converted=True,
+        version=artifact.version,
+        streams=artifact.stream_count,
+    )

@@ -30,9 +30,23 @@ from cdcgen.core.ring import Ring, ring_from_json, with_left_nodes
 from cdcgen.core.time import InvalidTimestamp, from_millis, parse_moment
 from cdcgen.extract.description_columns import DescriptionColumns
 from cdcgen.extract.description_json import read_description_file
+from cdcgen.extract.generation_lake import ArtifactJson
 from cdcgen.spark.session import JobKind
 
 T = TypeVar("T")
+
+
+class ExtractSummary(ArtifactJson):
+    """The job's line on stdout: the extraction, its partition's folder, the rows Spark
+    read back, and where the time went."""
+
+    partition: str
+    rows_read_back: int
+    seconds_load: float
+    seconds_spark_start: float
+    seconds_spark_wait: float
+    seconds_extract: float
+    peak_rss_mb: float
 
 
 class ExtractJobError(TerminalError):
@@ -146,7 +160,7 @@ def load_columns(
     return DescriptionColumns.from_arrays(found), None
 
 
-def run(argv: Sequence[str] | None = None, config: PipelineConfig | None = None) -> dict[str, Any]:
+def run(argv: Sequence[str] | None = None, config: PipelineConfig | None = None) -> ExtractSummary:
     """Run the job; returns (and ``main`` prints) what was written and how long it took.
 
     ``config`` defaults to the ``CDCGEN_*`` environment.
@@ -195,16 +209,16 @@ def run(argv: Sequence[str] | None = None, config: PipelineConfig | None = None)
         source_problem=source_problem,
     )
     done = time.monotonic()
-    return {
-        "partition": str(result.artifact.directory),
+    return ExtractSummary(
+        partition=str(result.artifact.directory),
         **result.artifact.to_json(),
-        "rows_read_back": result.rows_read_back,
-        "seconds_load": round(loaded - started, 3),
-        "seconds_spark_start": round(spark_start, 3),
-        "seconds_spark_wait": round(waited - loaded, 3),
-        "seconds_extract": round(done - waited, 3),
-        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
-    }
+        rows_read_back=result.rows_read_back,
+        seconds_load=round(loaded - started, 3),
+        seconds_spark_start=round(spark_start, 3),
+        seconds_spark_wait=round(waited - loaded, 3),
+        seconds_extract=round(done - waited, 3),
+        peak_rss_mb=round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+    )
 
 
 def _timed(start: Callable[[JobKind], T], kind: JobKind) -> tuple[T, float]:
