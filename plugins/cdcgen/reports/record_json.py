@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, TypedDict
 
 from cdcgen.core.errors import TerminalError
 from cdcgen.core.time import naive_as_utc
@@ -64,13 +64,19 @@ def _optional_int(value: Any) -> int | None:
     return None if value is None else int(value)
 
 
-def _expectation_json(outcome: ExpectationOutcome) -> dict[str, Any]:
-    return {
-        "name": outcome.name,
-        "passed": outcome.passed,
-        "details": outcome.details,
-        "column": outcome.column,
-    }
+class ExpectationJson(TypedDict):
+    """A record's check: its name, verdict, what it observed and the column it is about."""
+
+    name: str
+    passed: bool
+    details: str
+    column: str | None
+
+
+def _expectation_json(outcome: ExpectationOutcome) -> ExpectationJson:
+    return ExpectationJson(
+        name=outcome.name, passed=outcome.passed, details=outcome.details, column=outcome.column
+    )
 
 
 def to_json(record: RunRecord) -> dict[str, Any]:

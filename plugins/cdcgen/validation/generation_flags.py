@@ -423,7 +423,7 @@ def flag_into(
     description for the entries: the thread mostly waits for pyarrow and the JVM, which
     leave Python free, so the two overlap instead of adding up.
     """
-    names = [str(e["type"]) for suite in suites for e in suite.expectations]
+    names = [e.type for suite in suites for e in suite.expectations]
     stream_rules = rules_of(names, "streams")
     entry_rules = rules_of(names, "entries")
     if engine == "sql":

@@ -161,7 +161,7 @@ def _load_when_used(name: str) -> None:
 def run_suites(
     suites: Sequence[SuiteSpec],
     source: BatchSource,
-    parameters: Mapping[str, Any],
+    parameters: Mapping[str, int],
     report_dir: Path,
     run_name: str,
     *,
@@ -212,12 +212,14 @@ def run_suites(
     progress = Progress(total=checks, unit="checks", log=log.info, every=0.0, label=run_name)
     for spec in suites:
         suite = gx.ExpectationSuite(
-            name=spec.name, expectations=[dict(e) for e in spec.expectations], meta=dict(spec.meta)
+            name=spec.name,
+            expectations=[dict(e.config) for e in spec.expectations],
+            meta=dict(spec.meta),
         )
         if len(suite.expectations) != len(spec.expectations):
             # GX logs and drops an expectation it cannot build; a dropped check must not pass.
             loaded = {e.expectation_type for e in suite.expectations}
-            lost = [e["type"] for e in spec.expectations if e["type"] not in loaded]
+            lost = [e.type for e in spec.expectations if e.type not in loaded]
             raise SuiteError(f"suite {spec.path}: GX could not build {lost} (see the log)")
         suite = context.suites.add(suite)
         batch_definition, batch_parameters = batches[spec.batch]
@@ -244,7 +246,7 @@ def run_suites(
                 CheckOutcome(
                     suite=spec.name,
                     expectation=config.type,
-                    check=check_name({"type": config.type, "meta": config.meta}),
+                    check=check_name(config.type, (config.meta or {}).get("check")),
                     passed=bool(item.success) and not raised,
                     observed=observed,
                     samples=samples,

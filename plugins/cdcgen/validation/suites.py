@@ -20,6 +20,8 @@ all in ``meta``:
   set: one stream per tablet, on the tablet's last token, index 0); both when absent.
   A rule of the other layout does not apply at all, so it is left out, not "skipped".
 
+Each expectation is read once into a :class:`SuiteCheck`: GX's own configuration, handed
+to GX as written, beside the name, layouts and inputs this project reads from its meta.
 Keeping this apart from GX lets the CLI and tests inspect suites cheaply.
 """
 
@@ -30,6 +32,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from pydantic import BaseModel, ValidationError
 
 from cdcgen.core.errors import TerminalError
 from cdcgen.env_settings import EnvSettings, env
@@ -76,12 +80,33 @@ class SuiteError(TerminalError, ValueError):
 
 
 @dataclass(frozen=True)
+class SuiteCheck:
+    """One expectation of a suite: GX's configuration as the file has it (``type``,
+    ``kwargs``, ``meta``), its check's name, the layouts it belongs to and the inputs it
+    needs."""
+
+    config: Mapping[str, Any]
+    type: str
+    name: str
+    layouts: frozenset[str]
+    requires: tuple[str, ...]
+
+
+class _CheckMeta(BaseModel):
+    """What this project reads from an expectation's ``meta`` (GX reads the rest)."""
+
+    check: str | None = None
+    requires: tuple[str, ...] = ()
+    layouts: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class SuiteSpec:
     """One suite, with the expectations whose requirements are met."""
 
     name: str
     batch: str
-    expectations: tuple[dict[str, Any], ...]
+    expectations: tuple[SuiteCheck, ...]
     skipped: tuple[str, ...]  # checks left out for a missing input, as "check (needs X)"
     meta: Mapping[str, Any]
     path: Path
@@ -92,10 +117,9 @@ def expectations_dir(env: Mapping[str, str] | None = None) -> Path:
     return SuiteSettings.from_env(env).expectations_dir
 
 
-def check_name(expectation: Mapping[str, Any]) -> str:
-    """The human name of a check: ``meta.check``, else the expectation type."""
-    meta = expectation.get("meta") or {}
-    return str(meta.get("check") or expectation.get("type"))
+def check_name(kind: str, check: object = None) -> str:
+    """The human name of a check: its ``meta.check``, else its expectation ``kind``."""
+    return str(check or kind)
 
 
 def load_suite(
@@ -120,18 +144,17 @@ def load_suite(
             f"{sorted(family.batches)}, got {batch!r}"
         )
     have = set(available)
-    kept: list[dict[str, Any]] = []
+    kept: list[SuiteCheck] = []
     skipped: list[str] = []
     for i, expectation in enumerate(raw["expectations"]):
-        if not isinstance(expectation, dict) or not isinstance(expectation.get("type"), str):
-            raise SuiteError(f"suite {path}: expectations[{i}] needs a 'type'")
-        if layout not in _layouts(path, i, expectation):
+        check = _check(path, i, expectation)
+        if layout not in check.layouts:
             continue
-        missing = [need for need in _requirements(path, i, expectation) if need not in have]
+        missing = [need for need in check.requires if need not in have]
         if missing:
-            skipped.append(f"{check_name(expectation)} (needs {', '.join(missing)})")
+            skipped.append(f"{check.name} (needs {', '.join(missing)})")
         else:
-            kept.append(expectation)
+            kept.append(check)
     return SuiteSpec(name, str(batch), tuple(kept), tuple(skipped), meta, path)
 
 
@@ -159,22 +182,24 @@ def _read(path: Path) -> dict[str, Any]:
     return raw
 
 
-def _layouts(path: Path, index: int, expectation: Mapping[str, Any]) -> set[str]:
-    layouts = set((expectation.get("meta") or {}).get("layouts") or LAYOUTS)
+def _check(path: Path, index: int, expectation: object) -> SuiteCheck:
+    """``expectations[index]`` of the suite file ``path``, its meta checked."""
+    where = f"suite {path}: expectations[{index}]"
+    if not isinstance(expectation, dict) or not isinstance(expectation.get("type"), str):
+        raise SuiteError(f"{where} needs a 'type'")
+    try:
+        meta = _CheckMeta.model_validate(expectation.get("meta") or {})
+    except ValidationError as exc:
+        raise SuiteError(f"{where}: unusable meta: {exc}") from None
+    layouts = frozenset(meta.layouts or LAYOUTS)
     if layouts - LAYOUTS:
         raise SuiteError(
-            f"suite {path}: expectations[{index}] names unknown layout(s) "
-            f"{sorted(layouts - LAYOUTS)}; known: {sorted(LAYOUTS)}"
+            f"{where} names unknown layout(s) {sorted(layouts - LAYOUTS)}; known: {sorted(LAYOUTS)}"
         )
-    return layouts
-
-
-def _requirements(path: Path, index: int, expectation: Mapping[str, Any]) -> list[str]:
-    needs = list((expectation.get("meta") or {}).get("requires") or [])
-    unknown = set(needs) - REQUIREMENTS
+    unknown = set(meta.requires) - REQUIREMENTS
     if unknown:
         raise SuiteError(
-            f"suite {path}: expectations[{index}] requires unknown input(s) "
-            f"{sorted(unknown)}; known: {sorted(REQUIREMENTS)}"
+            f"{where} requires unknown input(s) {sorted(unknown)}; known: {sorted(REQUIREMENTS)}"
         )
-    return [str(need) for need in needs]
+    kind = expectation["type"]
+    return SuiteCheck(expectation, kind, check_name(kind, meta.check), layouts, meta.requires)

@@ -224,8 +224,8 @@ def test_every_suite_expectation_names_a_registered_gx_type() -> None:
 
     for suite in load_suites(available={"topology", "shard_counts", "previous"}):
         for expectation in suite.expectations:
-            assert get_expectation_impl(expectation["type"]) is not None
-            assert expectation.get("meta", {}).get("check"), expectation
+            assert get_expectation_impl(expectation.type) is not None
+            assert expectation.config.get("meta", {}).get("check"), expectation
 
 
 def test_a_bad_suite_is_an_error_naming_the_file(tmp_path: Path) -> None:
@@ -273,7 +273,7 @@ def test_a_tablets_stream_set_has_its_own_partition_per_table(tmp_path: Path) ->
 def test_suites_for_tablets_leave_out_vnode_rules_and_add_tablet_rules() -> None:
     def checks(layout: str) -> set[str]:
         suites = load_suites(available={"topology", "previous"}, layout=layout)
-        return {str(e["meta"]["check"]) for s in suites for e in s.expectations}
+        return {str(e.config["meta"]["check"]) for s in suites for e in s.expectations}
 
     vnodes, tablets = checks("vnodes"), checks("tablets")
     vnode_only = {"shard colocation", "index bits equal the entry index"}

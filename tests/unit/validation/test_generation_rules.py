@@ -32,7 +32,7 @@ SQL_WORDS = {"and", "or", "not", "case", "when", "then", "else", "end", "length"
 def test_every_custom_suite_expectation_is_a_rule_and_every_rule_is_in_a_suite() -> None:
     everything = {"topology", "shard_counts", "previous"}
     types = {
-        e["type"]
+        e.type
         for layout in ("vnodes", "tablets")
         for suite in load_suites(available=everything, layout=layout)
         for e in suite.expectations

@@ -129,8 +129,8 @@ def test_every_change_suite_expectation_names_a_registered_gx_type() -> None:
 
     for suite in load_suites(available={"source_counts"}, family=CHANGE_SUITES):
         for expectation in suite.expectations:
-            assert get_expectation_impl(expectation["type"]) is not None
-            assert expectation.get("meta", {}).get("check"), expectation
+            assert get_expectation_impl(expectation.type) is not None
+            assert expectation.config.get("meta", {}).get("check"), expectation
 
 
 def test_a_suite_on_another_family_s_batch_is_an_error_naming_the_file(tmp_path: Path) -> None:
@@ -141,3 +141,46 @@ def test_a_suite_on_another_family_s_batch_is_an_error_naming_the_file(tmp_path:
         load_suite(path, family=CHANGE_SUITES)
     with pytest.raises(SuiteError, match="cannot read suite"):
         load_suites(tmp_path, family=CHANGE_SUITES)  # no fallback to another directory
+
+
+def _suite(tmp_path: Path, *expectations: object) -> Path:
+    path = tmp_path / "s.json"
+    suite = {"name": "s", "meta": {"batch": "streams"}, "expectations": list(expectations)}
+    path.write_text(json.dumps(suite))
+    return path
+
+
+def test_each_expectation_is_read_once_its_configuration_kept_for_gx(tmp_path: Path) -> None:
+    named = {
+        "type": "expect_streams_sorted",
+        "kwargs": {"column": "stream_id"},
+        "meta": {"check": "streams in order", "layouts": ["vnodes"], "notes": "kept"},
+    }
+    needy = {"type": "expect_ring_match", "meta": {"requires": ["topology"]}}
+    bare = {"type": "expect_table_row_count_to_be_between"}
+    path = _suite(tmp_path, named, needy, bare)
+    suite = load_suite(path, available={"topology"})
+    first, second, third = suite.expectations
+    assert first.config == named  # GX gets the expectation as written
+    assert (first.type, first.name, first.layouts) == (
+        "expect_streams_sorted",
+        "streams in order",
+        frozenset({"vnodes"}),
+    )
+    assert (second.name, second.requires) == ("expect_ring_match", ("topology",))
+    assert third.layouts == frozenset({"vnodes", "tablets"}) and third.requires == ()
+    tablets = load_suite(path, layout="tablets")
+    assert [e.name for e in tablets.expectations] == ["expect_table_row_count_to_be_between"]
+    assert tablets.skipped == ("expect_ring_match (needs topology)",)
+
+
+def test_an_expectation_whose_meta_is_unusable_is_an_error_naming_it(tmp_path: Path) -> None:
+    bad = [
+        ({"meta": {}}, r"expectations\[0\] needs a 'type'"),
+        ({"type": "x", "meta": {"layouts": "vnodes"}}, r"expectations\[0\]: unusable meta"),
+        ({"type": "x", "meta": {"requires": [["topology"]]}}, r"expectations\[0\]: unusable"),
+        ({"type": "x", "meta": {"layouts": ["ring"]}}, r"unknown layout\(s\) \['ring'\]"),
+    ]
+    for expectation, message in bad:
+        with pytest.raises(SuiteError, match=message):
+            load_suite(_suite(tmp_path, expectation))
