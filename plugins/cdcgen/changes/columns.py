@@ -12,7 +12,7 @@ without ScyllaDB at hand:
   and ``bucket`` (:mod:`cdcgen.changes.layout`).
 
 Every value is kept losslessly, in a type a reader can bind back to a database
-(:mod:`.arrow_types`: user types, tuples and durations as structs, collections as lists
+(:mod:`.codec`: user types, tuples and durations as structs, collections as lists
 and maps, uuid, inet, decimal and varint as their canonical text). Lakes written before
 user types, tuples and durations were structs hold them as text: a column a lake table
 already holds that way keeps being written that way (:func:`text_columns`), so the
@@ -27,13 +27,13 @@ from dataclasses import dataclass
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
-from cdcgen.changes.arrow_types import (
+from cdcgen.changes.base_tokens import BaseKeyHasher
+from cdcgen.changes.codec import (
     Converter,
     arrow_type_and_converter,
     holds_text_for_struct,
     text_value,
 )
-from cdcgen.changes.base_tokens import BaseKeyHasher
 from cdcgen.changes.derived_columns import day_labels, operation_names, timeuuid_texts
 from cdcgen.core.cdc_log import (
     BATCH_SEQ_NO,
