@@ -48,6 +48,7 @@ from cdcgen.changes.verdicts import combined, row_checks
 from cdcgen.config import PipelineConfig
 from cdcgen.core.cdc_log import TableRef
 from cdcgen.core.changes_result import ChangesRunResult
+from cdcgen.core.changes_status import ChangesRunStatus
 from cdcgen.core.log_ttls import recorded_after_run, unextracted_ttl
 from cdcgen.core.watermark import BucketCheckpoint, consistency_watermark
 from cdcgen.core.windows import DataExpired, Interval, Mode, Window, WindowPolicy, plan_windows
@@ -269,7 +270,8 @@ def run_changes(
         dag_id=request.dag_id,
         keep_runs=config.report_keep_runs,
     )
-    status = "done" if checks is None or checks.passed else "row checks failed"
+    passed = checks is None or checks.passed
+    status = ChangesRunStatus.DONE if passed else ChangesRunStatus.ROW_CHECKS_FAILED
     output = output.updated(report=str(page), status=status)
     if checks is not None and not checks.passed:
         failure = ChangesInvalid(checks)

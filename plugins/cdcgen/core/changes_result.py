@@ -17,6 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from cdcgen.core.changes_status import ChangesRunStatus
 from cdcgen.core.windows import Mode
 
 
@@ -81,11 +82,11 @@ class CycleEntry(_Json):
     rows: int = 0
     watermark: str | None = None
     #: ``done``, or why the cycle's windows were not checkpointed (the follow ended there).
-    status: str = "done"
+    status: ChangesRunStatus = ChangesRunStatus.DONE
 
 
 class ChangesRunResult(_Json):
-    """A changes run's result (see the module doc); ``status`` ``done`` is a success."""
+    """A changes run's result (see the module doc); only ``status`` ``done`` is a success."""
 
     table: str = ""
     interval: tuple[str, str] | None = None
@@ -111,12 +112,16 @@ class ChangesRunResult(_Json):
     report: str | None = None
     #: A follow's cycles, in order (empty for a run of one cycle).
     cycles: tuple[CycleEntry, ...] = ()
-    status: str = "done"
+    status: ChangesRunStatus = ChangesRunStatus.DONE
     error: str = ""
 
     @property
     def failed(self) -> bool:
-        return self.status != "done"
+        return self.status.failed
+
+    def ended(self, status: ChangesRunStatus, error: str) -> ChangesRunResult:
+        """What the run had done when it ended on ``error`` (an exception's text)."""
+        return self.updated(status=status, error=error)
 
     def updated(self, **changes: Any) -> ChangesRunResult:
         """A copy with ``changes`` (their keys then written too)."""

@@ -43,6 +43,7 @@ from cdcgen.changes.settings import ChangesSettings
 from cdcgen.config import PipelineConfig
 from cdcgen.core.cdc_log import TableRef
 from cdcgen.core.changes_result import ChangesRunResult
+from cdcgen.core.changes_status import ChangesRunStatus
 from cdcgen.core.errors import TerminalError
 from cdcgen.core.time import floor_ms, to_millis
 from cdcgen.pipeline.result_files import read_result, result_path
@@ -172,7 +173,7 @@ class TableSummary(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    status: str
+    status: ChangesRunStatus
     rows: int = 0
     windows: int = 0
     pending: int = 0
@@ -234,7 +235,7 @@ def changes_run_summary(
         result = read_result(config.report_dir, run_id, table)
         if result is None:
             problems.append(f"{table}: not extracted (its wait or Spark job failed)")
-            tables[table] = TableSummary(status="not extracted")
+            tables[table] = TableSummary(status=ChangesRunStatus.NOT_EXTRACTED)
             continue
         if result.failed:
             problems.append(f"{table}: {result.status}: {result.error}".rstrip(": "))

@@ -155,6 +155,7 @@ def test_a_follow_killed_between_cycles_fails_the_summary_saying_what_it_did(
     tmp_path: Path,
 ) -> None:
     from cdcgen.core.changes_result import ChangesRunResult, CycleEntry
+    from cdcgen.core.changes_status import ChangesRunStatus
     from cdcgen.jobs import extract_changes
 
     config = PipelineConfig(report_dir=tmp_path)
@@ -167,7 +168,7 @@ def test_a_follow_killed_between_cycles_fails_the_summary_saying_what_it_did(
     extract_changes._keep_following(path, [], so_far)
     summary = changes.changes_run_summary(config, "r3", [{"table": "ks.a"}])
     assert summary.status == "failed" and summary.changes_rows == 7
-    assert summary.problems == (f"ks.a: {extract_changes.FOLLOWING}",)
+    assert summary.problems == (f"ks.a: {ChangesRunStatus.FOLLOWING}",)
     assert summary.watermarks["ks.a"] == END.isoformat()
 
 
@@ -184,3 +185,13 @@ def test_the_job_follows_or_reads_one_interval_never_both_undefined() -> None:
     ):
         with pytest.raises(SystemExit):
             parse_args(wrong)
+
+
+def test_a_result_with_a_status_this_version_does_not_know_fails_the_run_naming_it(
+    tmp_path: Path,
+) -> None:
+    config = PipelineConfig(report_dir=tmp_path)
+    _result(config, "r4", "ks.a", status="exploded", error="boom", rows_written=2)
+    summary = changes.changes_run_summary(config, "r4", [{"table": "ks.a"}])
+    assert summary.status == "failed" and summary.problems == ("ks.a: exploded: boom",)
+    assert summary.to_json()["tables"]["ks.a"]["status"] == "exploded"
