@@ -1,10 +1,13 @@
-"""What one changes run of one table reports: the Spark job's result file, as a model.
+"""What one changes run of one table ended with: its outcome, the one model of it.
 
-The job writes it (success or not), the DAG's summary step reads it back from another
-process, and an attempt that died before its end leaves the few keys its operator
-wrote. So every key is optional, and a key never given stays out of the file again
-(``exclude_unset``): the file keeps the shape each writer gave it, and the summary reads
-typed fields with the defaults the file format always had.
+The run builds it (:meth:`cdcgen.changes.result.ExtractionRun.outcome`), the Spark job
+writes it as its result file (success or not), the DAG's summary step reads it back
+from another process and derives the table's summary and metrics from it, and the
+run's record on the report site is made from it (:mod:`cdcgen.changes.report`). An
+attempt that died before its end leaves the few keys its operator wrote. So every key
+is optional, and a key never given stays out of the file again (``exclude_unset``): the
+file keeps the shape each writer gave it, and the summary reads typed fields with the
+defaults the file format always had.
 
 In the core because the row checks' failure (:class:`cdcgen.validation.results.
 ChangesInvalid`) carries one, below the changes flow that builds it.
@@ -118,6 +121,24 @@ class ChangesRunResult(_Json):
     @property
     def failed(self) -> bool:
         return self.status.failed
+
+    @property
+    def colocation(self) -> str | None:
+        """The colocation check's verdict (see :meth:`RowChecks.colocation`)."""
+        return None if self.checks is None else self.checks.colocation()
+
+    @property
+    def checks_passed(self) -> bool | None:
+        """Whether every row check passed; ``None`` when none ran."""
+        return None if self.checks is None else self.checks.passed
+
+    def checked(self, checks: RowChecks | None) -> ChangesRunResult:
+        """The run's result once its rows were checked (``None``: no check ran): done,
+        unless the checks failed."""
+        if checks is None:
+            return self.updated(status=ChangesRunStatus.DONE)
+        passed = ChangesRunStatus.DONE if checks.passed else ChangesRunStatus.ROW_CHECKS_FAILED
+        return self.updated(checks=checks, status=passed)
 
     def ended(self, status: ChangesRunStatus, error: str) -> ChangesRunResult:
         """What the run had done when it ended on ``error`` (an exception's text)."""
