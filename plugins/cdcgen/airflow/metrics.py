@@ -40,7 +40,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
-from typing import Any
+from typing import Any, TypedDict
 
 from cdcgen.core.changes_result import ChangesRunResult
 from cdcgen.core.time import parse_moment
@@ -67,6 +67,15 @@ LAGS = {WATERMARK_LAG: "behind its watermark", SINK_LAG: "sink behind the source
 XCOM_KEY = "metrics"
 
 
+class PointJson(TypedDict):
+    """A point as XCom carries it from ``summarize`` to ``check_lag``."""
+
+    name: str
+    value: float
+    kind: str
+    tags: dict[str, str]
+
+
 class Kind(StrEnum):
     """A gauge is a level (the last value counts); a counter adds up over runs."""
 
@@ -88,7 +97,7 @@ class MetricPoint:
         values = [self.tags[key] for key in ("cluster", "table") if key in self.tags]
         return ".".join([self.name, *(v.replace(".", "__") for v in values)])
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> PointJson:
         return {
             "name": self.name,
             "value": self.value,
@@ -97,7 +106,7 @@ class MetricPoint:
         }
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> MetricPoint:
+    def from_json(cls, data: PointJson) -> MetricPoint:
         return cls(
             name=str(data["name"]),
             value=float(data["value"]),
@@ -198,11 +207,11 @@ def emit(points: Iterable[MetricPoint], tagged: bool | None = None) -> None:
             Stats.gauge(name, point.value, tags=tags)
 
 
-def as_xcom(points: Sequence[MetricPoint]) -> list[dict[str, Any]]:
+def as_xcom(points: Sequence[MetricPoint]) -> list[PointJson]:
     return [point.to_json() for point in points]
 
 
-def from_xcom(values: Sequence[Mapping[str, Any]] | None) -> list[MetricPoint]:
+def from_xcom(values: Sequence[PointJson] | None) -> list[MetricPoint]:
     return [MetricPoint.from_json(value) for value in values or ()]
 
 

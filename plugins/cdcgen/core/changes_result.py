@@ -15,10 +15,9 @@ ChangesInvalid`) carries one, below the changes flow that builds it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
 from cdcgen.core.changes_status import ChangesRunStatus
 from cdcgen.core.windows import Mode
@@ -148,13 +147,13 @@ class ChangesRunResult(_Json):
         """A copy with ``changes`` (their keys then written too)."""
         return self.model_copy(update=changes)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         """The keys given, as the result file holds them (rows in samples as read: the
         file is written with ``default=str``)."""
         return self.model_dump(mode="python", exclude_unset=True)
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> ChangesRunResult:
-        """The model of a result file's object; pydantic's ValidationError (a ValueError)
+    def from_json(cls, data: JsonValue) -> ChangesRunResult:
+        """The model of a result file's JSON; pydantic's ValidationError (a ValueError)
         if it is not one."""
         return cls.model_validate(data)

@@ -6,10 +6,10 @@ The extraction itself is ``spark/extract_changes.py`` (spark-submit), which call
 run extracts (and hands the job its whole configuration as ``CDCGEN_*`` variables) and
 reads those files back.
 Like the generations steps (:mod:`.detect`, :mod:`.publish`), it knows nothing of
-Airflow; the plan is plain JSON because it travels through XCom and mapped task groups,
-and the summary holds each table's outcome, the one model of its run
-(:class:`~cdcgen.core.changes_result.ChangesRunResult`), from which it derives the
-table's part of its JSON.
+Airflow; the plan is plain JSON (:class:`PlannedTable`) because it travels through XCom
+and mapped task groups, and the summary holds each table's outcome, the one model of
+its run (:class:`~cdcgen.core.changes_result.ChangesRunResult`), from which it derives
+the table's part of its JSON.
 
 Which interval a run covers:
 
@@ -32,10 +32,10 @@ until the plan's moment + ``follow``, a cycle at a time as windows close
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from pydantic import JsonValue, field_serializer
 
@@ -67,6 +67,16 @@ class BackfillNotFollowed(TerminalError):
 
 class NoTables(TerminalError):
     """Nothing to extract: no CDC table configured or found; the message says where to look."""
+
+
+class PlannedTable(TypedDict):
+    """One table of a run's plan, as XCom hands it to the table's mapped tasks (its wait
+    and its Spark job) and to the summary."""
+
+    table: str
+    window_end_ms: int
+    spark_args: list[str]
+    env_vars: dict[str, str]
 
 
 def run_interval(
@@ -118,8 +128,8 @@ def plan(
     dag_id: str,
     tables: str = "",
     follow: timedelta | None = None,
-) -> list[dict[str, Any]]:
-    """One mapping per table for the mapped task group: what to read and how to start Spark.
+) -> list[PlannedTable]:
+    """One entry per table for the mapped task group: what to read and how to start Spark.
 
     With ``follow``, each table's job follows it until now + ``follow`` (see the
     module doc).
@@ -139,7 +149,7 @@ def plan(
     bound = ("--interval-end", end.isoformat())
     if follow is not None:
         bound = ("--follow-until", floor_ms(datetime.now(UTC) + follow).isoformat())
-    planned: list[dict[str, Any]] = []
+    planned: list[PlannedTable] = []
     for table in configured_tables(config, tables):
         arguments = {
             "--table": table,
@@ -151,12 +161,12 @@ def plan(
             "--output": str(result_path(config.report_dir, run_id, table)),
         }
         planned.append(
-            {
-                "table": table,
-                "window_end_ms": window_end_ms(start if follow is not None else end),
-                "spark_args": [part for pair in arguments.items() for part in pair],
-                "env_vars": env,
-            }
+            PlannedTable(
+                table=table,
+                window_end_ms=window_end_ms(start if follow is not None else end),
+                spark_args=[part for pair in arguments.items() for part in pair],
+                env_vars=env,
+            )
         )
     log.info(
         "%s run: %s [%s, %s) for %d table(s): %s",
@@ -211,7 +221,7 @@ class ChangesRunSummary(RunSummary):
 
 
 def changes_run_summary(
-    config: PipelineConfig, run_id: str, planned: Sequence[Mapping[str, Any]] | None
+    config: PipelineConfig, run_id: str, planned: Sequence[PlannedTable] | None
 ) -> ChangesRunSummary:
     """What a run did for every table, as one summary (also written for ``make demo``).
 
