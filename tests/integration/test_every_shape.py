@@ -40,7 +40,7 @@ from cdcgen.adapters.log_tables import describe_log_table
 from cdcgen.changes.columns import column_specs, lake_schema
 from cdcgen.changes.job import TableAdapters, table_adapters
 from cdcgen.changes.layout import PARTITION_COLUMNS, read_delta, table_root
-from cdcgen.changes.result import ExtractionResult
+from cdcgen.changes.result import ExtractionRun
 from cdcgen.changes.run import ChangesRequest, extract_changes
 from cdcgen.changes.settings import ChangesSettings
 from cdcgen.config import PipelineConfig
@@ -203,7 +203,7 @@ def test_log_schema_and_rows_read_back_exactly(world: World) -> None:
 
 def extract(
     spark: Any, world: World, config: PipelineConfig
-) -> tuple[ExtractionResult, TableAdapters]:
+) -> tuple[ExtractionRun, TableAdapters]:
     """One incremental run over the workload's interval, as the Spark job builds it."""
     client = connect(config.contact_points)
     try:

@@ -34,7 +34,7 @@ from cdcgen.adapters.cql import CqlClient, connect
 from cdcgen.adapters.sink_state import CqlSinkState
 from cdcgen.changes.job import table_adapters
 from cdcgen.changes.layout import delta_dataset, table_root
-from cdcgen.changes.result import ExtractionResult
+from cdcgen.changes.result import ExtractionRun
 from cdcgen.changes.run import ChangesRequest, extract_changes
 from cdcgen.config import PipelineConfig
 from cdcgen.core.cdc_extension import CDC_EXTENSION, decode_cdc_extension
@@ -186,7 +186,7 @@ def source_rows(client: CqlClient, columns: tuple[str, ...]) -> dict[Key, dict[s
     }
 
 
-def extract(spark: Any, world: World, start: datetime, end: datetime) -> ExtractionResult:
+def extract(spark: Any, world: World, start: datetime, end: datetime) -> ExtractionRun:
     """One incremental run as the Spark job builds it, then its row checks (all pass)."""
     client = connect(world.config.contact_points)
     try:

@@ -29,7 +29,7 @@ from cdcgen.adapters.publisher import CqlDescriptionPublisher
 from cdcgen.adapters.table_schemas import CqlTableSchemas
 from cdcgen.changes.job import reader_factory, table_adapters
 from cdcgen.changes.layout import read_delta, table_root
-from cdcgen.changes.result import ExtractionResult
+from cdcgen.changes.result import ExtractionRun
 from cdcgen.changes.run import ChangesRequest, extract_changes
 from cdcgen.config import PipelineConfig
 from cdcgen.core.cdc_log import BATCH_SEQ_NO, STREAM_ID, TIME, TableRef
@@ -93,7 +93,7 @@ def changes_run(
     now: datetime | None = None,
     task_dies_after_streams: int | None = None,
     driver_dies_after_saves: int | None = None,
-) -> ExtractionResult:
+) -> ExtractionRun:
     """An incremental changes run from where the world's extraction got to, as the Spark
     job builds it: as if at ``now``, or killed at the given point."""
     client = resources.client
