@@ -23,9 +23,11 @@ from __future__ import annotations
 from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
+from itertools import pairwise
 from typing import Any
 
 import pyarrow as pa
+from changes_fakes import InjectedFault
 
 from cdcgen.core.cdc_log import (
     BATCH_SEQ_NO,
@@ -50,9 +52,9 @@ from cdcgen.core.token_ranges import TokenRange
 from cdcgen.core.watermark import TableProgress
 from cdcgen.ports import ChangeSlice, ClusterIdentity, Refusal, SinkBatch
 from cdcgen.replication.apply import SliceApply
-from cdcgen.replication.run import Replication
+from cdcgen.replication.run import Replication, ReplicationPorts
+from cdcgen.replication.settings import ReplicationSettings
 from cdcgen.replication.sink_schema import SinkShape
-from changes_fakes import InjectedFault
 
 SOURCE, SINK = TableRef("shop", "orders"), TableRef("shop_dr", "orders")
 T0 = datetime(2026, 12, 1, tzinfo=UTC)
@@ -146,7 +148,7 @@ class MemoryLake:
         peer: TableRef | None = None,
     ) -> Generator[ChangeSlice, None, None]:
         cuts = [since, *(e for e in self.edges if since < e < until), until]
-        for low, high in zip(cuts, cuts[1:], strict=False):
+        for low, high in pairwise(cuts):
             changes = self._between(table, low, high)
             if changes is None:
                 return
@@ -160,7 +162,7 @@ class MemoryLake:
             return None
         times = [to_micros(t) for t in rows.column(WRITE_TIME).to_pylist()]
         keep = [to_micros(low) <= t < to_micros(high) for t in times]
-        return ordered(rows.filter(pa.array(keep)))
+        return ordered(rows.filter(pa.array(keep, pa.bool_())))
 
 
 # --- the sink ---------------------------------------------------------------------------
@@ -347,12 +349,10 @@ class MemoryCheckpoints:
         self.tables: dict[TableRef, TableProgress] = {}
 
     def covers(self, table: TableRef, since: datetime, until: datetime, version: int = 1) -> None:
-        self.tables[table] = TableProgress(
-            watermark=until, complete_since=since, lake_version=version
-        )
+        self.tables[table] = TableProgress(table, since, until, until, "changes", version)
 
     def progress(self, table: TableRef) -> TableProgress:
-        return self.tables.get(table, TableProgress())
+        return self.tables.get(table, TableProgress(table, None, None, None, ""))
 
     def __getattr__(self, name: str) -> Any:
         raise AttributeError(f"a replication run does not call CheckpointStore.{name}")
@@ -419,3 +419,41 @@ def micros(seconds: float) -> int:
 
 def when(change: ChangeId) -> datetime:
     return from_micros(change.write_time_us)
+
+
+@dataclass
+class Ports:
+    """A run's ports in memory, and the fakes behind them."""
+
+    events: Events
+    lake: MemoryLake
+    source: MemoryTables
+    sink: MemoryTables
+    writes: MemorySinkWrites
+    states: MemorySinkStates
+    checkpoints: MemoryCheckpoints
+    spark: MemorySpark
+
+    @classmethod
+    def of(cls, source: Sequence[TableDefinition], sink: Sequence[TableDefinition],
+           *, same_cluster: bool = False, edges: Sequence[datetime] = ()) -> Ports:  # fmt: skip
+        events = Events()
+        states = MemorySinkStates(events)
+        sink_tables = MemoryTables(events, sink, "source" if same_cluster else "sink")
+        if same_cluster:
+            sink_tables.hosts = frozenset({"source-host"})
+        return cls(
+            events, MemoryLake(events, edges), MemoryTables(events, source, "source"),
+            sink_tables, MemorySinkWrites(events), states, MemoryCheckpoints(),
+            MemorySpark(events, states),
+        )  # fmt: skip
+
+    def ports(self, settings: ReplicationSettings | None = None) -> ReplicationPorts:
+        return ReplicationPorts(
+            self.source, self.sink, self.writes, self.states, self.lake, self.checkpoints,
+            FixedClocks(T0 + timedelta(days=2)), self.spark,
+            settings or ReplicationSettings(),
+        )  # fmt: skip
+
+    def state(self, source: TableRef = SOURCE, sink: TableRef = SINK) -> MemorySinkState:
+        return self.states.state(source, sink)

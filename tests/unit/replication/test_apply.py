@@ -9,13 +9,6 @@ from datetime import timedelta
 
 import pyarrow as pa
 import pytest
-
-from cdcgen.core.cdc_log import Operation, deleted_column, deleted_elements_column
-from cdcgen.core.replication_plan import ApplyPlan
-from cdcgen.core.time import to_micros
-from cdcgen.replication.apply import GROUP_BATCHES, REJECTS_KEPT, SinkApplier
-from cdcgen.replication.settings import ReplicationSettings
-from cdcgen.replication.sink_schema import sink_shape
 from changes_fakes import InjectedFault
 from replication_fakes import (
     SINK,
@@ -29,10 +22,19 @@ from replication_fakes import (
     at,
     micros,
 )
+
+from cdcgen.core.cdc_log import Operation, deleted_column, deleted_elements_column
+from cdcgen.core.replication_plan import ApplyPlan
+from cdcgen.core.time import to_micros
+from cdcgen.replication.apply import GROUP_BATCHES, REJECTS_KEPT, SinkApplier
+from cdcgen.replication.settings import ReplicationSettings
+from cdcgen.replication.sink_schema import sink_shape
 from unit.table_definitions import definition
 
 SHAPE = sink_shape(
-    definition(SOURCE, v="text", tags="set<text>"), SINK, definition(SINK, v="text", tags="set<text>")
+    definition(SOURCE, v="text", tags="set<text>"),
+    SINK,
+    definition(SINK, v="text", tags="set<text>"),
 )
 SETTINGS = ReplicationSettings(chunk_rows=50, request_batches=8)
 
@@ -112,7 +114,7 @@ def test_a_change_the_rules_refuse_is_recorded_and_the_run_goes_on() -> None:
     bad = rows.batch(at(2), {"op": Operation.RANGE_DELETE_END_INCLUSIVE, "pk": 2})  # unpaired
     rows.update(at(3), pk=3, ck=1, v="kept too")
     world = World(rows)
-    applier, outcome = world.apply()
+    _, outcome = world.apply()
     assert [v for _, _, v in updates(world.writes.sent)] == ["kept", "kept too"]
     ((change, reason, run_id),) = world.state.rejected
     assert change.cdc_time == bad and run_id == "run"
@@ -204,7 +206,7 @@ def test_ttls_count_down_on_the_sinks_clock_read_once_per_run() -> None:
     world = World(rows, now=at(600))
     world.apply()
     (live,) = [s for r in world.writes.sent for s in r.statements if "lives" in s.values]
-    assert live.cql.endswith("AND TTL ? SET \"v\" = ? WHERE \"pk\" = ? AND \"ck\" = ?")
+    assert live.cql.endswith('AND TTL ? SET "v" = ? WHERE "pk" = ? AND "ck" = ?')
     assert live.values[:2] == (micros(0), 3_000)
     (dead,) = [s for r in world.writes.sent for s in r.statements if s.values[-2] == 2]
     assert dead.values == (micros(1), None, 2, 1)  # a tombstone at its write time
@@ -299,7 +301,8 @@ def test_a_value_the_lake_cannot_give_back_is_the_batchs_reject() -> None:
 def test_a_slice_edge_never_falls_inside_a_cdc_batch_of_the_fake() -> None:
     """The fake lake cuts by write time, as the real one: a batch has one write time."""
     rows = LogRows()
-    rows.batch(at(5) - timedelta(microseconds=1), {"pk": 1, "ck": 1, "v": "a"}, {"pk": 1, "ck": 2, "v": "b"})
+    just_before = at(5) - timedelta(microseconds=1)
+    rows.batch(just_before, {"pk": 1, "ck": 1, "v": "a"}, {"pk": 1, "ck": 2, "v": "b"})
     world = World(rows, edges=(5,))
     world.apply(until=10)
     assert [len(r.batches[0]) for r in world.writes.sent] == [2]
