@@ -11,7 +11,7 @@ The rules of the YugabyteDB xCluster design, on the mutations ScyllaDB's log row
   atomically and in isolation.
 * **A TTL counts from the original write.** Replayed later, the cells get what is left
   of it at the sink's clock; a write that has expired by then is written as its
-  tombstones (:func:`cdcgen.core.operations.expiry.expired`), since CQL cannot write a
+  tombstones (:func:`cdcgen.core.operations.ttl_expiry.expired`), since CQL cannot write a
   dead row marker.
 * An insert is ``INSERT`` (its row marker and cells), an update ``UPDATE`` of its cells
   (a collection's elements added with ``col = col + ?``, removed with ``col = col - ?``
@@ -31,7 +31,6 @@ from typing import Any
 
 from cdcgen.core.identifiers import quote
 from cdcgen.core.operations.errors import ReplayError
-from cdcgen.core.operations.expiry import expired, remaining_ttl
 from cdcgen.core.operations.mutations import (
     REMOVALS,
     AddElements,
@@ -48,6 +47,7 @@ from cdcgen.core.operations.mutations import (
     SetValue,
 )
 from cdcgen.core.operations.table import TableShape
+from cdcgen.core.operations.ttl_expiry import expired, remaining_ttl
 
 
 @dataclass(frozen=True)

@@ -8,8 +8,8 @@ from change_rows import batch_statements
 
 from cdcgen.core.cdc_log import Operation, TableRef
 from cdcgen.core.operations.errors import ReplayError
-from cdcgen.core.operations.expiry import remaining_ttl
 from cdcgen.core.operations.table import ColumnKind, TableShape
+from cdcgen.core.operations.ttl_expiry import remaining_ttl
 from cdcgen.core.sink_statements import Statement
 from cdcgen.core.snapshot_copy import CopyLayout
 

@@ -14,7 +14,7 @@ it (``cdc/log.cc``, docs "CDC log table"):
   static row's change is a row of its own without clustering key;
 * :mod:`.deletes`: row, partition and range deletes (a range delete is two rows, its
   start and end bound in clustering order);
-* :mod:`.expiry`: a TTL counts from the write, and an expired write is the tombstones
+* :mod:`.ttl_expiry`: a TTL counts from the write, and an expired write is the tombstones
   its cells have become;
 * pre- and post-images are not changes.
 
@@ -25,7 +25,7 @@ Two readers turn mutations into something else, and resolve differently:
   by write time (ScyllaDB's tie rules included), tombstones of rows, partitions and
   ranges shadow only older cells, a collection's elements and a user type's fields are
   cells of their own, static cells belong to the partition; only the TTL left is the
-  sink's to compute (expired writes become their tombstones, :func:`.expiry.expired`);
+  sink's to compute (expired writes become their tombstones, :func:`.ttl_expiry.expired`);
 * **a reader of the lake** (a mirror of the table) has no database to do that: it must
   resolve each of those rules itself, from the same mutations.
 """

@@ -10,7 +10,6 @@ from change_rows import change_batch
 from cdcgen.core.cdc_log import Operation
 from cdcgen.core.operations.decode import mutations
 from cdcgen.core.operations.errors import ReplayError
-from cdcgen.core.operations.expiry import expired, remaining_ttl
 from cdcgen.core.operations.mutations import (
     AddElements,
     Bound,
@@ -25,6 +24,7 @@ from cdcgen.core.operations.mutations import (
     SetValue,
 )
 from cdcgen.core.operations.table import ColumnKind, TableShape
+from cdcgen.core.operations.ttl_expiry import expired, remaining_ttl
 
 T = 1_700_000_000_000_000
 TABLE = TableShape(
