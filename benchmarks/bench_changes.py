@@ -50,7 +50,7 @@ from cdcgen.adapters.read_sessions import SessionKey, shared_session
 from cdcgen.changes.columns import LakeBatchBuilder, Placement, column_specs, lake_schema
 from cdcgen.changes.job import read_options, table_adapters
 from cdcgen.changes.layout import PARTITION_COLUMNS, lake_buckets, table_root
-from cdcgen.changes.result import ExtractionResult
+from cdcgen.changes.result import ExtractionRun
 from cdcgen.changes.run import ChangesRequest, extract_changes
 from cdcgen.changes.settings import ChangesSettings
 from cdcgen.config import PipelineConfig
@@ -307,7 +307,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     splits = splits_tried[0]
     times: dict[str, list[float]] = {"raw": [], "changes": []}
     phases: list[dict[str, float]] = []
-    result: ExtractionResult | None = None
+    result: ExtractionRun | None = None
     lake_of: list[Any] = []
     strategy = ""
     run_tag = uuid.uuid4().hex[:8]
@@ -339,7 +339,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     raise SystemExit(f"raw scan read {seen} rows, not {args.rows}")
                 return time.monotonic() - t
 
-            def changes_side(cfg: PipelineConfig = run_config) -> tuple[float, ExtractionResult]:
+            def changes_side(cfg: PipelineConfig = run_config) -> tuple[float, ExtractionRun]:
                 t = time.monotonic()
                 built = table_adapters(client, spark, cfg, settings, table)
                 lake_of[:] = [built.lake]

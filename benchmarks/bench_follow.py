@@ -67,8 +67,9 @@ def replication_child(until: datetime, every: float, output: Path) -> int:
     from cdcgen.config import PipelineConfig
     from cdcgen.core.cdc_log import TableRef
     from cdcgen.core.follow import FollowPace
+    from cdcgen.replication.cql_ports import cql_ports
     from cdcgen.replication.follow import follow_replication
-    from cdcgen.replication.run import Mode, Replication, ReplicationPorts, ReplicationRequest
+    from cdcgen.replication.run import Mode, Replication, ReplicationRequest
     from cdcgen.replication.settings import ReplicationSettings
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
@@ -76,7 +77,9 @@ def replication_child(until: datetime, every: float, output: Path) -> int:
     client = connect(config.contact_points)
     try:
         job = Replication(TableRef(KEYSPACE, TABLE_NAME), TableRef(SINK_KEYSPACE, TABLE_NAME))
-        ports = ReplicationPorts(client, client, ReplicationSettings.from_env(), sink_config=config)
+        ports = cql_ports(
+            config, client, client, ReplicationSettings.from_env(), sink_config=config
+        )
         request = ReplicationRequest(job, "bench-follow-apply", Mode.APPLY)
         record = follow_replication(
             config, ports, request, FollowPace(until, timedelta(seconds=every))
@@ -98,12 +101,14 @@ def drop_prefixed(client: Any) -> None:
 def wait_for_lake(config: Any, client: Any, table: Any, job: Any, deadline: float) -> None:
     """Until the changes' follow checkpointed its first cycle (the lake covers the table
     since the follow's start, up to a watermark)."""
+    from cdcgen.adapters.checkpoints import CqlCheckpointStore
     from cdcgen.replication.run import lake_coverage
 
+    checkpoints = CqlCheckpointStore(client, config.checkpoint_keyspace)
     while time.monotonic() < deadline:
         if job.poll() is not None:
             raise SystemExit(f"the changes follow ended early (exit status {job.returncode})")
-        lake = lake_coverage(config, client, table)
+        lake = lake_coverage(checkpoints, table)
         if lake.since is not None and lake.until is not None:
             return
         time.sleep(2)

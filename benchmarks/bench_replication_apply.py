@@ -137,26 +137,27 @@ def apply_once(root: Path, rows: int, tasks: int = 0) -> dict[str, Any]:
     empty sink table."""
     from cdcgen.config import PipelineConfig
     from cdcgen.replication.apply import SinkApplier
-    from cdcgen.replication.run import Replication, shape_of, spark_apply
+    from cdcgen.replication.cql_ports import cql_ports
+    from cdcgen.replication.run import Replication, shape_of
     from cdcgen.replication.settings import ReplicationSettings
-    from cdcgen.replication.sink_state import CqlSinkState
 
     client = connect(("127.0.0.1",))
     try:
         job = Replication(SOURCE, SINK)
-        state = CqlSinkState(client, SOURCE, SINK)
-        state.ensure_schema()
-        shape = shape_of(client, client, job, root.parent.parent)
+        config = PipelineConfig.from_env(
+            {"CDCGEN_CONTACT_POINTS": "127.0.0.1", "CDCGEN_LAKE_PATH": str(root.parent.parent)}
+        )
         settings = ReplicationSettings.from_env().with_overrides(apply_tasks=tasks)
-        elsewhere = None
-        if tasks:
-            sink_config = PipelineConfig.from_env({"CDCGEN_CONTACT_POINTS": "127.0.0.1"})
-            elsewhere = spark_apply(job, shape, "bench", settings, sink_config, None)
-        applier = SinkApplier(client, shape, state, "bench", settings, elsewhere=elsewhere)
+        ports = cql_ports(config, client, client, settings, sink_config=config)
+        state = ports.states.state(SOURCE, SINK)
+        state.ensure_schema()
+        shape = shape_of(ports, job)
+        elsewhere = ports.spark.slice_apply(job, shape, "bench")
+        applier = SinkApplier(ports.writes, shape, state, "bench", settings, elsewhere=elsewhere)
         plan = ApplyPlan(START, START + SPAN, None)
         began = time.perf_counter()
         cpu = time.process_time()
-        outcome = applier.apply(root, plan)
+        outcome = applier.apply(ports.lake, plan)
         seconds = time.perf_counter() - began
         return {
             "rows": rows,

@@ -41,10 +41,10 @@ from cdcgen.adapters.checkpoints import CqlCheckpointStore
 from cdcgen.adapters.cql import CqlClient, connect
 from cdcgen.config import PipelineConfig
 from cdcgen.core.cdc_log import TableRef
+from cdcgen.replication.cql_ports import cql_ports
 from cdcgen.replication.run import (
     Mode,
     Replication,
-    ReplicationPorts,
     ReplicationRequest,
     bootstrap_sink,
 )
@@ -139,7 +139,7 @@ def spark_copy(config: PipelineConfig, client: CqlClient, run: int) -> tuple[int
     job = Replication(SOURCE, SPARK_SINK)
     began = time.perf_counter()
     request = ReplicationRequest(job, f"bench-{run}", Mode.BOOTSTRAP)
-    record = bootstrap_sink(config, ReplicationPorts(client, client), request)
+    record = bootstrap_sink(config, cql_ports(config, client, client), request)
     return int(record.copied_rows or 0), time.perf_counter() - began
 
 

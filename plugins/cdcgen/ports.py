@@ -1,6 +1,7 @@
 """The small interfaces between the orchestration and the outside world.
 
-The pipeline (:mod:`cdcgen.pipeline`, the changes run) depends on these protocols only;
+The pipeline (:mod:`cdcgen.pipeline`, the changes run, the replication run) depends on
+these protocols only;
 :mod:`cdcgen.adapters` implements them over cassandra-driver (and Spark, for the lake),
 and tests implement them in memory to check the orchestration's decisions fast. Each
 port says what the orchestration needs, in the domain's words, and nothing more.
@@ -9,21 +10,30 @@ port says what the orchestration needs, in the domain's words, and nothing more.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Generator, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from cdcgen.core.cdc_log import TableRef
+from cdcgen.core.change_batch import ChangeId
 from cdcgen.core.clocks import NodeClock
+from cdcgen.core.copy_progress import CopyProgress
 from cdcgen.core.generation import Generation
 from cdcgen.core.generation_arrays import GenerationArrays
 from cdcgen.core.lake_buckets import LakeBuckets
 from cdcgen.core.log_ttls import LogTtls
+from cdcgen.core.replication_plan import SinkProgress
 from cdcgen.core.ring import Ring
+from cdcgen.core.sink_statements import Statement
+from cdcgen.core.table_definition import TableDefinition
+from cdcgen.core.token_ranges import TokenRange
 from cdcgen.core.topology import TopologyDescription
 from cdcgen.core.watermark import BucketCheckpoint, TableProgress
 from cdcgen.core.windows import GenerationSpan, LakeWindow, TableState, Window
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 #: ``(range_end, [stream blob, ...])``: one row of ``cdc_streams_descriptions_v2``.
 StreamRows = Sequence[tuple[int, Sequence[bytes]]]
@@ -218,4 +228,150 @@ class ChangesLake(Protocol):
         """Undoes ``commit`` in a new commit: the table holds what it held before it
         (nothing, if ``commit`` created it), while ``commit``'s version stays readable
         by time travel. Refuses when another commit followed ``commit``."""
+        ...
+
+
+# --- replication ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ClusterIdentity:
+    """A cluster as the driver knows it: its name and its hosts' ids."""
+
+    name: str
+    hosts: frozenset[str]
+
+
+class TableSchemas(Protocol):
+    """One cluster's tables as replication reads (and, on the sink, alters) them."""
+
+    def identity(self) -> ClusterIdentity: ...
+
+    def definition(self, table: TableRef) -> TableDefinition | None:
+        """The table's current definition (None: no such table)."""
+        ...
+
+    def add_column(self, table: TableRef, column: str, cql_type: str, static: bool) -> None:
+        """``ALTER TABLE ... ADD`` (a column added meanwhile by another run is as wanted)."""
+        ...
+
+    def is_empty(self, table: TableRef, key_column: str) -> bool:
+        """Whether the table holds no row."""
+        ...
+
+
+@dataclass(frozen=True)
+class SinkBatch:
+    """One CDC batch's statements, bound for the sink (``bound``: the driver's, opaque
+    here), the replica its partition lives on ("" when unknown) and about how many bytes
+    its values take."""
+
+    bound: tuple[object, ...]
+    replica: str = ""
+    size: int = 0
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """A request the sink refused for its content (a value, or the request's size)."""
+
+    request: int
+    reason: str
+
+
+class SinkWrites(Protocol):
+    """The sink cluster's writes: its clock, where a partition lives, and requests of
+    CDC batches sent until acknowledged."""
+
+    def clock_us(self) -> int:
+        """The sink's time in microseconds, read now (the latest of its nodes' clocks)."""
+        ...
+
+    def bind(self, keyspace: str, statements: Sequence[Statement]) -> SinkBatch:
+        """One CDC batch's statements bound, with the replica of its partition."""
+        ...
+
+    def execute(self, requests: Sequence[Sequence[SinkBatch]]) -> list[Refusal]:
+        """Every request (one unlogged batch of its CDC batches, each single-partition)
+        sent, many at a time, and acknowledged, transient failures retried; returns
+        those the sink refused. Other failures raise."""
+        ...
+
+
+class SinkState(Protocol):
+    """A sink table's replication state, kept on the sink: its consistency point, the
+    changes it refused, a bootstrap's copy in progress."""
+
+    source: TableRef
+    sink: TableRef
+
+    def ensure_schema(self) -> None: ...
+
+    def exists(self) -> bool:
+        """Whether the state tables exist (a dry run creates none)."""
+        ...
+
+    def progress(self) -> SinkProgress: ...
+
+    def save_progress(
+        self,
+        consistent_until: datetime,
+        run_id: str,
+        lake_version: int | None = None,
+        bootstrapped_at: datetime | None = None,
+    ) -> None:
+        """Move the consistency point forward (an older one is ignored)."""
+        ...
+
+    def reject(self, change: ChangeId, reason: str, run_id: str) -> None:
+        """Record a change not applied, before the consistency point passes it."""
+        ...
+
+    def start_copy(self, snapshot_at: datetime, truncate: bool, run_id: str) -> None: ...
+
+    def copy_progress(self) -> CopyProgress | None: ...
+
+    def record_copied_range(
+        self, snapshot_at: datetime, tokens: TokenRange, rows: int, run_id: str
+    ) -> None: ...
+
+    def end_copy(self, snapshot_at: datetime) -> None: ...
+
+
+class SinkStates(Protocol):
+    """Where each replicated table's state is."""
+
+    def state(self, source: TableRef, sink: TableRef) -> SinkState: ...
+
+
+@dataclass(frozen=True)
+class ChangeSlice:
+    """The changes with write time in ``[since, until)``, in time order (each CDC
+    batch's rows together); ``peer``: the sink table's own changes in the same range
+    (active-active)."""
+
+    since: datetime
+    until: datetime
+    changes: pa.Table
+    peer: pa.Table | None = None
+
+
+class LakeChanges(Protocol):
+    """The changes lake as replication reads it."""
+
+    def column_types(self, table: TableRef) -> dict[str, pa.DataType]:
+        """The lake's column types of ``table``'s changes (none before its first write)."""
+        ...
+
+    def slices(
+        self,
+        table: TableRef,
+        version: int | None,
+        since: datetime,
+        until: datetime,
+        peer: TableRef | None = None,
+    ) -> Generator[ChangeSlice, None, None]:
+        """``table``'s changes of ``[since, until)`` at lake ``version``, in consecutive
+        slices of bounded size, with ``peer``'s changes of each slice's range; closing
+        the generator removes whatever it spilled."""
         ...

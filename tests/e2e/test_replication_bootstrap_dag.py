@@ -141,7 +141,7 @@ def test_a_new_sink_is_bootstrapped_by_a_spark_job_on_a_standalone_cluster(
     setup: Setup, spark_standalone: StandaloneCluster
 ) -> None:
     from cdcgen.adapters.cql import connect
-    from cdcgen.replication.sink_state import PROGRESS, CqlSinkState
+    from cdcgen.adapters.sink_state import PROGRESS, CqlSinkState
 
     before = on_cluster(setup.scenario, spark_standalone)
     events = setup.scenario.config.report_dir.parent / "openlineage"

@@ -51,9 +51,10 @@ from cdcgen.changes.changes_lake import DeltaChangesLake
 from cdcgen.changes.job import TableAdapters, reader_factory, table_adapters
 from cdcgen.changes.layout import STATS_COLUMNS, read_delta, table_root
 from cdcgen.changes.report import changes_report, record_changes_run
-from cdcgen.changes.result import ExtractionResult
+from cdcgen.changes.result import ExtractionRun
 from cdcgen.changes.run import ChangesRequest, extract_changes, run_changes
 from cdcgen.changes.settings import ChangesSettings
+from cdcgen.changes.verdicts import row_checks
 from cdcgen.config import PipelineConfig
 from cdcgen.core.cdc_log import LogPartitioner, TableRef
 from cdcgen.core.generation import SourceMode
@@ -190,7 +191,7 @@ def run(
     now: datetime | None = None,
     task_dies_after_streams: int | None = None,
     driver_dies_after_saves: int | None = None,
-) -> ExtractionResult:
+) -> ExtractionRun:
     """Extract ``table``'s closed windows for ``interval`` (no row checks: tests run
     them themselves); optionally the driver dies after that many checkpointed jobs."""
     built = adapters(
@@ -291,7 +292,8 @@ def test_every_row_lands_once_in_key_order_and_reruns_are_idempotent(
         "no duplicate changes",
     }
     assert checks.report_index.is_file()
-    page = record_changes_run(config.report_dir, second, checks)
+    outcome = second.outcome().checked(row_checks(checks))
+    page = record_changes_run(config.report_dir, outcome, checks)
     assert page.is_file()
 
     # Re-running an interval is a no-op; a backfill replaces exactly its windows.
@@ -417,12 +419,13 @@ def test_misrouted_rows_fail_colocation_and_are_named(
         assert sample["stream_hex"] in checks.summary and sample["cdc_time"] in checks.summary
     if len(colocation.samples) > SUMMARY_ROWS:
         assert f"{len(colocation.samples) - SUMMARY_ROWS} more row(s)" in checks.summary
-    record = changes_report(result, checks)
+    checked = result.outcome().checked(row_checks(checks))
+    record = changes_report(checked, checks)
     (outcome,) = [o for o in record.expectations if not o.passed]
     first = colocation.samples[0]
     assert first["stream_hex"] in outcome.details and '"pk":' in outcome.details
     # The report site names it: the run's checks page (linked from the index) lists it.
-    record_changes_run(config.report_dir, result, checks)
+    record_changes_run(config.report_dir, checked, checks)
     assert checks.page is not None and first["stream_hex"] in checks.page.read_text()
     assert (
         checks.page.relative_to(config.report_dir).as_posix()
@@ -481,7 +484,7 @@ def test_a_raised_cdc_ttl_does_not_hide_the_rows_that_expired_under_the_old_one(
     middle = datetime.now(UTC) + timedelta(milliseconds=5)
     time.sleep((LEEWAY + CONFIDENCE).total_seconds() + 0.2)  # let the windows close
     first = run(spark, world, config, Interval(start, middle), table, settings)
-    assert first.rows_written > 0, first.run_result()
+    assert first.rows_written > 0, first.outcome()
     recorded = store.progress(TableRef(KEYSPACE, table)).log_ttls
     assert recorded is not None and recorded.seen == 20
     assert run_workload(world.cluster, replace(spec, seed=42)).log_rows > 0

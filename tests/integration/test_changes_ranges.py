@@ -36,7 +36,7 @@ from lake_files import committed_files
 from cdcgen.adapters.cql import CqlClient, connect
 from cdcgen.changes.job import table_adapters
 from cdcgen.changes.layout import table_root
-from cdcgen.changes.result import ExtractionResult
+from cdcgen.changes.result import ExtractionRun
 from cdcgen.changes.run import ChangesRequest, extract_changes
 from cdcgen.changes.settings import ChangesSettings
 from cdcgen.config import PipelineConfig
@@ -149,7 +149,7 @@ def run(
     *,
     mode: Mode = Mode.INCREMENTAL,
     dies_in_save: int | None = None,
-) -> ExtractionResult:
+) -> ExtractionRun:
     built = table_adapters(world.client, spark, config, settings, TABLE)
     ports = built.ports(validate=False)
     if dies_in_save is not None:

@@ -39,12 +39,13 @@ from cdcgen.adapters.delta_tables import stored_schema
 from cdcgen.adapters.log_tables import describe_log_table
 from cdcgen.changes.columns import column_specs, lake_schema
 from cdcgen.changes.job import TableAdapters, table_adapters
-from cdcgen.changes.layout import PARTITION_COLUMNS, read_delta, table_root
-from cdcgen.changes.result import ExtractionResult
+from cdcgen.changes.layout import read_delta, table_root
+from cdcgen.changes.result import ExtractionRun
 from cdcgen.changes.run import ChangesRequest, extract_changes
 from cdcgen.changes.settings import ChangesSettings
 from cdcgen.config import PipelineConfig
 from cdcgen.core.cdc_log import BATCH_SEQ_NO, STREAM_ID, TIME, TableRef
+from cdcgen.core.change_batch import PARTITION_COLUMNS
 from cdcgen.core.generation import SourceMode
 from cdcgen.core.windows import Interval, Mode
 from cdcgen.schema import SourceSchema
@@ -203,7 +204,7 @@ def test_log_schema_and_rows_read_back_exactly(world: World) -> None:
 
 def extract(
     spark: Any, world: World, config: PipelineConfig
-) -> tuple[ExtractionResult, TableAdapters]:
+) -> tuple[ExtractionRun, TableAdapters]:
     """One incremental run over the workload's interval, as the Spark job builds it."""
     client = connect(config.contact_points)
     try:

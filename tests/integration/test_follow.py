@@ -49,11 +49,11 @@ from cdcgen.core.generation import SourceMode
 from cdcgen.core.replication_plan import LakeNotStarted
 from cdcgen.core.replication_record import ReplicationRecord
 from cdcgen.core.windows import Interval
+from cdcgen.replication.cql_ports import cql_ports
 from cdcgen.replication.follow import follow_replication
 from cdcgen.replication.run import (
     Mode,
     Replication,
-    ReplicationPorts,
     ReplicationRequest,
     bootstrap_sink,
 )
@@ -100,7 +100,7 @@ def followed(
     before = extract(spark, config, TABLE, first, start)
     assert before > 0
     bootstrap = ReplicationRequest(job, "follow-bootstrap", Mode.BOOTSTRAP)
-    bootstrap_sink(config, ReplicationPorts(client, client, COPY, spark=spark), bootstrap)
+    bootstrap_sink(config, cql_ports(config, client, client, COPY, spark=spark), bootstrap)
     begun = datetime.now(UTC)
     cluster.join_node(SourceMode.RAFT, shards=2, vnodes=4, seed=52)  # a switch ~1 s from now
     store = CqlCheckpointStore(client, config.checkpoint_keyspace)
@@ -141,7 +141,7 @@ def followed(
     try:
         # Follows of a few cycles each while the table is followed (however slow this
         # machine makes its cycles), then one more once it has ended: the sink's last.
-        ports = ReplicationPorts(client, sink)
+        ports = cql_ports(config, client, sink)
         while not applied or follower.is_alive():
             request = ReplicationRequest(job, f"follow-apply-{len(applied)}")
             pace = FollowPace(datetime.now(UTC) + 3 * EVERY, EVERY)
@@ -223,7 +223,7 @@ def test_a_sink_follow_waits_for_the_lake_s_first_watermark(followed: Followed) 
     start = datetime.now(UTC) - timedelta(seconds=10)  # before the table's first write
     CqlCheckpointStore(client, config.checkpoint_keyspace).record_start(late, start, "late")
     job = Replication(late, sink)
-    ports = ReplicationPorts(client, client, COPY)
+    ports = cql_ports(config, client, client, COPY)
     bootstrap_sink(config, ports, ReplicationRequest(job, "late-bootstrap", Mode.BOOTSTRAP))
     pace = FollowPace(datetime.now(UTC) + 3 * EVERY, EVERY)
     with pytest.raises(LakeNotStarted, match="cdc_changes"):

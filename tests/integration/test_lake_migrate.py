@@ -15,12 +15,12 @@ from lake_files import committed_files, old_generation_partition
 from cdcgen.adapters.delta_tables import is_delta
 from cdcgen.changes.layout import (
     CHANGES_DIR,
-    PARTITION_COLUMNS,
     STATS_COLUMNS,
     LayoutError,
     list_windows,
 )
 from cdcgen.cli import main
+from cdcgen.core.change_batch import PARTITION_COLUMNS
 from cdcgen.core.errors import ExitCode
 from cdcgen.core.generation_arrays import build_generation_arrays
 from cdcgen.core.ring import Ring

@@ -39,7 +39,7 @@ from cdcgen.adapters.generation_sources import connected_generation_ports
 from cdcgen.adapters.publisher import CqlDescriptionPublisher
 from cdcgen.changes.job import table_adapters
 from cdcgen.changes.layout import table_root
-from cdcgen.changes.result import ExtractionResult
+from cdcgen.changes.result import ExtractionRun
 from cdcgen.changes.run import ChangesRequest, extract_changes
 from cdcgen.changes.settings import ChangesSettings
 from cdcgen.config import PipelineConfig
@@ -187,7 +187,7 @@ def detected(config: PipelineConfig) -> list[str]:
         return [s.generation.label for s in detect(ports.source, ports.publisher)]
 
 
-def extract(spark: Any, world: World, config: PipelineConfig) -> ExtractionResult:
+def extract(spark: Any, world: World, config: PipelineConfig) -> ExtractionRun:
     """One incremental changes run of the whole workload, as the Spark job builds it."""
     client = connect(world.nodes)
     try:

@@ -46,6 +46,7 @@ from replication_world import (
 
 from cdcgen.adapters.checkpoints import CqlCheckpointStore
 from cdcgen.adapters.cql import CqlClient, connect
+from cdcgen.adapters.sink_state import CqlSinkState
 from cdcgen.changes.layout import read_delta, table_root
 from cdcgen.config import PipelineConfig
 from cdcgen.core.cdc_log import TableRef
@@ -53,17 +54,16 @@ from cdcgen.core.generation import SourceMode
 from cdcgen.core.replication_plan import ApplyPlan, ReplicationError
 from cdcgen.core.replication_record import ReplicationRecord
 from cdcgen.replication.apply import SinkApplier
+from cdcgen.replication.cql_ports import cql_ports
 from cdcgen.replication.run import (
     Mode,
     Replication,
-    ReplicationPorts,
     ReplicationRequest,
     bootstrap_sink,
     replicate,
     shape_of,
 )
 from cdcgen.replication.settings import ReplicationSettings
-from cdcgen.replication.sink_state import CqlSinkState
 from cdcgen.spark.session import JobKind, job_session
 from cdcgen_dev.emulator import create_cdc_table, orders_table
 
@@ -93,7 +93,7 @@ def bootstrap(
     job = Replication(TABLE, sink_of(name))
     mode = Mode.BOOTSTRAP_REPLACE if replace else Mode.BOOTSTRAP
     request = ReplicationRequest(job, f"bootstrap-{name}", mode)
-    return bootstrap_sink(config, ReplicationPorts(world_client, world_client, COPY), request)
+    return bootstrap_sink(config, cql_ports(config, world_client, world_client, COPY), request)
 
 
 @pytest.fixture(scope="module")
@@ -129,7 +129,7 @@ def world(contact_points: tuple[str, ...], tmp_path_factory: pytest.TempPathFact
 
 def apply(world: World, name: str) -> ReplicationRecord:
     job = Replication(TABLE, sink_of(name))
-    ports = ReplicationPorts(world.client, world.client)
+    ports = cql_ports(world.config, world.client, world.client)
     return replicate(world.config, ports, ReplicationRequest(job, f"apply-{name}"))
 
 
@@ -175,10 +175,11 @@ def test_replaying_an_applied_range_changes_nothing(world: World) -> None:
     plan = ApplyPlan(since, progress.consistent_until, progress.lake_version)
     state = CqlSinkState(world.client, TABLE, sink)
     job = Replication(TABLE, sink)
-    shape = shape_of(world.client, world.client, job, world.config.lake_path)
     settings = ReplicationSettings(slice_rows=300)
-    applier = SinkApplier(world.client, shape, state, "replay", settings)
-    outcome = applier.apply(table_root(world.config.lake_path, TABLE), plan)
+    ports = cql_ports(world.config, world.client, world.client, settings)
+    shape = shape_of(ports, job)
+    applier = SinkApplier(ports.writes, shape, state, "replay", settings)
+    outcome = applier.apply(ports.lake, plan)
     assert outcome.log_rows > 0 and not outcome.rejected
     assert outcome.slices > 1 and outcome.largest_slice <= 300  # the bound held
     assert contents(world.client, sink) == before

@@ -45,10 +45,10 @@ from cdcgen.changes.layout import read_delta, table_root
 from cdcgen.config import PipelineConfig
 from cdcgen.core.cdc_log import TableRef
 from cdcgen.core.replication_record import ReplicationRecord
+from cdcgen.replication.cql_ports import cql_ports
 from cdcgen.replication.run import (
     Mode,
     Replication,
-    ReplicationPorts,
     ReplicationRequest,
     bootstrap_sink,
     replicate,
@@ -79,7 +79,7 @@ class Pair:
         capture = capture_into(self.cluster, sink.keyspace, sink.table)
         job = Replication(source, sink)
         run_id = f"{source.keyspace}-to-{sink.keyspace}"
-        ports = ReplicationPorts(self.client, self.client, on_applied=capture)
+        ports = cql_ports(self.config, self.client, self.client, on_applied=capture)
         return replicate(self.config, ports, ReplicationRequest(job, run_id))
 
     def lake_rows(self, table: TableRef) -> int:
@@ -106,7 +106,7 @@ def pair(contact_points: tuple[str, ...], tmp_path_factory: pytest.TempPathFacto
     for source, sink in ((A, B), (B, A)):  # both empty: bootstraps that copy nothing
         job = Replication(source, sink)
         setup = ReplicationRequest(job, "setup", Mode.BOOTSTRAP)
-        record = bootstrap_sink(config, ReplicationPorts(client, client, COPY), setup)
+        record = bootstrap_sink(config, cql_ports(config, client, client, COPY), setup)
         assert record.copied_rows == 0
     world.marks.append(ready)
     try:

@@ -40,18 +40,18 @@ from replication_world import contents, create_sink_table, fresh_cluster, world_
 
 from cdcgen.adapters.checkpoints import CqlCheckpointStore
 from cdcgen.adapters.cql import CqlClient, connect
+from cdcgen.adapters.sink_state import CqlSinkState
 from cdcgen.config import PipelineConfig
 from cdcgen.core.cdc_log import TableRef
 from cdcgen.core.replication_plan import ReplicationError
+from cdcgen.replication.cql_ports import cql_ports
 from cdcgen.replication.run import (
     Mode,
     Replication,
-    ReplicationPorts,
     ReplicationRequest,
     bootstrap_sink,
     replicate,
 )
-from cdcgen.replication.sink_state import CqlSinkState
 
 pytestmark = pytest.mark.integration
 
@@ -167,7 +167,7 @@ def kill_once_some_ranges_are_recorded(
 
 def test_a_sigkilled_spark_bootstrap_resumes_to_the_same_sink_state(world: World) -> None:
     job = Replication(SOURCE, SINK)
-    ports = ReplicationPorts(world.client, world.client)
+    ports = cql_ports(world.config, world.client, world.client)
     state = CqlSinkState(world.client, SOURCE, SINK)
     kill_once_some_ranges_are_recorded(start_bootstrap(world), state)
     killed = state.copy_progress()

@@ -1,8 +1,9 @@
 """Replayed changes against the real database: the sink ends equal to the source.
 
 The same writes go to a source table as CQL and, as the log rows ScyllaDB writes for
-them, through :func:`cdcgen.core.replication.batch_statements` (one single-partition
-batch per CDC batch) to a sink table of the same definition. Both tables must then hold
+them, through the CQL rules (:mod:`cdcgen.core.operations`, then
+:mod:`cdcgen.core.sink_statements`; one single-partition batch per CDC batch) to a sink
+table of the same definition. Both tables must then hold
 the same rows with the same write timestamps, and replaying every batch again, or an
 older batch after a newer one, must change nothing (last writer wins). The shapes:
 clustering rows with sets and maps; static columns (their own log rows, by partition
@@ -18,10 +19,11 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from change_rows import batch_statements
 
 from cdcgen.adapters.cql import CqlClient, connect
 from cdcgen.core.cdc_log import Operation
-from cdcgen.core.replication import ColumnKind, SinkTable, batch_statements
+from cdcgen.core.operations.table import ColumnKind, TableShape
 
 pytestmark = pytest.mark.integration
 
@@ -105,12 +107,12 @@ def client(contact_points: tuple[str, ...]) -> Iterator[CqlClient]:
 def replay(
     client: CqlClient,
     batches: list[tuple[int, list[dict[str, Any]]]],
-    sink: SinkTable | None = None,
+    sink: TableShape | None = None,
 ) -> None:
     from cassandra.query import BatchStatement, BatchType
 
     keyspace = client.session.keyspace
-    sink = sink or SinkTable(keyspace, "sink", ("pk",), ("ck1", "ck2"), KINDS)
+    sink = sink or TableShape(keyspace, "sink", ("pk",), ("ck1", "ck2"), KINDS)
     for write_time, logged in batches:
         rows = [{"cdc$operation": int(r["op"]), **r} for r in logged]
         batch = BatchStatement(batch_type=BatchType.UNLOGGED)
@@ -200,12 +202,12 @@ SHAPE_WRITES: list[tuple[list[str], int, list[dict[str, Any]]]] = [
 ]  # fmt: skip
 
 
-def shapes_sink(keyspace: str) -> SinkTable:
+def shapes_sink(keyspace: str) -> TableShape:
     kinds = {
         "s": ColumnKind.ATOMIC, "home": ColumnKind.UDT, "fhome": ColumnKind.ATOMIC,
         "pair": ColumnKind.ATOMIC, "tags": ColumnKind.SET,
     }  # fmt: skip
-    return SinkTable(
+    return TableShape(
         keyspace, "sink_shapes", ("pk",), ("ck",), kinds,
         static=frozenset({"s"}), fields={"home": ADDRESS},
     )  # fmt: skip
@@ -316,7 +318,7 @@ def test_range_deletes_on_descending_clustering_columns(client: CqlClient) -> No
         (T2, [{"op": Operation.RANGE_DELETE_START_EXCLUSIVE, "pk": 1, "ts": 7, "seq": 1},
               {"op": Operation.RANGE_DELETE_END_INCLUSIVE, "pk": 1, "ts": 7}]),
     ]  # fmt: skip
-    sink = SinkTable(
+    sink = TableShape(
         client.session.keyspace, "sink_desc", ("pk",), ("ts", "seq"), {"v": ColumnKind.ATOMIC},
         descending=frozenset({"ts"}),
     )  # fmt: skip

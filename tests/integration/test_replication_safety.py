@@ -38,19 +38,19 @@ from replication_world import (
 )
 
 from cdcgen.adapters.cql import CqlClient, connect
+from cdcgen.adapters.sink_state import PROGRESS, CqlSinkState
 from cdcgen.config import PipelineConfig
 from cdcgen.core.cdc_log import TableRef
 from cdcgen.core.errors import ExitCode
 from cdcgen.core.replication_plan import ReplicationError
+from cdcgen.replication.cql_ports import cql_ports
 from cdcgen.replication.run import (
     Mode,
     Replication,
-    ReplicationPorts,
     ReplicationRequest,
     bootstrap_sink,
     replicate,
 )
-from cdcgen.replication.sink_state import PROGRESS, CqlSinkState
 from cdcgen.spark.session import JobKind, job_session
 from cdcgen_dev.emulator import SandboxCluster, create_cdc_table, orders_table
 
@@ -108,14 +108,14 @@ def test_a_worker_clock_ahead_of_the_nodes_loses_no_write(world: World) -> None:
     job = Replication(TABLE, SINK)
     client = world.client
     booting = ReplicationRequest(job, "bootstrap", Mode.BOOTSTRAP)
-    booted = bootstrap_sink(world.config, ReplicationPorts(client, client, COPY), booting)
+    booted = bootstrap_sink(world.config, cql_ports(world.config, client, client, COPY), booting)
     snapshot = booted.consistent_until
     assert snapshot < (node_now(world.cluster) - timedelta(seconds=1)).isoformat()
     workload(world.cluster, TABLE, 1.5, seed=63, keys=30)  # stamped after the snapshot
     end = settle(world.cluster)
     assert extract(spark, world.config, TABLE, middle, end) > 0
     record = replicate(
-        world.config, ReplicationPorts(client, client), ReplicationRequest(job, "apply")
+        world.config, cql_ports(world.config, client, client), ReplicationRequest(job, "apply")
     )
     assert record.status == "ok" and record.applied_log_rows > 0, record
     assert_sink_matches(contents(world.client, TABLE), contents(world.client, SINK))
@@ -164,4 +164,4 @@ def test_a_dry_run_names_what_it_would_truncate_and_writes_nothing(world: World)
     assert contents(world.client, SINK) == rows and state.progress() == progress
     dry = ReplicationRequest(job, "dry", Mode.BOOTSTRAP, dry_run=True)
     with pytest.raises(ReplicationError, match="--replace"):  # without it: refused, also dry
-        bootstrap_sink(world.config, ReplicationPorts(world.client, world.client), dry)
+        bootstrap_sink(world.config, cql_ports(world.config, world.client, world.client), dry)

@@ -35,24 +35,24 @@ from replication_world import (
 )
 
 from cdcgen.adapters.cql import CqlClient, connect
+from cdcgen.adapters.sink_state import CqlSinkState
+from cdcgen.adapters.table_schemas import CqlTableSchemas
 from cdcgen.config import PipelineConfig
 from cdcgen.core.cdc_log import TableRef
 from cdcgen.core.cql_types import ParsedType
 from cdcgen.core.generation import SourceMode
-from cdcgen.core.replication import quote
+from cdcgen.core.identifiers import quote
 from cdcgen.core.replication_plan import ReplicationError
+from cdcgen.replication.cql_ports import cql_ports
 from cdcgen.replication.run import (
     Mode,
     Replication,
-    ReplicationPorts,
     ReplicationRequest,
     bootstrap_sink,
     replicate,
-    table_definition,
 )
 from cdcgen.replication.settings import ReplicationSettings
 from cdcgen.replication.sink_schema import SinkSchemaError
-from cdcgen.replication.sink_state import CqlSinkState
 from cdcgen.spark.session import JobKind, job_session
 from cdcgen_dev.emulator import SandboxCluster, WorkloadSpec, create_cdc_table, run_workload
 from cdcgen_dev.emulator.log_schema import BaseTableSpec, every_shape_table, user_type_cql
@@ -127,7 +127,7 @@ def workload(cluster: SandboxCluster, table: TableRef, seed: int, seconds: float
 def contents(client: CqlClient, table: TableRef) -> list[tuple[Any, ...]]:
     """Every row, its key first, then every column, then the write time of each cell CQL
     reads one of (atomic columns, static ones included), sorted by text."""
-    definition = table_definition(client, table)
+    definition = CqlTableSchemas(client).definition(table)
     assert definition is not None
     udts = definition.user_types
     keys = [*definition.partition_key, *definition.clustering_key]
@@ -153,7 +153,7 @@ def test_every_shape_replicates_exactly_across_a_switch(world: World) -> None:
     middle = settle()
     assert extract(spark, world.config, TABLE, start, middle) > 0
     job, on_spark = Replication(TABLE, SINK), Replication(TABLE, SPARK_SINK)
-    ports = ReplicationPorts(world.client, world.client)
+    ports = cql_ports(world.config, world.client, world.client)
     for each in (job, on_spark):
         booting = ReplicationRequest(each, "bootstrap", Mode.BOOTSTRAP)
         booted = bootstrap_sink(world.config, ports, booting)
@@ -172,8 +172,8 @@ def test_every_shape_replicates_exactly_across_a_switch(world: World) -> None:
     assert_sink_matches(source, sink, keys=2)
     # On Spark executors, partitioned by partition key, in slices: the same sink.
     settings = ReplicationSettings().with_overrides(apply_tasks=2, slice_rows=300)
-    on_executors = ReplicationPorts(
-        world.client, world.client, settings, sink_config=world.config, spark=spark
+    on_executors = cql_ports(
+        world.config, world.client, world.client, settings, sink_config=world.config, spark=spark
     )
     spread = replicate(world.config, on_executors, ReplicationRequest(on_spark, "apply"))
     assert spread.status == "ok" and not spread.rejected, spread
@@ -186,7 +186,7 @@ def test_a_non_frozen_list_is_refused_by_name_before_anything_is_copied(world: W
     time.sleep(0.1)
     workload(world.cluster, LISTED, seed=75, seconds=1.0)
     job = Replication(LISTED, LISTED_SINK)
-    ports = ReplicationPorts(world.client, world.client)
+    ports = cql_ports(world.config, world.client, world.client)
     with pytest.raises(SinkSchemaError, match="column nf_list is a non-frozen list"):
         bootstrap_sink(world.config, ports, ReplicationRequest(job, "bootstrap", Mode.BOOTSTRAP))
     with pytest.raises((SinkSchemaError, ReplicationError)):

@@ -39,9 +39,9 @@ from replication_world import (
 )
 
 from cdcgen.adapters.cql import CqlClient, connect
+from cdcgen.adapters.sink_state import PROGRESS
 from cdcgen.config import PipelineConfig
 from cdcgen.core.cdc_log import TableRef
-from cdcgen.replication.sink_state import PROGRESS
 from cdcgen.spark.session import JobKind, job_session
 from cdcgen_dev.emulator import create_cdc_table, orders_table
 

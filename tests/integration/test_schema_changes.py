@@ -31,25 +31,25 @@ from replication_world import (
 
 from cdcgen.adapters.cdc_tables import CdcCatalog
 from cdcgen.adapters.cql import CqlClient, connect
+from cdcgen.adapters.sink_state import CqlSinkState
 from cdcgen.changes.job import table_adapters
 from cdcgen.changes.layout import delta_dataset, table_root
-from cdcgen.changes.result import ExtractionResult
+from cdcgen.changes.result import ExtractionRun
 from cdcgen.changes.run import ChangesRequest, extract_changes
 from cdcgen.config import PipelineConfig
 from cdcgen.core.cdc_extension import CDC_EXTENSION, decode_cdc_extension
 from cdcgen.core.cdc_log import TableRef
 from cdcgen.core.windows import Interval, Mode
+from cdcgen.replication.cql_ports import cql_ports
 from cdcgen.replication.run import Mode as ReplicationMode
 from cdcgen.replication.run import (
     Replication,
-    ReplicationPorts,
     ReplicationRequest,
     bootstrap_sink,
     replicate,
 )
 from cdcgen.replication.settings import ReplicationSettings
 from cdcgen.replication.sink_schema import SinkSchemaError
-from cdcgen.replication.sink_state import CqlSinkState
 from cdcgen.schema import Table
 from cdcgen.spark.session import JobKind, job_session
 from cdcgen_dev.emulator import (
@@ -186,7 +186,7 @@ def source_rows(client: CqlClient, columns: tuple[str, ...]) -> dict[Key, dict[s
     }
 
 
-def extract(spark: Any, world: World, start: datetime, end: datetime) -> ExtractionResult:
+def extract(spark: Any, world: World, start: datetime, end: datetime) -> ExtractionRun:
     """One incremental run as the Spark job builds it, then its row checks (all pass)."""
     client = connect(world.config.contact_points)
     try:
@@ -250,7 +250,7 @@ def test_the_lake_and_the_sink_follow_the_log_through_add_and_drop(world: World)
     first_end = extract(spark, world, start, settle()).interval.end
     truth = source_rows(world.client, ("v",))
     job, manual = Replication(TABLE, SINK), Replication(TABLE, MANUAL_SINK)
-    ports = ReplicationPorts(world.client, world.client)
+    ports = cql_ports(world.config, world.client, world.client)
     for each in (job, manual):
         bootstrap_sink(
             world.config, ports, ReplicationRequest(each, "bootstrap", ReplicationMode.BOOTSTRAP)
@@ -267,7 +267,7 @@ def test_the_lake_and_the_sink_follow_the_log_through_add_and_drop(world: World)
     assert {"note", "labels"} <= table_columns(world.client, SINK)
     refused = CqlSinkState(world.client, TABLE, MANUAL_SINK).progress()
     without = ReplicationSettings().with_overrides(add_columns=False)
-    refusing = ReplicationPorts(world.client, world.client, without)
+    refusing = cql_ports(world.config, world.client, world.client, without)
     with pytest.raises(SinkSchemaError, match=r"has no column\(s\) labels, note of the source"):
         replicate(world.config, refusing, ReplicationRequest(manual, "refused"))
     assert CqlSinkState(world.client, TABLE, MANUAL_SINK).progress() == refused

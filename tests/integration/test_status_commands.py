@@ -31,6 +31,7 @@ from replication_world import (
 
 from cdcgen.adapters.checkpoints import CqlCheckpointStore
 from cdcgen.adapters.cql import CqlClient, connect
+from cdcgen.adapters.sink_state import CqlSinkState
 from cdcgen.changes.job import table_adapters
 from cdcgen.changes.run import ChangesRequest, extract_changes
 from cdcgen.cli import main
@@ -39,18 +40,17 @@ from cdcgen.core.cdc_log import TableRef
 from cdcgen.core.errors import ExitCode
 from cdcgen.core.replication_record import ReplicationRecord
 from cdcgen.core.windows import Interval, Mode
+from cdcgen.replication.cql_ports import cql_ports
 from cdcgen.replication.run import (
     Mode as ReplicationMode,
 )
 from cdcgen.replication.run import (
     Replication,
-    ReplicationPorts,
     ReplicationRequest,
     bootstrap_sink,
     replicate,
 )
 from cdcgen.replication.settings import ReplicationSettings
-from cdcgen.replication.sink_state import CqlSinkState
 from cdcgen.spark.session import JobKind, job_session
 from cdcgen_dev.emulator import create_cdc_table, orders_table
 
@@ -104,7 +104,7 @@ def world(
     workload(cluster, TABLE, 1.5, seed=52)
     middle = settle()
     extract(spark, client, config, Interval(start, middle), FIRST_RUN)
-    ports = ReplicationPorts(client, client, ReplicationSettings(copy_splits=8))
+    ports = cql_ports(config, client, client, ReplicationSettings(copy_splits=8))
     job = Replication(TABLE, SINK)
     bootstrap_sink(config, ports, ReplicationRequest(job, "status-boot", ReplicationMode.BOOTSTRAP))
     workload(cluster, TABLE, 1.0, seed=53)

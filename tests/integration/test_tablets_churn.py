@@ -36,10 +36,10 @@ from torture_world import assert_lake_equals_log, wait_until
 from cdcgen.adapters.cql import connect
 from cdcgen.core.cdc_log import TableRef
 from cdcgen.core.generation import SourceMode
+from cdcgen.replication.cql_ports import cql_ports
 from cdcgen.replication.run import (
     Mode,
     Replication,
-    ReplicationPorts,
     ReplicationRequest,
     bootstrap_sink,
     replicate,
@@ -82,7 +82,7 @@ def test_the_lake_and_the_sink_follow_tablets_splitting_and_merging_as_nodes_com
         extract(spark, config, TABLE, start, end)
         job = Replication(TABLE, SINK)
         booting = ReplicationRequest(job, "bootstrap", Mode.BOOTSTRAP)
-        booted = bootstrap_sink(config, ReplicationPorts(client, client, COPY), booting)
+        booted = bootstrap_sink(config, cql_ports(config, client, client, COPY), booting)
         assert booted.consistent_until is not None, booted
 
         def resize(split: bool, seed: int) -> Callable[[], object]:
@@ -115,7 +115,7 @@ def test_the_lake_and_the_sink_follow_tablets_splitting_and_merging_as_nodes_com
         assert_lake_equals_log(client, config, TABLE)
 
         record = replicate(
-            config, ReplicationPorts(client, client), ReplicationRequest(job, "apply")
+            config, cql_ports(config, client, client), ReplicationRequest(job, "apply")
         )
         assert record.status == "ok" and not record.rejected, record
         assert_sink_matches(contents(client, TABLE), contents(client, SINK))

@@ -108,10 +108,10 @@ from cdcgen.core.generation import SourceMode
 from cdcgen.core.log_ttls import unextracted_ttl
 from cdcgen.core.replication_plan import ReplicationError
 from cdcgen.core.windows import DataExpired
+from cdcgen.replication.cql_ports import cql_ports
 from cdcgen.replication.run import (
     Mode,
     Replication,
-    ReplicationPorts,
     ReplicationRequest,
     bootstrap_sink,
     replicate,
@@ -280,7 +280,7 @@ class Torture(RuleBasedStateMachine):
         self.extract_and_check()  # a bootstrap needs the lake to hold the changes first
         job = Replication(table, self.world.sink)
         booting = ReplicationRequest(job, "bootstrap", Mode.BOOTSTRAP)
-        booted = bootstrap_sink(config, ReplicationPorts(client, client, COPY), booting)
+        booted = bootstrap_sink(config, cql_ports(config, client, client, COPY), booting)
         assert booted.consistent_until is not None, booted
         self.steps_done = True
 
@@ -420,7 +420,7 @@ class Torture(RuleBasedStateMachine):
         self.run_to_its_kill(
             lambda: replicate(
                 world.config,
-                ReplicationPorts(client, client, SMALL_SLICES, on_applied=dies),
+                cql_ports(world.config, client, client, SMALL_SLICES, on_applied=dies),
                 ReplicationRequest(job, "killed"),
             )
         )
@@ -521,7 +521,7 @@ class Torture(RuleBasedStateMachine):
         client = self.resources.client
         job = Replication(world.table, world.sink)
         record = replicate(
-            world.config, ReplicationPorts(client, client), ReplicationRequest(job, "apply")
+            world.config, cql_ports(world.config, client, client), ReplicationRequest(job, "apply")
         )
         assert record.status == "ok" and not record.rejected, record
         assert_sink_follows(client, world.table, world.sink)
@@ -583,7 +583,7 @@ def test_a_bootstrap_before_any_changes_run_names_the_dag_to_run(
         config = world_config(prefix, contact_points, tmp_path / "lake")
         booting = ReplicationRequest(Replication(source, sink), "bootstrap", Mode.BOOTSTRAP)
         with pytest.raises(ReplicationError, match=r"lake holds its changes none yet.*cdc_changes"):
-            bootstrap_sink(config, ReplicationPorts(client, client), booting)
+            bootstrap_sink(config, cql_ports(config, client, client), booting)
     finally:
         client.close()
 
@@ -636,12 +636,12 @@ def test_a_row_whose_values_were_all_in_a_dropped_column_stays_on_the_sink(
         end = settle()
         extract(spark, config, source, start, end)
         booting = ReplicationRequest(job, "bootstrap", Mode.BOOTSTRAP)
-        bootstrap_sink(config, ReplicationPorts(client, client, COPY), booting)
+        bootstrap_sink(config, cql_ports(config, client, client, COPY), booting)
         write(Operation.UPDATE)
 
         def apply(run_id: str) -> None:
             record = replicate(
-                config, ReplicationPorts(client, client), ReplicationRequest(job, run_id)
+                config, cql_ports(config, client, client), ReplicationRequest(job, run_id)
             )
             assert record.status == "ok" and not record.rejected, record
 

@@ -26,15 +26,16 @@ from cdcgen.adapters.delta_tables import table_version
 from cdcgen.adapters.generation_sources import VnodePublication, generation_ports
 from cdcgen.adapters.log_tables import describe_log_table
 from cdcgen.adapters.publisher import CqlDescriptionPublisher
+from cdcgen.adapters.table_schemas import CqlTableSchemas
 from cdcgen.changes.job import reader_factory, table_adapters
 from cdcgen.changes.layout import read_delta, table_root
-from cdcgen.changes.result import ExtractionResult
+from cdcgen.changes.result import ExtractionRun
 from cdcgen.changes.run import ChangesRequest, extract_changes
 from cdcgen.config import PipelineConfig
 from cdcgen.core.cdc_log import BATCH_SEQ_NO, STREAM_ID, TIME, TableRef
 from cdcgen.core.cql_types import ParsedType
+from cdcgen.core.identifiers import quote
 from cdcgen.core.log_ttls import shortest
-from cdcgen.core.replication import quote
 from cdcgen.core.windows import Interval, Mode
 from cdcgen.extract.generation_lake import LocalGenerationLake
 from cdcgen.extract.ring_records import LakeRingRecords
@@ -43,7 +44,6 @@ from cdcgen.jobs.extract_generation import run as extract_generation
 from cdcgen.pipeline.detect import detect
 from cdcgen.pipeline.publish import PublicationOutcome, publish_in_order
 from cdcgen.pipeline.validate import validate
-from cdcgen.replication.run import table_definition
 from cdcgen_dev.emulator import SandboxCluster
 from cdcgen_dev.emulator.log_schema import BaseTableSpec
 
@@ -93,7 +93,7 @@ def changes_run(
     now: datetime | None = None,
     task_dies_after_streams: int | None = None,
     driver_dies_after_saves: int | None = None,
-) -> ExtractionResult:
+) -> ExtractionRun:
     """An incremental changes run from where the world's extraction got to, as the Spark
     job builds it: as if at ``now``, or killed at the given point."""
     client = resources.client
@@ -252,7 +252,7 @@ class Shape:
 
 
 def shape_of(client: CqlClient, table: TableRef) -> Shape:
-    definition = table_definition(client, table)
+    definition = CqlTableSchemas(client).definition(table)
     assert definition is not None
     udts = definition.user_types
 

@@ -10,7 +10,7 @@ from cassandra import cqltypes
 
 from cdcgen.core.cdc_log import TableRef
 from cdcgen.core.cql_types import ParsedType
-from cdcgen.replication.sink_schema import TableDefinition
+from cdcgen.core.table_definition import TableDefinition
 
 ADDRESS = (("street", "text"), ("zip", "int"))
 #: The driver's classes of the CQL names these tests use.

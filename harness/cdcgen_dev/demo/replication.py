@@ -111,7 +111,7 @@ def key_columns(client: CqlClient, table: str) -> list[str]:
 def contents(client: CqlClient, table: str) -> list[tuple[Any, ...]]:
     """Every row (its key first) with the write time of each atomic data column, sorted."""
     from cdcgen.core.cdc_log import TableRef
-    from cdcgen.core.replication import quote
+    from cdcgen.core.identifiers import quote
 
     ref = TableRef.parse(table)
     metadata = client.cluster.metadata.keyspaces[ref.keyspace].tables[ref.table]

@@ -16,14 +16,15 @@ the tests that use it read the sink's log only once the apply has returned.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from itertools import groupby
-from typing import Any
+from typing import TYPE_CHECKING
 
-from cdcgen.changes.arrow_types import driver_value
+from cdcgen.changes.codec import driver_value
 from cdcgen.core.cdc_log import STREAM_ID, TIME, quote_column, timeuuid_from_micros
+from cdcgen.core.change_batch import WRITE_TIME
 from cdcgen.core.time import to_micros
+from cdcgen.replication.apply import AppliedHook
 from cdcgen_dev.emulator.cluster import SandboxCluster
 from cdcgen_dev.emulator.cql_util import prepared
 from cdcgen_dev.emulator.log_rows import log_insert_cql, log_insert_params
@@ -32,13 +33,15 @@ from cdcgen_dev.emulator.state import load_cdc_table
 from cdcgen_dev.emulator.tables import spec_from_json
 from cdcgen_dev.emulator.workload import make_router
 
+if TYPE_CHECKING:
+    import pyarrow as pa
+
 #: Lake columns that are not log columns.
-_NOT_LOGGED = frozenset({"write_time", STREAM_ID, TIME})
-
-Capture = Callable[[Sequence[dict[str, Any]]], None]
+_NOT_LOGGED = frozenset({WRITE_TIME, STREAM_ID, TIME})
 
 
-def capture_into(cluster: SandboxCluster, keyspace: str, table: str, seed: int = 0) -> Capture:
+def capture_into(cluster: SandboxCluster, keyspace: str, table: str, seed: int = 0
+                 ) -> AppliedHook:  # fmt: skip
     """A hook for :class:`cdcgen.replication.apply.SinkApplier` (``on_applied``) that
     logs applied changes in ``keyspace.table``'s log, as ScyllaDB would."""
     from cassandra.query import UNSET_VALUE
@@ -54,10 +57,11 @@ def capture_into(cluster: SandboxCluster, keyspace: str, table: str, seed: int =
     pk_types = [c.cql_type for c in spec.partition_key]
     rng = random.Random(seed)
 
-    def capture(rows: Sequence[dict[str, Any]]) -> None:
+    def capture(applied: pa.Table) -> None:
         router = make_router(cluster, keyspace, table)
         now = datetime.now(UTC)
-        batches = groupby(rows, key=lambda r: (r[STREAM_ID], r["write_time"], r[TIME]))
+        rows = applied.to_pylist()
+        batches = groupby(rows, key=lambda r: (r[STREAM_ID], r[WRITE_TIME], r[TIME]))
         for (_, written, _), batch in batches:
             changes = list(batch)
             key = [changes[0][name] for name in pk_names]

@@ -29,6 +29,10 @@ class ConnectionFailed(TransientError):
     """Transient: no node of the cluster answered."""
 
 
+class SinkClockUnreadable(TransientError):
+    """Transient: no node of the sink answered with its clock."""
+
+
 class AccessRefused(TerminalError):
     """Terminal: the nodes refused our credentials or we refused their certificate.
 

@@ -4,11 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cdcgen.airflow.connections import DEFAULT_CONNECTIONS, ClusterConnections
 from cdcgen.airflow.failures import fail_fast
 from cdcgen.airflow.generation_steps import run_config, run_type_of
+
+if TYPE_CHECKING:
+    from pydantic import JsonValue
+
+    from cdcgen.pipeline.changes import PlannedTable
 
 
 @fail_fast
@@ -19,7 +24,7 @@ def changes_plan(
     interval_end: datetime | None,
     connections: ClusterConnections = DEFAULT_CONNECTIONS,
     follow: timedelta | None = None,
-) -> list[dict[str, Any]]:
+) -> list[PlannedTable]:
     """The run's tables, each with its window end (for the wait) and its Spark job; with
     ``follow``, a job that follows its table that long."""
     from cdcgen.pipeline import changes
@@ -41,10 +46,10 @@ def changes_plan(
 def changes_summary(
     params: Mapping[str, Any],
     run_id: str,
-    planned: Sequence[Mapping[str, Any]] | None,
+    planned: Sequence[PlannedTable] | None,
     connections: ClusterConnections = DEFAULT_CONNECTIONS,
     ti: Any = None,
-) -> dict[str, Any]:
+) -> dict[str, JsonValue]:
     """Every table's result in one summary; fails the run naming each table that failed.
     Its metrics go out first, failed or not (:mod:`cdcgen.airflow.metrics`)."""
     from datetime import UTC

@@ -5,9 +5,10 @@ A platform team watches cdcgen with the dashboards and alert rules it has for it
 pipelines, so the values travel the way Airflow's own metrics do, with Airflow's prefix
 (``[metrics] statsd_prefix``, ``airflow`` by default) in front of the names below; the
 package opens no socket of its own. They are computed from the runs' typed summaries
-(:mod:`cdcgen.pipeline.run_summary`, :mod:`cdcgen.pipeline.changes`,
-:mod:`cdcgen.pipeline.replication_summary`) by pure functions, which a unit test checks
-without Airflow, and sent by :func:`emit`, called by each DAG's ``summarize`` task.
+(:mod:`cdcgen.pipeline.run_summary`, :mod:`cdcgen.pipeline.replication_summary`; a
+changes table's from its run's outcome, which :mod:`cdcgen.pipeline.changes` holds) by
+pure functions, which a unit test checks without Airflow, and sent by :func:`emit`,
+called by each DAG's ``summarize`` task.
 
 Names, with the tags ``cluster`` (the source connection's id) and ``table``
 (``keyspace.table``):
@@ -39,8 +40,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
-from typing import Any
+from typing import Any, TypedDict
 
+from cdcgen.core.changes_result import ChangesRunResult
 from cdcgen.core.time import parse_moment
 from cdcgen.pipeline.changes import ChangesRunSummary
 from cdcgen.pipeline.replication_summary import ReplicationRunSummary
@@ -65,6 +67,15 @@ LAGS = {WATERMARK_LAG: "behind its watermark", SINK_LAG: "sink behind the source
 XCOM_KEY = "metrics"
 
 
+class PointJson(TypedDict):
+    """A point as XCom carries it from ``summarize`` to ``check_lag``."""
+
+    name: str
+    value: float
+    kind: str
+    tags: dict[str, str]
+
+
 class Kind(StrEnum):
     """A gauge is a level (the last value counts); a counter adds up over runs."""
 
@@ -86,7 +97,7 @@ class MetricPoint:
         values = [self.tags[key] for key in ("cluster", "table") if key in self.tags]
         return ".".join([self.name, *(v.replace(".", "__") for v in values)])
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> PointJson:
         return {
             "name": self.name,
             "value": self.value,
@@ -95,7 +106,7 @@ class MetricPoint:
         }
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> MetricPoint:
+    def from_json(cls, data: PointJson) -> MetricPoint:
         return cls(
             name=str(data["name"]),
             value=float(data["value"]),
@@ -109,15 +120,22 @@ def _seconds(later: datetime, earlier: datetime) -> float:
 
 
 def changes_points(summary: ChangesRunSummary, cluster: str, at: datetime) -> list[MetricPoint]:
-    """Per table: the rows the run extracted, and (once the table has a watermark) how
-    far ``at`` is past it."""
+    """Every table's :func:`outcome_points`, tagged with the table's name as planned."""
     points = []
-    for table, result in sorted(summary.tables.items()):
-        tags = {"cluster": cluster, "table": table}
-        points.append(MetricPoint(ROWS_EXTRACTED, result.rows, Kind.COUNTER, tags))
-        if result.watermark is not None:
-            lag = _seconds(at, parse_moment(result.watermark, "watermark"))
-            points.append(MetricPoint(WATERMARK_LAG, lag, Kind.GAUGE, tags))
+    for table, outcome in sorted(summary.tables.items()):
+        points += outcome_points(outcome, {"cluster": cluster, "table": table}, at)
+    return points
+
+
+def outcome_points(
+    outcome: ChangesRunResult, tags: Mapping[str, str], at: datetime
+) -> list[MetricPoint]:
+    """A table's run: the rows it extracted, and (once the table has a watermark) how
+    far ``at`` is past it."""
+    points = [MetricPoint(ROWS_EXTRACTED, outcome.rows_written, Kind.COUNTER, tags)]
+    if outcome.watermark is not None:
+        lag = _seconds(at, parse_moment(outcome.watermark, "watermark"))
+        points.append(MetricPoint(WATERMARK_LAG, lag, Kind.GAUGE, tags))
     return points
 
 
@@ -189,11 +207,11 @@ def emit(points: Iterable[MetricPoint], tagged: bool | None = None) -> None:
             Stats.gauge(name, point.value, tags=tags)
 
 
-def as_xcom(points: Sequence[MetricPoint]) -> list[dict[str, Any]]:
+def as_xcom(points: Sequence[MetricPoint]) -> list[PointJson]:
     return [point.to_json() for point in points]
 
 
-def from_xcom(values: Sequence[Mapping[str, Any]] | None) -> list[MetricPoint]:
+def from_xcom(values: Sequence[PointJson] | None) -> list[MetricPoint]:
     return [MetricPoint.from_json(value) for value in values or ()]
 
 

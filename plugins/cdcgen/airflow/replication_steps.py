@@ -127,12 +127,12 @@ def replication_plan(
     """One mapped task group per table: ``table``, and the bootstrap job's ``spark_args``
     (empty: no bootstrap) and ``env_vars`` (no credential: they pass through XCom)."""
     from cdcgen.adapters.cql import client_for
+    from cdcgen.adapters.sink_state import CqlSinkState
     from cdcgen.core.cdc_log import TableRef
     from cdcgen.core.replication_plan import SinkProgress
     from cdcgen.pipeline.result_files import result_path
     from cdcgen.replication.run import Mode, needs_bootstrap, sink_variables
     from cdcgen.replication.settings import ReplicationSettings
-    from cdcgen.replication.sink_state import CqlSinkState
     from cdcgen.spark.session import submit_env
 
     config = run_config(params, connections.source)
@@ -187,12 +187,12 @@ def replicate_table(
     from cdcgen.airflow import lineage
     from cdcgen.airflow.assets import replicated_table
     from cdcgen.core.follow import FollowPace
+    from cdcgen.replication.cql_ports import cql_ports
     from cdcgen.replication.follow import follow_replication
     from cdcgen.replication.run import (
         ChangesRejected,
         Mode,
         Replication,
-        ReplicationPorts,
         ReplicationRequest,
         replicate,
     )
@@ -210,7 +210,7 @@ def replicate_table(
     request = ReplicationRequest(job, run_id, mode, dry_run=dry_run)
     settings = ReplicationSettings.from_env()
     with client_for(config) as source, client_for(sink_config) as sink:
-        ports = ReplicationPorts(source, sink, settings, sink_config=sink_config)
+        ports = cql_ports(config, source, sink, settings, sink_config=sink_config)
         if follow is None or dry_run:
             record = replicate(config, ports, request)
         else:

@@ -35,7 +35,6 @@ from cdcgen.adapters.delta_tables import (
 )
 from cdcgen.adapters.lake_store import LakeLocation, LakeRoot
 from cdcgen.changes.layout import (
-    PARTITION_COLUMNS,
     STATS_COLUMNS,
     STATS_DEFAULT,
     lake_buckets,
@@ -47,6 +46,7 @@ from cdcgen.changes.range_task import read_ranges
 from cdcgen.changes.read_task import ReadJob, read_changes
 from cdcgen.changes.stream_reads import StreamFanout, StreamRead, stream_reads
 from cdcgen.changes.window_index import OverlappingReads, WindowIndex
+from cdcgen.core.change_batch import PARTITION_COLUMNS
 from cdcgen.core.lake_buckets import LakeBuckets
 from cdcgen.core.read_strategy import ReadStrategy, choose_read, job_shape
 from cdcgen.core.windows import LakeWindow, Window

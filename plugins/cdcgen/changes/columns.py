@@ -1,18 +1,12 @@
 """From driver rows to Arrow record batches with the lake's schema.
 
 The lake keeps every log column under its own name (``cdc$stream_id`` ... and the base
-columns), typed from the driver's result metadata, plus columns that make the rows usable
-without ScyllaDB at hand:
-
-* ``write_time``: the write timestamp inside ``cdc$time`` (microseconds, UTC), which
-  orders a key's changes (with ``cdc$batch_seq_no``); ``cdc$time`` itself is kept as text;
-* ``operation_name``: ``cdc$operation`` decoded (:func:`cdcgen.core.cdc_log.operation_name`);
-* ``base_token``: Murmur3 of the base partition key, what the colocation check maps;
-* the partition columns ``date`` (UTC day of ``write_time``), ``generation``, ``window``
-  and ``bucket`` (:mod:`cdcgen.changes.layout`).
+columns), typed from the driver's result metadata, plus the columns it derives from
+them (``write_time``, ``operation_name``, ``base_token``) and its partition columns,
+all named in :mod:`cdcgen.core.change_batch`; ``cdc$time`` itself is kept as text.
 
 Every value is kept losslessly, in a type a reader can bind back to a database
-(:mod:`.arrow_types`: user types, tuples and durations as structs, collections as lists
+(:mod:`.codec`: user types, tuples and durations as structs, collections as lists
 and maps, uuid, inet, decimal and varint as their canonical text). Lakes written before
 user types, tuples and durations were structs hold them as text: a column a lake table
 already holds that way keeps being written that way (:func:`text_columns`), so the
@@ -27,13 +21,13 @@ from dataclasses import dataclass
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
-from cdcgen.changes.arrow_types import (
+from cdcgen.changes.base_tokens import BaseKeyHasher
+from cdcgen.changes.codec import (
     Converter,
     arrow_type_and_converter,
     holds_text_for_struct,
     text_value,
 )
-from cdcgen.changes.base_tokens import BaseKeyHasher
 from cdcgen.changes.derived_columns import day_labels, operation_names, timeuuid_texts
 from cdcgen.core.cdc_log import (
     BATCH_SEQ_NO,
@@ -42,6 +36,15 @@ from cdcgen.core.cdc_log import (
     TIME,
     micros_of_timeuuids,
     timeuuid_bytes,
+)
+from cdcgen.core.change_batch import (
+    BASE_TOKEN,
+    BUCKET,
+    DATE,
+    GENERATION,
+    OPERATION_NAME,
+    WINDOW,
+    WRITE_TIME,
 )
 
 if TYPE_CHECKING:
@@ -107,16 +110,16 @@ def lake_schema(specs: Sequence[ColumnSpec], with_partitions: bool = True) -> pa
 
     fields = [pa.field(s.name, s.arrow) for s in specs]
     fields += [
-        pa.field("write_time", pa.timestamp("us", tz="UTC")),
-        pa.field("operation_name", pa.string()),
-        pa.field("base_token", pa.int64()),
+        pa.field(WRITE_TIME, pa.timestamp("us", tz="UTC")),
+        pa.field(OPERATION_NAME, pa.string()),
+        pa.field(BASE_TOKEN, pa.int64()),
     ]
     if with_partitions:
         fields += [
-            pa.field("date", pa.string()),
-            pa.field("generation", pa.string()),
-            pa.field("window", pa.string()),
-            pa.field("bucket", pa.int32()),
+            pa.field(DATE, pa.string()),
+            pa.field(GENERATION, pa.string()),
+            pa.field(WINDOW, pa.string()),
+            pa.field(BUCKET, pa.int32()),
         ]
     return pa.schema(fields)
 

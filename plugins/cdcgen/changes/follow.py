@@ -38,6 +38,7 @@ from cdcgen.changes.run import ChangesRequest, run_changes
 from cdcgen.changes.settings import ChangesSettings
 from cdcgen.config import PipelineConfig
 from cdcgen.core.changes_result import ChangesRunResult, CycleEntry
+from cdcgen.core.changes_status import ChangesRunStatus
 from cdcgen.core.clocks import ClockCheck, closed_until, window_closes_at
 from cdcgen.core.errors import TransientError
 from cdcgen.core.follow import FollowPace, follow
@@ -195,7 +196,7 @@ def follow_changes(
         if exc.output is not None and attempt:
             number, end = attempt[0]
             totals.add(number, end, exc.output)  # its status says it was not checkpointed
-        exc.output = totals.total().updated(status="row checks failed", error=str(exc))
+        exc.output = totals.total().ended(ChangesRunStatus.ROW_CHECKS_FAILED, str(exc))
         raise
     finally:
         client.close()

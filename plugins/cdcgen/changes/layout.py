@@ -37,6 +37,14 @@ from cdcgen.adapters.delta_tables import DELTA_LOG, committed_files, delta_table
 from cdcgen.adapters.lake_store import LakeLocation, LakeRoot
 from cdcgen.adapters.stream_routing import token_function
 from cdcgen.core.cdc_log import LogPartitioner, TableRef
+from cdcgen.core.change_batch import (
+    BUCKET,
+    DATE,
+    GENERATION,
+    PARTITION_COLUMNS,
+    WINDOW,
+    WRITE_TIME,
+)
 from cdcgen.core.errors import TerminalError
 from cdcgen.core.lake_buckets import BucketRule, LakeBuckets
 from cdcgen.core.windows import LakeWindow, parse_window_label
@@ -50,12 +58,11 @@ if TYPE_CHECKING:
 CHANGES_DIR = "changes"
 LAYOUT_FILE = "_cdcgen_layout.json"
 LAYOUT_VERSION = 2  # 2: records the bucket rule (1: CRC-32 buckets)
-PARTITION_COLUMNS = ("date", "generation", "window", "bucket")
 PARTITION_TYPES = {
-    "date": pa.string(),
-    "generation": pa.string(),
-    "window": pa.string(),
-    "bucket": pa.int32(),
+    DATE: pa.string(),
+    GENERATION: pa.string(),
+    WINDOW: pa.string(),
+    BUCKET: pa.int32(),
 }
 #: The partition columns as ``CONVERT TO DELTA`` declares them for a Parquet lake.
 PARTITION_SCHEMA = "date STRING, generation STRING, window STRING, bucket INT"
@@ -124,8 +131,8 @@ def list_windows(root: LakeRoot) -> list[LakeWindow]:
     found: set[LakeWindow] = set()
     for values in delta_table(root).partitions():
         try:
-            start, end = parse_window_label(str(values["window"]))
-            found.add(LakeWindow(str(values["generation"]), start, end, int(values["bucket"])))
+            start, end = parse_window_label(str(values[WINDOW]))
+            found.add(LakeWindow(str(values[GENERATION]), start, end, int(values[BUCKET])))
         except (KeyError, TypeError, ValueError) as exc:
             raise LayoutError(f"{root}: partition {values} is not a window: {exc}") from exc
     return sorted(found)
@@ -200,7 +207,7 @@ def window_predicate(windows: Iterable[LakeWindow]) -> str:
 #: columns more CPU than this one, for nothing: Delta keeps no min and max of a binary
 #: ``cdc$stream_id``, and those of ``cdc$time``'s text skip nothing (the text of a time
 #: UUID does not sort by time).
-STATS_COLUMNS = "write_time"
+STATS_COLUMNS = WRITE_TIME
 STATS_DEFAULT = "spark.databricks.delta.properties.defaults.dataSkippingStatsColumns"
 
 

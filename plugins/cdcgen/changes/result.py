@@ -1,9 +1,11 @@
-"""What one changes run of one table did, as a record and as the JSON the DAG reads.
+"""One changes run of one table as it goes, and the outcome it builds.
 
-:class:`ExtractionResult` is filled by the orchestrator (:mod:`.run`) as the run goes,
-read by the row checks (which windows to check, over which generations) and the report
-(:mod:`.report`), and becomes the run's result once, by :meth:`ExtractionResult.run_result`
-(the Spark job's result file, which the DAG's summary step reads back).
+The orchestrator (:mod:`.run`) fills an :class:`ExtractionRun` job by job: the row
+checks read the plan from it (which windows to check, over which generations, at which
+lake version), in domain types the run's outcome does not carry. What the run did
+becomes its outcome once, by :meth:`ExtractionRun.outcome`
+(:class:`~cdcgen.core.changes_result.ChangesRunResult`), the one model its result file,
+its summary, its metrics and its report record are made from.
 """
 
 from __future__ import annotations
@@ -31,8 +33,9 @@ class JobRows:
 
 
 @dataclass
-class ExtractionResult:
-    """What a run extracted; ``run_result()`` is what its result file says of it."""
+class ExtractionRun:
+    """A run so far: its plan, and the counts it adds up job by job (typed, as the
+    orchestrator and the row checks use them); ``outcome()`` is what it did."""
 
     table: TableRef
     interval: Interval
@@ -79,8 +82,13 @@ class ExtractionResult:
         """The table version after this run's last commit (None: it committed nothing)."""
         return self.lake_versions[-1] if self.lake_versions else None
 
-    def run_result(self) -> ChangesRunResult:
-        """The run's result as its file and the DAG's summary step read it."""
+    def generation_ids(self) -> dict[str, str]:
+        """The id of each written window's generation, by label (the outcome names
+        generations by label only; the report shows both)."""
+        return {w.generation.label: w.generation.id for w in self.windows}
+
+    def outcome(self) -> ChangesRunResult:
+        """What the run did, before its checks' verdict (:meth:`ChangesRunResult.checked`)."""
         return ChangesRunResult(
             table=self.table.qualified,
             interval=(self.interval.start.isoformat(), self.interval.end.isoformat()),

@@ -23,6 +23,15 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from cdcgen.changes.stream_reads import ReaderFactory, StreamFanout, StreamRead
+from cdcgen.core.change_batch import (
+    BASE_TOKEN,
+    BUCKET,
+    GENERATION,
+    OPERATION_NAME,
+    WINDOW,
+    WINDOW_COLUMNS,
+    WRITE_TIME,
+)
 from cdcgen.core.expected_streams import GenerationMapper
 from cdcgen.core.time import to_micros
 from cdcgen.core.windows import Window
@@ -45,8 +54,8 @@ def _expected_stream_batches(
     import pyarrow as pa
 
     for batch in batches:
-        tokens = batch.column("base_token")
-        micros = batch.column("write_time").cast(pa.int64()).to_numpy(zero_copy_only=False)
+        tokens = batch.column(BASE_TOKEN)
+        micros = batch.column(WRITE_TIME).cast(pa.int64()).to_numpy(zero_copy_only=False)
         values = tokens.to_numpy(zero_copy_only=False)
         if tokens.null_count:
             values = tokens.cast(pa.float64()).fill_null(np.nan).to_numpy(zero_copy_only=False)
@@ -83,9 +92,9 @@ def windows_frame(spark: SparkSession, windows: Sequence[Window], leeway_us: int
     )
     frame = spark.createDataFrame(rows, schema)
     return frame.select(
-        "generation",
-        "window",
-        "bucket",
+        GENERATION,
+        WINDOW,
+        BUCKET,
         F.timestamp_micros("start_us").alias("window_start"),
         F.timestamp_micros("end_us").alias("window_end"),
         F.timestamp_micros("low_us").alias("generation_low"),
@@ -103,19 +112,19 @@ def change_rows_frame(
     from pyspark.sql import functions as F
 
     key = F.to_json(F.struct(*(F.col(f"`{name}`") for name in partition_key)))
-    rows = lake.join(F.broadcast(windows), ["generation", "window", "bucket"], "inner").select(
+    rows = lake.join(F.broadcast(windows), list(WINDOW_COLUMNS), "inner").select(
         F.lower(F.hex(F.col("`cdc$stream_id`"))).alias("stream_hex"),
         F.col("`cdc$time`").alias("cdc_time"),
         F.col("`cdc$batch_seq_no`").alias("batch_seq_no"),
         F.col("`cdc$end_of_batch`").alias("end_of_batch"),
         F.col("`cdc$operation`").alias("operation"),
-        "operation_name",
-        "write_time",
-        "base_token",
+        OPERATION_NAME,
+        WRITE_TIME,
+        BASE_TOKEN,
         key.alias("base_key"),
-        "generation",
-        "window",
-        "bucket",
+        GENERATION,
+        WINDOW,
+        BUCKET,
         "window_start",
         "window_end",
         "generation_low",
@@ -134,26 +143,26 @@ def _count_task(
 
     reader = readers()
     out: dict[str, list[Any]] = {
-        "generation": [],
-        "window": [],
-        "bucket": [],
+        GENERATION: [],
+        WINDOW: [],
+        BUCKET: [],
         "stream_hex": [],
         "source_rows": [],
     }
     read: StreamRead
     for read in task_items(tasks, batches):
-        out["generation"].append(read.generation)
-        out["window"].append(read.window)
-        out["bucket"].append(read.bucket)
+        out[GENERATION].append(read.generation)
+        out[WINDOW].append(read.window)
+        out[BUCKET].append(read.bucket)
         out["stream_hex"].append(read.stream.hex())
         out["source_rows"].append(reader.count(read.stream, read.start, read.end))
     yield pa.RecordBatch.from_pydict(
         out,
         schema=pa.schema(
             [
-                ("generation", pa.string()),
-                ("window", pa.string()),
-                ("bucket", pa.int32()),
+                (GENERATION, pa.string()),
+                (WINDOW, pa.string()),
+                (BUCKET, pa.int32()),
                 ("stream_hex", pa.string()),
                 ("source_rows", pa.int64()),
             ]
@@ -179,7 +188,7 @@ def stream_counts_frame(rows: DataFrame, source: DataFrame) -> DataFrame:
     """Lake rows against source rows per (generation, window, bucket, stream)."""
     from pyspark.sql import functions as F
 
-    keys = ["generation", "window", "bucket", "stream_hex"]
+    keys = [*WINDOW_COLUMNS, "stream_hex"]
     lake = rows.groupBy(*keys).agg(F.count(F.lit(1)).alias("lake_rows"))
     return lake.join(source, keys, "full_outer").select(
         *keys,

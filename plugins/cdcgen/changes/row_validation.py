@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from cdcgen.changes.changes_lake import DeltaChangesLake
 from cdcgen.changes.range_counts import range_counts_frame
-from cdcgen.changes.result import ExtractionResult, JobRows
+from cdcgen.changes.result import ExtractionRun, JobRows
 from cdcgen.changes.row_frames import (
     change_rows_frame,
     source_counts_frame,
@@ -56,19 +56,19 @@ class SparkRowChecks:
         self._source_counts = source_counts
         self._expectations_dir = expectations_dir
 
-    def report_dir(self, result: ExtractionResult) -> Path:
+    def report_dir(self, run: ExtractionRun) -> Path:
         """Where the run's Data Docs and checks page go."""
-        return self._report_dir / CHECKS_DIR / result.table.qualified / slug(result.run_id)
+        return self._report_dir / CHECKS_DIR / run.table.qualified / slug(run.run_id)
 
-    def check(self, result: ExtractionResult, job: JobRows | None = None) -> ValidationResult:
+    def check(self, run: ExtractionRun, job: JobRows | None = None) -> ValidationResult:
         """``job``'s windows at its version (Data Docs in the run's folder, or in
         ``job-N/`` under it for a run of several jobs); without, every window of the
         run at its last version."""
-        target = self.report_dir(result)
+        target = self.report_dir(run)
         if job is not None and job.jobs > 1:
             target = job_report_dir(target, job.number)
-        windows = list(result.windows if job is None else job.windows)
-        version = result.lake_version if job is None else job.version
+        windows = list(run.windows if job is None else job.windows)
+        version = run.lake_version if job is None else job.version
         if not windows or not self._lake.windows():
             return ValidationResult(
                 True, [], target / "index.html", "no window extracted: nothing to check"
@@ -77,7 +77,7 @@ class SparkRowChecks:
         rows = change_rows_frame(
             self._lake.dataset(version),  # exactly what this run committed
             windows_frame(spark, windows, self._leeway_us),
-            GenerationMapper(result.generations),
+            GenerationMapper(run.generations),
             self._partition_key,
         )
         counts = source = None
@@ -95,7 +95,7 @@ class SparkRowChecks:
                 rows,
                 counts,
                 report_dir=target,
-                run_name=f"{result.table.qualified} {result.run_id}",
+                run_name=f"{run.table.qualified} {run.run_id}",
                 expectations_dir=self._expectations_dir,
             )
         finally:

@@ -42,7 +42,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
 from cdcgen.changes.report import record_changes_run
-from cdcgen.changes.result import ExtractionResult, JobRows, Phases
+from cdcgen.changes.result import ExtractionRun, JobRows, Phases
 from cdcgen.changes.settings import ChangesSettings
 from cdcgen.changes.verdicts import combined, row_checks
 from cdcgen.config import PipelineConfig
@@ -62,7 +62,7 @@ class RowChecks(Protocol):
     """Validates the rows a run wrote (the Great Expectations row suites, on Spark):
     one job's (``job``), or every window of the run at its last version."""
 
-    def check(self, result: ExtractionResult, job: JobRows | None = None) -> ValidationResult: ...
+    def check(self, run: ExtractionRun, job: JobRows | None = None) -> ValidationResult: ...
 
 
 @dataclass(frozen=True)
@@ -113,9 +113,9 @@ def extract_changes(
     *,
     cdc_ttl: timedelta | None,
     now: datetime | None = None,
-) -> ExtractionResult:
+) -> ExtractionRun:
     """Steps 1 to 5 of a run (see the module doc). Windows that are not closed yet are
-    returned in ``result.plan.pending``; raises ``DataExpired`` when a window is past
+    returned in ``run.plan.pending``; raises ``DataExpired`` when a window is past
     the TTL of its rows: ``cdc_ttl`` (the table's CDC TTL now, None when rows never
     expire), or a shorter one the runs recorded, which rows logged before a raise of it
     keep (:mod:`cdcgen.core.log_ttls`)."""
@@ -146,14 +146,14 @@ def extract_changes(
     )
     existing = lake.windows()
     plan = plan_windows(table, generations, interval, state, clocks, policy, now, existing, mode)
-    result = ExtractionResult(
+    run = ExtractionRun(
         table, interval, mode, request.run_id, plan, lake.location,
         phases=phases.seconds, generations=generations,
     )  # fmt: skip
     phases.mark("plan")
     if plan.first_run and mode is Mode.INCREMENTAL:
         store.record_start(table, plan.floor, request.run_id)
-    _write_jobs(ports, settings, result)
+    _write_jobs(ports, settings, run)
     phases.mark("jobs")
     if mode is Mode.INCREMENTAL:
         checkpointed = store.table_state(table)  # this run's saves included
@@ -162,51 +162,51 @@ def extract_changes(
             ttls = recorded_after_run(cdc_ttl, state.log_ttls, now, watermark)
             store.save_watermark(table, watermark, request.run_id, lake.version(), ttls)
             store.prune(table, generations)
-    result.watermark = store.progress(table).watermark
+    run.watermark = store.progress(table).watermark
     phases.mark("watermark")
-    result.seconds = time.monotonic() - started
-    log.info("changes of %s: %s", table, result.run_result().to_json())
-    return result
+    run.seconds = time.monotonic() - started
+    log.info("changes of %s: %s", table, run.outcome().to_json())
+    return run
 
 
-def _write_jobs(ports: ChangesPorts, settings: ChangesSettings, result: ExtractionResult) -> None:
+def _write_jobs(ports: ChangesPorts, settings: ChangesSettings, run: ExtractionRun) -> None:
     """Write the plan's windows job by job, one commit each (the first also drops the
     plan's garbage); check each job's rows, then checkpoint it, or quarantine it when
     its rows fail the checks."""
-    table = result.table
-    garbage = result.plan.garbage
-    if not result.windows:
+    table = run.table
+    garbage = run.plan.garbage
+    if not run.windows:
         if garbage:
-            result.add_commit(ports.lake.remove(garbage).version)
-            result.garbage_removed = len(garbage)
+            run.add_commit(ports.lake.remove(garbage).version)
+            run.garbage_removed = len(garbage)
         return
     progress = Progress(
-        total=result.plan.stream_reads,
+        total=run.plan.stream_reads,
         unit="streams",
         log=log.info,
         every=0.0,  # one line per Spark job: jobs take seconds to minutes each
-        label=f"{table} {result.mode.value}",
+        label=f"{table} {run.mode.value}",
     )
-    groups = job_groups(result.windows, settings.buckets_per_job)
+    groups = job_groups(run.windows, settings.buckets_per_job)
     for number, windows in enumerate(groups, 1):
         streams = sum(len(w.streams) for w in windows)
         commit = ports.lake.write(windows, replacing=garbage if number == 1 else ())
         counters = commit.counters
-        result.add_job(streams, counters)
-        result.add_commit(commit.version)
+        run.add_job(streams, counters)
+        run.add_commit(commit.version)
         if number == 1:
-            result.garbage_removed = len(garbage)
+            run.garbage_removed = len(garbage)
         log.info("%s job %d done: %s", table, number, dict(counters))
         rows = sum(c for k, c in counters.items() if k.startswith("rows:"))
         progress.advance(streams, rows=rows)
         if ports.row_checks is not None:
             job = JobRows(number, len(groups), tuple(windows), commit.version)
-            verdict = ports.row_checks.check(result, job)
-            result.checks.append(verdict)
+            verdict = ports.row_checks.check(run, job)
+            run.checks.append(verdict)
             if not verdict.passed:
-                _quarantine(ports.lake, commit, result)
+                _quarantine(ports.lake, commit, run)
                 continue
-        if result.mode is Mode.INCREMENTAL:
+        if run.mode is Mode.INCREMENTAL:
             ports.checkpoints.save(
                 table,
                 (
@@ -215,7 +215,7 @@ def _write_jobs(ports: ChangesPorts, settings: ChangesSettings, result: Extracti
                         w.bucket,
                         w.end,
                         w.start,
-                        result.run_id,
+                        run.run_id,
                         lake_version=commit.version,
                     )
                     for w in windows
@@ -223,15 +223,15 @@ def _write_jobs(ports: ChangesPorts, settings: ChangesSettings, result: Extracti
             )
 
 
-def _quarantine(lake: ChangesLake, commit: LakeCommit, result: ExtractionResult) -> None:
+def _quarantine(lake: ChangesLake, commit: LakeCommit, run: ExtractionRun) -> None:
     """Take a job's rows that failed the checks out of the table's current version."""
     reverted = lake.revert(commit)
-    result.add_commit(reverted.version)
-    result.quarantined_versions.append(commit.version)
+    run.add_commit(reverted.version)
+    run.quarantined_versions.append(commit.version)
     log.error(
         "%s: rows of lake version %d failed the row checks; quarantined (version %d "
         "reverts them, time travel still reads them); nothing of them is checkpointed",
-        result.table,
+        run.table,
         commit.version,
         reverted.version,
     )
@@ -248,31 +248,29 @@ def run_changes(
 ) -> ChangesRunResult:
     """A whole run: extract (checking each job's rows), record it on the report site.
 
-    Returns the extraction's result with its ``checks`` (passed, summary, Data Docs), the
-    report page and the ``status``. Raises :class:`ChangesInvalid` (carrying that result
+    Returns the run's outcome with its ``checks`` (passed, summary, Data Docs), the
+    report page and the ``status``. Raises :class:`ChangesInvalid` (carrying that outcome
     as ``output``) after recording a failed check.
     """
     try:
-        result = extract_changes(request, ports, config, settings, cdc_ttl=cdc_ttl, now=now)
+        run = extract_changes(request, ports, config, settings, cdc_ttl=cdc_ttl, now=now)
     except DataExpired as exc:
         log.error("%s", exc)
         raise
-    output = result.run_result()
-    label = f"{result.table.qualified} {result.run_id}"
-    checks = combined(result.checks, label) if result.checks else None
-    if checks is not None:
-        output = output.updated(checks=row_checks(checks))
+    label = f"{run.table.qualified} {run.run_id}"
+    verdict = combined(run.checks, label) if run.checks else None
+    outcome = run.outcome().checked(None if verdict is None else row_checks(verdict))
     page = record_changes_run(
         config.report_dir,
-        result,
-        checks,
+        outcome,
+        verdict,
+        generation_ids=run.generation_ids(),
         dag_id=request.dag_id,
         keep_runs=config.report_keep_runs,
     )
-    status = "done" if checks is None or checks.passed else "row checks failed"
-    output = output.updated(report=str(page), status=status)
-    if checks is not None and not checks.passed:
-        failure = ChangesInvalid(checks)
-        failure.output = output  # what was written and why it failed, for the caller
+    outcome = outcome.updated(report=str(page))
+    if verdict is not None and not verdict.passed:
+        failure = ChangesInvalid(verdict)
+        failure.output = outcome  # what was written and why it failed, for the caller
         raise failure
-    return output
+    return outcome

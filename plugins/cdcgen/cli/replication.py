@@ -99,11 +99,11 @@ def run_command(args: argparse.Namespace) -> int:
     from cdcgen.config import ConfigError, PipelineConfig
     from cdcgen.core.cdc_log import LogTableError
     from cdcgen.core.replication_plan import ApplyIncomplete, CopyIncomplete, ReplicationError
+    from cdcgen.replication.cql_ports import cql_ports
     from cdcgen.replication.run import (
         SINK_PREFIX,
         Mode,
         Replication,
-        ReplicationPorts,
         ReplicationRequest,
         bootstrap_sink,
         replicate,
@@ -133,7 +133,7 @@ def run_command(args: argparse.Namespace) -> int:
     request = ReplicationRequest(job, run_id, mode, dry_run=args.dry_run)
     try:
         with client_for(config) as source, client_for(sink_config) as sink:
-            ports = ReplicationPorts(source, sink, settings, sink_config=sink_config)
+            ports = cql_ports(config, source, sink, settings, sink_config=sink_config)
             if args.replication_command == "bootstrap":
                 record = bootstrap_sink(config, ports, request)
             else:

@@ -71,15 +71,19 @@ class LogTableError(TerminalError):
     """Terminal: the table is not CDC-enabled, or its log does not have ScyllaDB's shape."""
 
 
+DELETED_PREFIX = "cdc$deleted_"
+DELETED_ELEMENTS_PREFIX = "cdc$deleted_elements_"
+
+
 def deleted_column(name: str) -> str:
     """``cdc$deleted_<col>``: true when the write deleted the column (or overwrote a
     non-frozen collection)."""
-    return f"cdc$deleted_{name}"
+    return DELETED_PREFIX + name
 
 
 def deleted_elements_column(name: str) -> str:
     """``cdc$deleted_elements_<col>``: the keys a write removed from a collection."""
-    return f"cdc$deleted_elements_{name}"
+    return DELETED_ELEMENTS_PREFIX + name
 
 
 def quote_column(name: str) -> str:

@@ -1,10 +1,13 @@
-"""What one changes run of one table reports: the Spark job's result file, as a model.
+"""What one changes run of one table ended with: its outcome, the one model of it.
 
-The job writes it (success or not), the DAG's summary step reads it back from another
-process, and an attempt that died before its end leaves the few keys its operator
-wrote. So every key is optional, and a key never given stays out of the file again
-(``exclude_unset``): the file keeps the shape each writer gave it, and the summary reads
-typed fields with the defaults the file format always had.
+The run builds it (:meth:`cdcgen.changes.result.ExtractionRun.outcome`), the Spark job
+writes it as its result file (success or not), the DAG's summary step reads it back
+from another process and derives the table's summary and metrics from it, and the
+run's record on the report site is made from it (:mod:`cdcgen.changes.report`). An
+attempt that died before its end leaves the few keys its operator wrote. So every key
+is optional, and a key never given stays out of the file again (``exclude_unset``): the
+file keeps the shape each writer gave it, and the summary reads typed fields with the
+defaults the file format always had.
 
 In the core because the row checks' failure (:class:`cdcgen.validation.results.
 ChangesInvalid`) carries one, below the changes flow that builds it.
@@ -12,11 +15,11 @@ ChangesInvalid`) carries one, below the changes flow that builds it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
+from cdcgen.core.changes_status import ChangesRunStatus
 from cdcgen.core.windows import Mode
 
 
@@ -81,11 +84,11 @@ class CycleEntry(_Json):
     rows: int = 0
     watermark: str | None = None
     #: ``done``, or why the cycle's windows were not checkpointed (the follow ended there).
-    status: str = "done"
+    status: ChangesRunStatus = ChangesRunStatus.DONE
 
 
 class ChangesRunResult(_Json):
-    """A changes run's result (see the module doc); ``status`` ``done`` is a success."""
+    """A changes run's result (see the module doc); only ``status`` ``done`` is a success."""
 
     table: str = ""
     interval: tuple[str, str] | None = None
@@ -111,24 +114,46 @@ class ChangesRunResult(_Json):
     report: str | None = None
     #: A follow's cycles, in order (empty for a run of one cycle).
     cycles: tuple[CycleEntry, ...] = ()
-    status: str = "done"
+    status: ChangesRunStatus = ChangesRunStatus.DONE
     error: str = ""
 
     @property
     def failed(self) -> bool:
-        return self.status != "done"
+        return self.status.failed
+
+    @property
+    def colocation(self) -> str | None:
+        """The colocation check's verdict (see :meth:`RowChecks.colocation`)."""
+        return None if self.checks is None else self.checks.colocation()
+
+    @property
+    def checks_passed(self) -> bool | None:
+        """Whether every row check passed; ``None`` when none ran."""
+        return None if self.checks is None else self.checks.passed
+
+    def checked(self, checks: RowChecks | None) -> ChangesRunResult:
+        """The run's result once its rows were checked (``None``: no check ran): done,
+        unless the checks failed."""
+        if checks is None:
+            return self.updated(status=ChangesRunStatus.DONE)
+        passed = ChangesRunStatus.DONE if checks.passed else ChangesRunStatus.ROW_CHECKS_FAILED
+        return self.updated(checks=checks, status=passed)
+
+    def ended(self, status: ChangesRunStatus, error: str) -> ChangesRunResult:
+        """What the run had done when it ended on ``error`` (an exception's text)."""
+        return self.updated(status=status, error=error)
 
     def updated(self, **changes: Any) -> ChangesRunResult:
         """A copy with ``changes`` (their keys then written too)."""
         return self.model_copy(update=changes)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         """The keys given, as the result file holds them (rows in samples as read: the
         file is written with ``default=str``)."""
         return self.model_dump(mode="python", exclude_unset=True)
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> ChangesRunResult:
-        """The model of a result file's object; pydantic's ValidationError (a ValueError)
+    def from_json(cls, data: JsonValue) -> ChangesRunResult:
+        """The model of a result file's JSON; pydantic's ValidationError (a ValueError)
         if it is not one."""
         return cls.model_validate(data)

@@ -10,6 +10,7 @@ also kept out of the databases' own: ScyllaDB's and Cassandra's keyspaces are al
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from cdcgen.core.errors import TerminalError
 
@@ -60,3 +61,9 @@ def check_writable_keyspace(
             f"the pipeline does not write there{fix}"
         )
     return name
+
+
+@lru_cache(maxsize=4096)
+def quote(name: str) -> str:
+    """A name as CQL text, double-quoted (so case and reserved words survive)."""
+    return '"' + name.replace('"', '""') + '"'

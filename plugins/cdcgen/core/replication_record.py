@@ -17,14 +17,25 @@ it too.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from enum import StrEnum
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-#: ``ok``: every change applied; ``rejected``: some were not (named in ``rejected``);
-#: ``dry-run``: nothing written; ``refused``/``incomplete``: the bootstrap job failed
-#: for good, or part-way (its result file only).
-Status = Literal["ok", "rejected", "dry-run", "refused", "incomplete"]
+
+class ReplicationRunStatus(StrEnum):
+    """How a run ended, as its record says."""
+
+    #: Every change applied.
+    OK = "ok"
+    #: Some were not (named in ``rejected``).
+    REJECTED = "rejected"
+    #: Nothing written.
+    DRY_RUN = "dry-run"
+    #: The bootstrap job failed for good (its result file only).
+    REFUSED = "refused"
+    #: The bootstrap job failed part-way (its result file only).
+    INCOMPLETE = "incomplete"
 
 
 class _Json(BaseModel):
@@ -102,7 +113,7 @@ class ReplicationRecord(_Json):
     rejected_count: int = 0
     #: A follow's cycles, in order (empty for a run of one cycle).
     cycles: tuple[ApplyCycle, ...] = ()
-    status: Status = "ok"
+    status: ReplicationRunStatus = ReplicationRunStatus.OK
     error: str = ""
 
     def updated(self, **changes: Any) -> ReplicationRecord:

@@ -25,7 +25,9 @@ from functools import cached_property
 from typing import Any
 
 from cdcgen.core.cdc_log import TableRef
-from cdcgen.core.replication import ColumnKind, SinkTable, Statement, quote
+from cdcgen.core.identifiers import quote
+from cdcgen.core.operations.table import ColumnKind, TableShape
+from cdcgen.core.sink_statements import Statement
 
 
 @dataclass(frozen=True)
@@ -34,7 +36,7 @@ class CopyLayout:
     written back: keys, then value, write time and TTL of each atomic column, then each
     non-frozen column's value."""
 
-    table: SinkTable
+    table: TableShape
 
     @cached_property
     def keys(self) -> tuple[str, ...]:

@@ -12,16 +12,14 @@ range end, ignore_msb and a slice of stream blobs of any length. Its JSON form i
 from __future__ import annotations
 
 import binascii
-import gc
 import itertools
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from cdcgen.core.gc_pause import paused_collections
 from cdcgen.core.generation_arrays import GenerationArrays
 from cdcgen.core.stored_arrays import arrays_from_stored
 from cdcgen.core.stream_id import STREAM_ID_SIZE, StreamId
@@ -223,23 +221,6 @@ class DescriptionColumns:
             return TopologyDescription(tuple(entries))
         except ValueError as exc:
             raise InvalidDescription(str(exc)) from exc
-
-
-@contextmanager
-def paused_collections() -> Iterator[None]:
-    """No garbage collection while millions of objects are built that form no cycles.
-
-    Each collection the new lists and tuples trigger walks every list reachable so far,
-    so the 1.6 million blobs of a large generation are visited again and again: much
-    of the time of :meth:`DescriptionColumns.stream_rows`. Left as found on exit.
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def hex_matrix(ids: ByteMatrix) -> ByteMatrix:

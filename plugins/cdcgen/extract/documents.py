@@ -20,7 +20,8 @@ import numpy as np
 
 from cdcgen.adapters.lake_store import LakeLocation, LakeRoot
 from cdcgen.core.errors import TerminalError
-from cdcgen.extract.description_columns import DescriptionColumns, paused_collections
+from cdcgen.core.gc_pause import paused_collections
+from cdcgen.extract.description_columns import DescriptionColumns
 from cdcgen.extract.description_json import columns_from_bytes
 
 DOCUMENTS_DIR = "documents"

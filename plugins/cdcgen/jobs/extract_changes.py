@@ -27,6 +27,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from cdcgen.core.changes_status import ChangesRunStatus
 from cdcgen.core.errors import CdcgenError, ExitCode
 
 if TYPE_CHECKING:
@@ -69,21 +70,17 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return args
 
 
-#: A follow's result file between its cycles: not ``done``, so that a follow killed
-#: part-way fails its run's summary while saying what its cycles did.
-FOLLOWING = "following (stopped before the end of its follow)"
-
-
 def _keep_following(
     path: Path | None, kept: list[ChangesRunResult], so_far: ChangesRunResult
 ) -> None:
     """The follow's sum so far, kept for a failure's result and written whole over the
     last (not printed: the log gets one line per cycle from the follow, and the whole
-    result once, at the end)."""
+    result once, at the end). Its status is not ``done``, so that a follow killed
+    part-way fails its run's summary while saying what its cycles did."""
     from cdcgen.pipeline.result_files import write_result
 
     kept[:] = [so_far]
-    write_result(path, so_far.updated(status=FOLLOWING).to_json(), echo=False)
+    write_result(path, so_far.updated(status=ChangesRunStatus.FOLLOWING).to_json(), echo=False)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -138,19 +135,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         return ExitCode.TERMINAL
     except DataExpired as exc:
         print(exc, file=sys.stderr)
-        status = "data expired: re-bootstrap needed"
-        _write(args.output, failed().updated(status=status, error=str(exc)).to_json())
+        expired = failed().ended(ChangesRunStatus.DATA_EXPIRED, str(exc))
+        _write(args.output, expired.to_json())
         return ExitCode.TERMINAL
     except TransientReadError as exc:
         print(exc, file=sys.stderr)
-        retry = failed().updated(status="transient read error", error=str(exc))
+        retry = failed().ended(ChangesRunStatus.TRANSIENT_READ_ERROR, str(exc))
         _write(args.output, retry.to_json())
         return ExitCode.TRANSIENT
     except CdcgenError as exc:  # a refused login, a bad setting, the cluster unreachable...
         print(exc, file=sys.stderr)
         code = exit_code(exc)
-        kind = "refused" if code is ExitCode.TERMINAL else "transient error"
-        _write(args.output, failed().updated(status=kind, error=str(exc)).to_json())
+        kind = (
+            ChangesRunStatus.REFUSED
+            if code is ExitCode.TERMINAL
+            else ChangesRunStatus.TRANSIENT_ERROR
+        )
+        _write(args.output, failed().ended(kind, str(exc)).to_json())
         return code
     _write(args.output, output.to_json())
     return ExitCode.OK

@@ -44,13 +44,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     from cdcgen.adapters.errors import exit_code
     from cdcgen.config import PipelineConfig
     from cdcgen.core.errors import CdcgenError
-    from cdcgen.core.replication_record import ReplicationRecord
+    from cdcgen.core.replication_record import ReplicationRecord, ReplicationRunStatus
     from cdcgen.pipeline.result_files import write_result
+    from cdcgen.replication.cql_ports import cql_ports
     from cdcgen.replication.run import (
         SINK_PREFIX,
         Mode,
         Replication,
-        ReplicationPorts,
         ReplicationRequest,
         bootstrap_sink,
         sink_environment,
@@ -75,13 +75,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         job = Replication.of(args.table, sink_table=args.sink_table)
         mode = Mode.BOOTSTRAP_REPLACE if args.replace else Mode.BOOTSTRAP
         with client_for(config) as source, client_for(sink_config) as sink:
-            ports = ReplicationPorts(source, sink, settings, sink_config=sink_config)
+            ports = cql_ports(config, source, sink, settings, sink_config=sink_config)
             record = bootstrap_sink(config, ports, ReplicationRequest(job, args.run_id, mode))
     except CdcgenError as exc:
         # Refused (a bad setting or name, a refused login, a sink that cannot take the
         # table): a retry would be refused the same way. Incomplete: a retry resumes.
         status = exit_code(exc)
-        outcome = "refused" if status is ExitCode.TERMINAL else "incomplete"
+        terminal = status is ExitCode.TERMINAL
+        outcome = ReplicationRunStatus.REFUSED if terminal else ReplicationRunStatus.INCOMPLETE
         write_result(args.output, failed.updated(status=outcome, error=str(exc)).to_json())
         return status
     write_result(args.output, record.to_json())

@@ -6,8 +6,10 @@ The extraction itself is ``spark/extract_changes.py`` (spark-submit), which call
 run extracts (and hands the job its whole configuration as ``CDCGEN_*`` variables) and
 reads those files back.
 Like the generations steps (:mod:`.detect`, :mod:`.publish`), it knows nothing of
-Airflow; it returns plain JSON because the plan travels through XCom and mapped task
-groups.
+Airflow; the plan is plain JSON (:class:`PlannedTable`) because it travels through XCom
+and mapped task groups, and the summary holds each table's outcome, the one model of
+its run (:class:`~cdcgen.core.changes_result.ChangesRunResult`), from which it derives
+the table's part of its JSON.
 
 Which interval a run covers:
 
@@ -30,12 +32,12 @@ until the plan's moment + ``follow``, a cycle at a time as windows close
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import JsonValue, field_serializer
 
 from cdcgen.adapters.cdc_tables import CdcCatalog
 from cdcgen.adapters.cql import client_for
@@ -43,6 +45,7 @@ from cdcgen.changes.settings import ChangesSettings
 from cdcgen.config import PipelineConfig
 from cdcgen.core.cdc_log import TableRef
 from cdcgen.core.changes_result import ChangesRunResult
+from cdcgen.core.changes_status import ChangesRunStatus
 from cdcgen.core.errors import TerminalError
 from cdcgen.core.time import floor_ms, to_millis
 from cdcgen.pipeline.result_files import read_result, result_path
@@ -64,6 +67,16 @@ class BackfillNotFollowed(TerminalError):
 
 class NoTables(TerminalError):
     """Nothing to extract: no CDC table configured or found; the message says where to look."""
+
+
+class PlannedTable(TypedDict):
+    """One table of a run's plan, as XCom hands it to the table's mapped tasks (its wait
+    and its Spark job) and to the summary."""
+
+    table: str
+    window_end_ms: int
+    spark_args: list[str]
+    env_vars: dict[str, str]
 
 
 def run_interval(
@@ -115,8 +128,8 @@ def plan(
     dag_id: str,
     tables: str = "",
     follow: timedelta | None = None,
-) -> list[dict[str, Any]]:
-    """One mapping per table for the mapped task group: what to read and how to start Spark.
+) -> list[PlannedTable]:
+    """One entry per table for the mapped task group: what to read and how to start Spark.
 
     With ``follow``, each table's job follows it until now + ``follow`` (see the
     module doc).
@@ -136,7 +149,7 @@ def plan(
     bound = ("--interval-end", end.isoformat())
     if follow is not None:
         bound = ("--follow-until", floor_ms(datetime.now(UTC) + follow).isoformat())
-    planned: list[dict[str, Any]] = []
+    planned: list[PlannedTable] = []
     for table in configured_tables(config, tables):
         arguments = {
             "--table": table,
@@ -148,12 +161,12 @@ def plan(
             "--output": str(result_path(config.report_dir, run_id, table)),
         }
         planned.append(
-            {
-                "table": table,
-                "window_end_ms": window_end_ms(start if follow is not None else end),
-                "spark_args": [part for pair in arguments.items() for part in pair],
-                "env_vars": env,
-            }
+            PlannedTable(
+                table=table,
+                window_end_ms=window_end_ms(start if follow is not None else end),
+                spark_args=[part for pair in arguments.items() for part in pair],
+                env_vars=env,
+            )
         )
     log.info(
         "%s run: %s [%s, %s) for %d table(s): %s",
@@ -167,45 +180,32 @@ def plan(
     return planned
 
 
-class TableSummary(BaseModel):
-    """One table's part of a changes run; a table not extracted has its ``status`` only."""
-
-    model_config = ConfigDict(frozen=True)
-
-    status: str
-    rows: int = 0
-    windows: int = 0
-    pending: int = 0
-    watermark: str | None = None
-    lake_versions: tuple[int, ...] = ()
-    colocation: str | None = None
-    checks: bool | None = None
-    failed_checks: tuple[str, ...] = ()
-    report: str | None = None
-    data_docs: str | None = None
-
-    @classmethod
-    def of(cls, result: ChangesRunResult) -> TableSummary:
-        checks = result.checks
-        return cls(
-            status=result.status,
-            rows=result.rows_written,
-            windows=len(result.windows),
-            pending=len(result.pending),
-            watermark=result.watermark,
-            lake_versions=result.lake_versions,
-            colocation=None if checks is None else checks.colocation(),
-            checks=None if checks is None else checks.passed,
-            failed_checks=() if checks is None else checks.failed,
-            report=result.report,
-            data_docs=None if checks is None else checks.data_docs,
-        )
+def table_summary(outcome: ChangesRunResult) -> dict[str, JsonValue]:
+    """A table's part of the summary's JSON, from its run's outcome; a table whose job
+    wrote no result has its ``status`` only."""
+    if outcome.status is ChangesRunStatus.NOT_EXTRACTED:
+        return {"status": outcome.status.value}
+    checks = outcome.checks
+    return {
+        "status": outcome.status.value,
+        "rows": outcome.rows_written,
+        "windows": len(outcome.windows),
+        "pending": len(outcome.pending),
+        "watermark": outcome.watermark,
+        "lake_versions": list(outcome.lake_versions),
+        "colocation": outcome.colocation,
+        "checks": outcome.checks_passed,
+        "failed_checks": [] if checks is None else list(checks.failed),
+        "report": outcome.report,
+        "data_docs": None if checks is None else checks.data_docs,
+    }
 
 
 class ChangesRunSummary(RunSummary):
-    """A ``cdc_changes`` run (see :func:`changes_run_summary`)."""
+    """A ``cdc_changes`` run (see :func:`changes_run_summary`): each table's outcome,
+    and the verdicts over them all."""
 
-    tables: dict[str, TableSummary]
+    tables: dict[str, ChangesRunResult]
     changes_rows: int
     colocation: str
     checks: str
@@ -213,9 +213,15 @@ class ChangesRunSummary(RunSummary):
     lake_format: str
     lake_versions: dict[str, tuple[int, ...]]
 
+    @field_serializer("tables")
+    def _table_summaries(
+        self, tables: dict[str, ChangesRunResult]
+    ) -> dict[str, dict[str, JsonValue]]:
+        return {name: table_summary(outcome) for name, outcome in tables.items()}
+
 
 def changes_run_summary(
-    config: PipelineConfig, run_id: str, planned: Sequence[Mapping[str, Any]] | None
+    config: PipelineConfig, run_id: str, planned: Sequence[PlannedTable] | None
 ) -> ChangesRunSummary:
     """What a run did for every table, as one summary (also written for ``make demo``).
 
@@ -225,7 +231,7 @@ def changes_run_summary(
     checks failed, data expired), and is empty on success; ``lake_versions`` the
     Delta table versions each table's run committed (read them back with time travel).
     """
-    tables: dict[str, TableSummary] = {}
+    tables: dict[str, ChangesRunResult] = {}
     problems: list[str] = []
     if planned is None:
         problems.append("planning failed: no table was examined")
@@ -234,17 +240,17 @@ def changes_run_summary(
         result = read_result(config.report_dir, run_id, table)
         if result is None:
             problems.append(f"{table}: not extracted (its wait or Spark job failed)")
-            tables[table] = TableSummary(status="not extracted")
-            continue
-        if result.failed:
+            result = ChangesRunResult(table=table, status=ChangesRunStatus.NOT_EXTRACTED)
+        elif result.failed:
             problems.append(f"{table}: {result.status}: {result.error}".rstrip(": "))
-        tables[table] = TableSummary.of(result)
-    verdicts = [t.colocation for t in tables.values() if t.windows]
-    checked = [t.checks for t in tables.values() if t.windows]
+        tables[table] = result
+    extracted = [t for t in tables.values() if t.windows]
+    verdicts = [t.colocation for t in extracted]
+    checked = [t.checks_passed for t in extracted]
     summary = ChangesRunSummary(
         run_id=run_id,
         tables=tables,
-        changes_rows=sum(t.rows for t in tables.values()),
+        changes_rows=sum(t.rows_written for t in tables.values()),
         colocation=_verdict(verdicts, failed="failed" in verdicts),
         checks=_verdict(checked, failed=False in checked),
         watermarks={name: t.watermark for name, t in tables.items()},
@@ -256,7 +262,7 @@ def changes_run_summary(
     return summary
 
 
-def _verdict(values: Sequence[Any], *, failed: bool) -> str:
+def _verdict(values: Sequence[str | bool | None], *, failed: bool) -> str:
     if failed:
         return "failed"
     if not values:

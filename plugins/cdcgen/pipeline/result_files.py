@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cdcgen.adapters.files import write_atomic
+from cdcgen.core.changes_status import ChangesRunStatus
 from cdcgen.core.user_text import file_name
 
 if TYPE_CHECKING:
@@ -48,7 +49,7 @@ def open_attempt(planned: Path | str, attempt: int) -> Path:
     job replaces it. Returns the path the job is to write."""
     path = attempt_path(planned, attempt)
     started = {
-        "status": "failed",
+        "status": ChangesRunStatus.FAILED,
         "error": f"attempt {attempt} of the extract wrote no result (it died before its end)",
     }
     write_atomic(path, json.dumps(started) + "\n")
@@ -89,4 +90,4 @@ def read_result(report_dir: Path | str, run_id: str, table: str) -> ChangesRunRe
         return None
     except (OSError, ValueError) as exc:
         error = f"unreadable result {path}: {exc}"
-        return ChangesRunResult(table=table, status="failed", error=error)
+        return ChangesRunResult(table=table, status=ChangesRunStatus.FAILED, error=error)

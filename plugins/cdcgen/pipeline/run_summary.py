@@ -13,9 +13,8 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
-from pydantic import BaseModel, ConfigDict, computed_field
+from pydantic import BaseModel, ConfigDict, JsonValue, computed_field
 
 from cdcgen.adapters.files import write_atomic
 from cdcgen.core.errors import TerminalError
@@ -93,7 +92,7 @@ class RunSummary(BaseModel):
     def status(self) -> str:
         return "failed" if self.problems else "ok"
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, JsonValue]:
         """The summary as JSON values (keys given only: a table's summary may be short)."""
         return self.model_dump(mode="json", exclude_unset=True)
 

@@ -2,7 +2,7 @@
 (the model: :mod:`cdcgen.core.pipeline_status`).
 
 The stores that own these tables (:mod:`cdcgen.adapters.checkpoints`,
-:mod:`cdcgen.replication.sink_state`) create them on first use and add the columns later
+:mod:`cdcgen.adapters.sink_state`) create them on first use and add the columns later
 versions brought, which is right for a run and wrong for a look: a status asked for with
 a mistyped keyspace must say so, not create it, and one asked of an older deployment must
 not alter its tables. So the reads here check the schema first (``system_schema``, not
@@ -18,6 +18,9 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from cdcgen.adapters.checkpoints import CHECKPOINTS_TABLE, PROGRESS_TABLE
+from cdcgen.adapters.sink_state import COPY as SINK_COPY
+from cdcgen.adapters.sink_state import PROGRESS as SINK_PROGRESS
+from cdcgen.adapters.sink_state import REJECTS as SINK_REJECTS
 from cdcgen.core.cdc_log import TableRef
 from cdcgen.core.copy_progress import CopiedRange, CopyProgress
 from cdcgen.core.identifiers import check_identifier
@@ -32,9 +35,6 @@ from cdcgen.core.replication_plan import SinkProgress
 from cdcgen.core.time import naive_as_utc
 from cdcgen.core.token_ranges import TokenRange
 from cdcgen.core.watermark import BucketCheckpoint, TableProgress
-from cdcgen.replication.sink_state import COPY as SINK_COPY
-from cdcgen.replication.sink_state import PROGRESS as SINK_PROGRESS
-from cdcgen.replication.sink_state import REJECTS as SINK_REJECTS
 
 if TYPE_CHECKING:
     from cdcgen.adapters.cql import CqlClient

@@ -1,10 +1,12 @@
 """Applying a table's changes from the lake to a sink, slice by slice, checkpointed.
 
 A run reads the lake version that holds everything up to the watermark, in consecutive
-time slices of bounded size (:mod:`cdcgen.replication.change_slices`), and replays each
-slice's changes in time order, the statements of a CDC batch
-(:func:`cdcgen.core.replication.batch_statements`) always in one request, many requests
-at a time:
+time slices of bounded size (:class:`cdcgen.ports.LakeChanges`), and replays each
+slice's changes in time order, a chunk at a time: each chunk's rows are read once into a
+:class:`~cdcgen.core.change_batch.ChangeBatch`, each CDC batch of it becomes its
+mutations (:mod:`cdcgen.core.operations`) and their statements
+(:mod:`cdcgen.core.sink_statements`), always in one request, many requests at a time
+(:class:`cdcgen.ports.SinkWrites`):
 
 * a chunk's CDC batches of one partition key go out together (up to
   :data:`GROUP_BATCHES`, the rest in the next round), so a key's changes reach the sink
@@ -16,14 +18,13 @@ at a time:
 
 Once every request of a slice is acknowledged, the sink's consistency point moves to the
 slice's end; a run killed before that re-applies the slice, which changes nothing, since
-every write carries its original timestamp. Transient write failures (a node down, a
-timeout) are retried with backoff; a change the sink refuses, or the model cannot
-express, is recorded on the sink (``cdc_replication_rejects``) before the consistency
-point moves past it, and named in the run's result: never dropped in silence.
+every write carries its original timestamp. A change the sink refuses, or the model
+cannot express, is recorded on the sink (:meth:`cdcgen.ports.SinkState.reject`) before
+the consistency point moves past it, and named in the run's result: never dropped in
+silence. A refused request of several CDC batches is sent again batch by batch, to name
+which.
 
-TTLs count down on the sink's clock (:class:`SinkClock`): the largest of its nodes'
-clocks, so that a replayed cell does not outlive its source (but for the wait of a
-request retried after a timeout, which carries the TTL computed before it).
+TTLs count down on the sink's clock (:class:`SinkClock`), read once per run.
 
 With a ``peer`` (active-active), batches the sink's own log already holds are skipped
 (:mod:`cdcgen.replication.peers`).
@@ -37,79 +38,66 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from contextlib import closing
 from dataclasses import dataclass, field
-from itertools import groupby
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from cdcgen.adapters.clocks import CqlClockReader
-from cdcgen.adapters.cql import RETRIES, RETRY_BACKOFF_SECONDS
-from cdcgen.adapters.errors import is_transient
-from cdcgen.core.cdc_log import BATCH_SEQ_NO, OPERATION, STREAM_ID, TIME, operation_name
-from cdcgen.core.errors import TransientError
-from cdcgen.core.replication import ReplayError, batch_statements
+from cdcgen.core.cdc_log import TableRef, operation_name
+from cdcgen.core.change_batch import ChangeBatch, ChangeId
+from cdcgen.core.gc_pause import paused_collections
+from cdcgen.core.operations.decode import mutations
+from cdcgen.core.operations.errors import ReplayError
 from cdcgen.core.replication_plan import ApplyPlan
-from cdcgen.core.time import from_micros, to_micros
-from cdcgen.extract.description_columns import paused_collections
+from cdcgen.core.replication_record import RejectedEntry
+from cdcgen.core.sink_statements import statements
+from cdcgen.core.time import from_micros
+from cdcgen.ports import ChangeSlice, LakeChanges, SinkBatch, SinkState, SinkWrites
 from cdcgen.progress import Progress
-from cdcgen.replication.change_slices import (
-    WRITE_TIME_US,
-    ChangeSlice,
-    LakeSource,
-    as_logged,
-    batch_chunks,
-    change_slices,
-    log_rows,
-)
-from cdcgen.replication.peers import fingerprint, peer_fingerprints
+from cdcgen.replication.change_slices import batch_chunks
+from cdcgen.replication.peers import Fingerprint, fingerprints, peer_fingerprints
 from cdcgen.replication.settings import ReplicationSettings
 from cdcgen.replication.sink_schema import SinkShape
-from cdcgen.replication.sink_state import CqlSinkState
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from cdcgen.adapters.cql import CqlClient
-    from cdcgen.adapters.lake_store import LakeRoot
-
 log = logging.getLogger(__name__)
 
+#: Rejected changes a run keeps in memory and in its record (all are on the sink).
+REJECTS_KEPT = 100
+#: CDC batches of one partition key sent in one round, at most.
+GROUP_BATCHES = 16
 
-class SinkClockUnreadable(TransientError):
-    """Transient: no node of the sink answered with its clock."""
+#: Sees each chunk's applied log rows (lake columns) once the sink acknowledged them.
+AppliedHook = Callable[["pa.Table"], None]
 
 
 class SinkClock:
-    """The sink's time in microseconds: its nodes' latest clock, read once, carried
-    forward by this process's monotonic clock."""
+    """The sink's time in microseconds: read once, carried forward by this process's
+    monotonic clock."""
 
-    def __init__(self, client: CqlClient) -> None:
-        readings = [c.reading for c in CqlClockReader(client).read_clocks()]
-        known = [r for r in readings if r is not None]
-        if not known:
-            raise SinkClockUnreadable("no node of the sink answered with its clock")
-        self._at = to_micros(max(known))
+    def __init__(self, writes: SinkWrites) -> None:
+        self._at = writes.clock_us()
         self._read = time.monotonic()
 
     def now_us(self) -> int:
         return self._at + int((time.monotonic() - self._read) * 1_000_000)
 
 
-#: Rejected changes a run keeps in memory and in its record (all are in the sink's
-#: ``cdc_replication_rejects``).
-REJECTS_KEPT = 100
-#: CDC batches of one partition key sent in one round, at most.
-GROUP_BATCHES = 16
-
-
 @dataclass(frozen=True)
 class Replay:
-    """One CDC batch's statements (bound), its partition key and first log row, the
-    replica its partition lives on and about how many bytes its values take."""
+    """One CDC batch bound for the sink: its partition key (as text), its statements,
+    and the first log row, which names it."""
 
     key: str
-    statements: list[Any]
-    change: dict[str, Any]
-    replica: str = ""
-    size: int = 0
+    batch: SinkBatch
+    change: ChangeId
+
+    @property
+    def replica(self) -> str:
+        return self.batch.replica
+
+    @property
+    def size(self) -> int:
+        return self.batch.size
 
 
 def key_rounds(replays: Sequence[Replay], group: int) -> list[list[list[Replay]]]:
@@ -165,7 +153,7 @@ class ApplyOutcome:
     #: Log rows applied, by operation (``insert``, ``range_delete_start_inclusive``, ...).
     operations: Counter[str] = field(default_factory=Counter)
     #: The first :data:`REJECTS_KEPT` changes not applied, and how many in all.
-    rejected: list[dict[str, Any]] = field(default_factory=list)
+    rejected: list[RejectedEntry] = field(default_factory=list)
     rejected_count: int = 0
 
     def add(self, other: ApplyOutcome) -> None:
@@ -192,48 +180,38 @@ class SinkApplier:
 
     def __init__(
         self,
-        client: CqlClient,
+        writes: SinkWrites,
         shape: SinkShape,
-        state: CqlSinkState,
+        state: SinkState,
         run_id: str,
         settings: ReplicationSettings,
-        peer: LakeRoot | None = None,
-        on_applied: Callable[[Sequence[dict[str, Any]]], None] | None = None,
+        on_applied: AppliedHook | None = None,
         elsewhere: SliceApply | None = None,
     ) -> None:
-        """``peer``: the sink table's own changes in a lake (active-active);
-        ``on_applied``: sees each chunk's applied log rows once they are acknowledged
+        """``on_applied``: sees each chunk's applied log rows once they are acknowledged
         (the sandbox's CDC emulation logs them on the sink, as ScyllaDB would);
         ``elsewhere``: applies each slice instead of this process (Spark executors)."""
         if elsewhere is not None and on_applied is not None:
             raise ValueError("on_applied sees changes applied in this process only")
-        self.client = client
+        self.writes = writes
         self.shape = shape
         self.state = state
         self.run_id = run_id
         self.settings = settings
-        self.peer = peer
         self.on_applied = on_applied
         self.elsewhere = elsewhere
-        self.consistency = client.state_consistency  # the sink's rows are the pipeline's
-        self.rejected: list[dict[str, Any]] = []
+        self.rejected: list[RejectedEntry] = []
         self.rejected_count = 0
-        self._one_node = False
 
-    def apply(self, root: LakeRoot, plan: ApplyPlan) -> ApplyOutcome:
-        """Every change of the plan; the consistency point follows each applied slice."""
+    def apply(self, lake: LakeChanges, plan: ApplyPlan, peer: TableRef | None = None
+              ) -> ApplyOutcome:  # fmt: skip
+        """Every change of the plan; the consistency point follows each applied slice.
+        ``peer``: the sink table, when the lake holds its own changes (active-active)."""
         outcome = ApplyOutcome()
         self.rejected, self.rejected_count = [], 0
-        clock = SinkClock(self.client)
+        clock = SinkClock(self.writes)
         progress = Progress(None, "changes", log.info, label=str(self.state.sink))
-        slices = change_slices(
-            LakeSource(root, plan.lake_version),
-            plan.since,
-            plan.until,
-            self.settings.slice_rows,
-            peer=None if self.peer is None else LakeSource(self.peer),
-            spill_dir=self.settings.spill_dir,
-        )
+        slices = lake.slices(self.state.source, plan.lake_version, plan.since, plan.until, peer)
         with closing(slices):  # its spill folder goes even when an apply fails
             for part in slices:
                 size = part.changes.num_rows + (0 if part.peer is None else part.peer.num_rows)
@@ -256,166 +234,93 @@ class SinkApplier:
         """Every change of a slice, or of a part of it holding all the changes of its
         partition keys (in time order), chunk by chunk, never cutting a CDC batch; the
         batches ``peer`` holds are skipped; rejects are added to this applier's."""
-        fingerprints = peer_fingerprints(peer)
+        held = peer_fingerprints(peer)
         for chunk in batch_chunks(changes, self.settings.chunk_rows):
-            self.apply_rows(log_rows(chunk), fingerprints, outcome, clock)
+            self.apply_chunk(chunk, held, outcome, clock)
 
-    def apply_rows(
+    def apply_chunk(
         self,
-        rows: list[dict[str, Any]],
-        peer: frozenset[tuple[Any, ...]],
+        chunk: pa.Table,
+        peer: frozenset[Fingerprint],
         outcome: ApplyOutcome,
         clock: SinkClock,
     ) -> None:
-        """``rows`` (of :func:`~cdcgen.replication.change_slices.log_rows`, whole CDC
-        batches in time order) replayed; returns once every request is acknowledged."""
+        """``chunk`` (whole CDC batches in time order) replayed; returns once every
+        request is acknowledged."""
+        batch = self.shape.batch_of(chunk)
+        held = fingerprints(chunk) if peer else None
         replays: list[Replay] = []
-        applied: list[dict[str, Any]] = []
+        applied: list[int] = []
         operations: Counter[int] = Counter()
         now_us = clock.now_us()
-        self._one_node = self.client.node_count == 1
         settings = self.settings
         # Building a chunk's requests makes hundreds of thousands of objects and no cycle:
         # collections meanwhile would walk them all again and again.
         with paused_collections():
-            for _, batch in groupby(rows, key=lambda r: (r[STREAM_ID], r[WRITE_TIME_US], r[TIME])):
-                changes = list(batch)
-                if peer and all(fingerprint(c) in peer for c in changes):
-                    outcome.peer_rows += len(changes)
+            for rows in batch.cdc_batches():
+                if held is not None and all(held[row] in peer for row in rows):
+                    outcome.peer_rows += len(rows)
                     continue  # the sink's own log holds it: it came from there
-                replay = self._replay(changes, now_us)
+                replay = self._replay(batch, rows, now_us)
                 if replay is not None:
                     replays.append(replay)
                     if self.on_applied is not None:
-                        applied.extend(changes)
-                    outcome.log_rows += len(changes)
+                        applied.extend(rows)
+                    outcome.log_rows += len(rows)
                     outcome.batches += 1
-                    operations.update(c[OPERATION] for c in changes)
+                    operations.update(batch.operation[row] for row in rows)
             rounds = [
-                [(self._request(request), request) for request in packed]
+                pack_requests(round_, settings.request_batches, settings.request_bytes)
                 for round_ in key_rounds(replays, GROUP_BATCHES)
-                for packed in [
-                    pack_requests(round_, settings.request_batches, settings.request_bytes)
-                ]
             ]
         outcome.operations.update(
             {str(operation_name(code)): count for code, count in operations.items()}
         )
-        for work in rounds:
-            outcome.requests += execute_all(self.client, work, settings.concurrency, self._refused)
+        for requests in rounds:
+            outcome.requests += self._send(requests)
         if self.on_applied is not None and applied:
-            self.on_applied([as_logged(row) for row in applied])
+            import pyarrow as pa
 
-    def _replay(self, changes: Sequence[dict[str, Any]], now_us: int) -> Replay | None:
-        """One CDC batch's statements; None when it has none (images only) or cannot be
-        replayed (then recorded as rejected)."""
+            self.on_applied(chunk.take(pa.array(applied, pa.int64())))
+
+    def _replay(self, batch: ChangeBatch, rows: range, now_us: int) -> Replay | None:
+        """One CDC batch bound for the sink; None when it has no statement (images only)
+        or cannot be replayed (then recorded as rejected)."""
+        table = self.shape.table
         try:
-            rows = [self.shape.driver_row(change) for change in changes]
-            written = changes[0][WRITE_TIME_US]
-            statements = batch_statements(self.shape.table, rows, written, now_us=now_us)
+            replayed = statements(table, mutations(table, batch, rows), now_us=now_us)
         except ReplayError as exc:
-            self._reject(changes[0], str(exc))
+            self._reject(batch.change_id(rows.start), str(exc))
             return None
-        if not statements:
+        if not replayed:
             return None
-        key = repr(tuple(changes[0].get(c) for c in self.shape.table.partition_key))
-        bound = [self.client.prepared(s.cql).bind(s.values) for s in statements]
-        size = sum(len(v) for b in bound for v in b.values if isinstance(v, bytes))
-        return Replay(key, bound, changes[0], self._replica(bound[0]), size)
+        key = repr(batch.key(table.partition_key, rows.start))
+        bound = self.writes.bind(table.keyspace, replayed)
+        return Replay(key, bound, batch.change_id(rows.start))
 
-    def _replica(self, statement: Any) -> str:
-        """The first replica of a bound statement's partition ("" when unknown)."""
-        if self._one_node:
-            return ""  # one node holds every partition
-        metadata = self.client.cluster.metadata
-        token_map = metadata.token_map
-        if token_map is None or statement.routing_key is None:
-            return ""
-        token = token_map.token_class.from_key(statement.routing_key)
-        replicas = token_map.get_replicas(self.shape.table.keyspace, token)
-        return str(replicas[0].address) if replicas else ""
+    def _send(self, requests: Sequence[Sequence[Replay]]) -> int:
+        """Every request acknowledged, but those the sink refused, whose CDC batches are
+        each sent again alone to name which it refuses; how many were acknowledged."""
+        refusals = self.writes.execute([[replay.batch for replay in r] for r in requests])
+        for refusal in refusals:
+            group = requests[refusal.request]
+            if len(group) == 1:
+                self._reject(group[0].change, refusal.reason)
+            else:
+                self._send([[replay] for replay in group])
+        return len(requests) - len(refusals)
 
-    def _request(self, replays: Sequence[Replay]) -> Any:
-        """One request for CDC batches (each single-partition: applied atomically and in
-        isolation whatever shares the request)."""
-        from cassandra.query import BatchStatement, BatchType
-
-        statements = [s for replay in replays for s in replay.statements]
-        if len(statements) == 1:
-            return statements[0]
-        # A batch has a consistency level of its own (its statements' are ignored).
-        batch = BatchStatement(batch_type=BatchType.UNLOGGED, consistency_level=self.consistency)
-        for statement in statements:
-            batch.add(statement)
-        batch.is_idempotent = True
-        return batch
-
-    def _refused(self, group: Sequence[Replay], reason: str) -> None:
-        """A request the sink refused (a value, or the whole request's size): each CDC
-        batch of it alone, to name which."""
-        if len(group) == 1:
-            self._reject(group[0].change, reason)
-            return
-        alone = [(self._request([replay]), [replay]) for replay in group]
-        execute_all(self.client, alone, self.settings.concurrency, self._refused)
-
-    def _reject(self, change: dict[str, Any], reason: str) -> None:
-        record = {
-            "write_time": from_micros(change[WRITE_TIME_US]),
-            "cdc_time": change[TIME],
-            "batch_seq_no": change[BATCH_SEQ_NO],
-            "stream_id": change[STREAM_ID],
-        }
-        log.error("%s: change at %s not applied: %s", self.state.sink, change[TIME], reason)
-        self.state.reject(record, reason, self.run_id)
+    def _reject(self, change: ChangeId, reason: str) -> None:
+        log.error("%s: change at %s not applied: %s", self.state.sink, change.cdc_time, reason)
+        self.state.reject(change, reason, self.run_id)
         self.rejected_count += 1
         if len(self.rejected) >= REJECTS_KEPT:
             return  # all are on the sink; the record names the first ones
         self.rejected.append(
-            {
-                "write_time": from_micros(change[WRITE_TIME_US]).isoformat(),
-                "cdc_time": change[TIME],
-                "stream_id": change[STREAM_ID].hex(),
-                "reason": reason,
-            }
+            RejectedEntry(
+                write_time=from_micros(change.write_time_us).isoformat(),
+                cdc_time=change.cdc_time,
+                stream_id=change.stream_id.hex(),
+                reason=reason,
+            )
         )
-
-
-def execute_all(
-    client: CqlClient,
-    work: Sequence[tuple[Any, Any]],
-    concurrency: int,
-    refused: Callable[[Any, str], None],
-) -> int:
-    """Runs every ``(statement, what)``, many at a time, until each is acknowledged,
-    retrying transient failures with backoff; one the sink refuses for its content
-    (``InvalidRequest``) goes to ``refused`` with the sink's words. Returns how many
-    were acknowledged."""
-    from cassandra import InvalidRequest
-    from cassandra.concurrent import execute_concurrent
-
-    done = 0
-    pending = list(work)
-    for attempt in range(RETRIES + 1):
-        results = execute_concurrent(
-            client.session,
-            [(statement, None) for statement, _ in pending],
-            concurrency=concurrency,
-            raise_on_first_error=False,
-        )
-        failed = []
-        for (statement, what), (ok, result) in zip(pending, results, strict=True):
-            if ok:
-                done += 1
-            elif isinstance(result, InvalidRequest):
-                refused(what, f"the sink refused it: {result}")
-            elif is_transient(result) and attempt < RETRIES:
-                failed.append((statement, what))
-            else:
-                raise result
-        if not failed:
-            break
-        log.warning("%d write(s) failed transiently; retrying", len(failed))
-        time.sleep(RETRY_BACKOFF_SECONDS * 2**attempt)
-        pending = failed
-    return done

@@ -32,18 +32,14 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from cdcgen.core.cdc_log import TableRef
 from cdcgen.core.copy_progress import CopyProgress
 from cdcgen.core.replication_plan import CopyIncomplete, ReplicationError, bootstrap_command
 from cdcgen.core.time import iso_millis
 from cdcgen.core.token_ranges import TokenRange
-from cdcgen.replication.sink_schema import SinkShape
-from cdcgen.replication.sink_state import CqlSinkState
-
-if TYPE_CHECKING:
-    from cdcgen.adapters.cql import CqlClient
+from cdcgen.ports import SinkState
 
 log = logging.getLogger(__name__)
 
@@ -90,14 +86,6 @@ class TableCopy(Protocol):
         """Copy ``ranges`` at ``snapshot_at``, recording each on the sink once its rows
         are acknowledged; rows copied."""
         ...
-
-
-def sink_is_empty(client: CqlClient, shape: SinkShape) -> bool:
-    """Whether the sink table holds no row (a bootstrap then has nothing to replace)."""
-    from cdcgen.core.replication import quote
-
-    key = quote(shape.table.partition_key[0])
-    return client.execute(f"SELECT {key} FROM {shape.table.qualified} LIMIT 1").one() is None
 
 
 @dataclass(frozen=True)
@@ -180,7 +168,7 @@ def check_no_copy(copy: CopyProgress | None, source: TableRef, sink: TableRef) -
         )
 
 
-def bootstrap(copy: TableCopy, state: CqlSinkState, plan: BootstrapPlan, run_id: str
+def bootstrap(copy: TableCopy, state: SinkState, plan: BootstrapPlan, run_id: str
               ) -> BootstrapOutcome:  # fmt: skip
     """Record the copy (a new one), truncate if planned, copy the ranges not recorded,
     then, once every range is, record ``S`` as the sink's consistency point and remove

@@ -1,5 +1,5 @@
 """The lake's changes of one table as a replication run reads them: in time slices of
-bounded size, whatever the backlog (no JVM).
+bounded size, whatever the backlog (no JVM; :class:`cdcgen.ports.LakeChanges`).
 
 A run applies the changes with write time in ``[since, until)`` at the lake version that
 holds everything up to the watermark. After a long pause that range can hold more rows
@@ -35,12 +35,14 @@ from dataclasses import dataclass
 from datetime import datetime
 from itertools import pairwise
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from cdcgen.adapters.delta_tables import is_delta
-from cdcgen.changes.layout import delta_dataset
-from cdcgen.core.cdc_log import BATCH_SEQ_NO, STREAM_ID, TIME
+from cdcgen.adapters.delta_tables import delta_table, is_delta
+from cdcgen.changes.layout import delta_dataset, table_root
+from cdcgen.core.cdc_log import BATCH_SEQ_NO, STREAM_ID, TIME, TableRef
+from cdcgen.core.change_batch import DATE, NOT_REPLAYED, WRITE_TIME
 from cdcgen.core.time import from_micros, to_micros
+from cdcgen.ports import ChangeSlice
 
 if TYPE_CHECKING:
     import numpy as np
@@ -53,8 +55,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-#: Lake columns that are not the log's (the lake's own partitions and derived columns).
-LAKE_ONLY = ("operation_name", "base_token", "date", "generation", "window", "bucket")
 #: Bins of the first counting scan over the range (a slice edge falls on a bin edge),
 #: and of each further scan of a bin that held more than a slice.
 FIRST_BINS = 65_536
@@ -63,20 +63,6 @@ FINER_BINS = 256
 OPEN_FILES = 256
 #: Rows per batch read from the lake's files.
 SCAN_ROWS = 32_768
-#: A log row's write time as a run carries it (:func:`log_rows`): microseconds, since a
-#: timezone-aware datetime per row costs more than all the row's other values.
-WRITE_TIME_US = "write_time_us"
-
-
-@dataclass(frozen=True)
-class ChangeSlice:
-    """The changes with write time in ``[since, until)``, ordered as each stream logged
-    them; ``peer``: the sink table's own changes in the same range (active-active)."""
-
-    since: datetime
-    until: datetime
-    changes: pa.Table
-    peer: pa.Table | None = None
 
 
 @dataclass(frozen=True)
@@ -91,6 +77,50 @@ class LakeSource:
         return delta_dataset(self.root, self.version) if is_delta(self.root) else None
 
 
+class LakeChangeSlices:
+    """The changes lake at ``lake`` as a replication run reads it; ``peer_lake``: where
+    the sink tables' own changes are (active-active; default: this lake)."""
+
+    def __init__(
+        self,
+        lake: LakeRoot,
+        slice_rows: int,
+        *,
+        peer_lake: LakeRoot | None = None,
+        spill_dir: Path | None = None,
+    ) -> None:
+        self.lake = lake
+        self.peer_lake = peer_lake or lake
+        self.slice_rows = slice_rows
+        self.spill_dir = spill_dir
+
+    def column_types(self, table: TableRef) -> dict[str, pa.DataType]:
+        import pyarrow as pa
+
+        root = table_root(self.lake, table)
+        if not is_delta(root):
+            return {}
+        return {f.name: f.type for f in pa.schema(delta_table(root).schema())}
+
+    def slices(
+        self,
+        table: TableRef,
+        version: int | None,
+        since: datetime,
+        until: datetime,
+        peer: TableRef | None = None,
+    ) -> Generator[ChangeSlice, None, None]:
+        peer_root = None if peer is None else table_root(self.peer_lake, peer)
+        return change_slices(
+            LakeSource(table_root(self.lake, table), version),
+            since,
+            until,
+            self.slice_rows,
+            peer=None if peer_root is None or not is_delta(peer_root) else LakeSource(peer_root),
+            spill_dir=self.spill_dir,
+        )
+
+
 def time_filter(since: datetime, until: datetime) -> pc.Expression:
     """Write time in ``[since, until)``, pruned by the ``date`` partitions first."""
     import pyarrow as pa
@@ -98,10 +128,10 @@ def time_filter(since: datetime, until: datetime) -> pc.Expression:
 
     stamp = pa.timestamp("us", tz="UTC")
     return (
-        (pc.field("write_time") >= pa.scalar(since, stamp))
-        & (pc.field("write_time") < pa.scalar(until, stamp))
-        & (pc.field("date") >= since.date().isoformat())
-        & (pc.field("date") <= until.date().isoformat())
+        (pc.field(WRITE_TIME) >= pa.scalar(since, stamp))
+        & (pc.field(WRITE_TIME) < pa.scalar(until, stamp))
+        & (pc.field(DATE) >= since.date().isoformat())
+        & (pc.field(DATE) <= until.date().isoformat())
     )
 
 
@@ -174,7 +204,7 @@ def _histogram(
     counts = np.zeros(len(spans) * per_span, dtype=np.int64)
     where = time_filter(from_micros(int(starts[0])), from_micros(int(ends[-1])))
     for dataset in datasets:
-        for batch in _scan(dataset, where, ["write_time"]):
+        for batch in _scan(dataset, where, [WRITE_TIME]):
             micros = _micros(batch.column(0))
             span = np.searchsorted(starts, micros, side="right") - 1
             inside = (span >= 0) & (micros < ends[np.maximum(span, 0)])
@@ -231,7 +261,7 @@ def _spill(dataset: ds.Dataset, edges: Sequence[int], folder: Path, tag: str) ->
         writers: dict[int, pa.ipc.RecordBatchFileWriter] = {}
         try:
             for batch in _scan(dataset, where):
-                number = np.searchsorted(group, _micros(batch.column("write_time")), "right") - 1
+                number = np.searchsorted(group, _micros(batch.column(WRITE_TIME)), "right") - 1
                 order = np.argsort(number, kind="stable")
                 ordered = batch.take(pa.array(order))
                 offsets = np.concatenate(
@@ -279,8 +309,8 @@ def _ordered(table: pa.Table | None) -> pa.Table:
 
     if table is None:
         return pa.table({STREAM_ID: pa.array([], pa.binary())})
-    table = table.drop_columns([c for c in LAKE_ONLY if c in table.column_names])
-    order = [("write_time", "ascending"), (STREAM_ID, "ascending"), (TIME, "ascending")]
+    table = table.drop_columns([c for c in NOT_REPLAYED if c in table.column_names])
+    order = [(WRITE_TIME, "ascending"), (STREAM_ID, "ascending"), (TIME, "ascending")]
     return table.sort_by([*order, (BATCH_SEQ_NO, "ascending")])
 
 
@@ -299,25 +329,3 @@ def batch_chunks(table: pa.Table, rows: int) -> Iterator[pa.Table]:
         if start - begin >= rows or start == table.num_rows:
             yield table.slice(begin, start - begin)
             begin = start
-
-
-def log_rows(table: pa.Table) -> list[dict[str, Any]]:
-    """``table``'s rows as Python values, converted a column at a time, with the write
-    time as :data:`WRITE_TIME_US` microseconds instead of ``write_time``."""
-    import pyarrow as pa
-
-    names, columns = [], []
-    for name, column in zip(table.column_names, table.columns, strict=True):
-        if name == "write_time":
-            name, column = WRITE_TIME_US, column.cast(pa.timestamp("us", "UTC")).cast(pa.int64())
-        names.append(name)
-        columns.append(column.to_pylist())
-    return [dict(zip(names, values, strict=True)) for values in zip(*columns, strict=True)]
-
-
-def as_logged(row: dict[str, Any]) -> dict[str, Any]:
-    """A row of :func:`log_rows` with its ``write_time`` a datetime again, as the lake
-    holds it."""
-    logged = {k: v for k, v in row.items() if k != WRITE_TIME_US}
-    logged["write_time"] = from_micros(row[WRITE_TIME_US])
-    return logged

@@ -18,10 +18,10 @@ batch of it can match, since the write time is part of each.
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from typing import TYPE_CHECKING, Any
 
 from cdcgen.core.cdc_log import BATCH_SEQ_NO, END_OF_BATCH, STREAM_ID, TIME, TTL
-from cdcgen.replication.change_slices import log_rows
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -31,22 +31,30 @@ if TYPE_CHECKING:
 #: left of its TTL.
 _PER_CLUSTER = (STREAM_ID, TIME, BATCH_SEQ_NO, END_OF_BATCH, TTL)
 
-
-def fingerprint(row: dict[str, Any]) -> tuple[Any, ...]:
-    """What identifies a logged change in any cluster's log (hashable)."""
-    return tuple((k, _frozen(v)) for k, v in sorted(row.items()) if k not in _PER_CLUSTER)
+Fingerprint = tuple[tuple[str, Hashable], ...]
 
 
-def _frozen(value: Any) -> Any:
+def fingerprints(changes: pa.Table) -> list[Fingerprint]:
+    """What identifies each logged change of ``changes`` in any cluster's log (hashable;
+    every column but the cluster's own, by name), a column at a time."""
+    names = sorted(n for n in changes.column_names if n not in _PER_CLUSTER)
+    columns = [[(name, _frozen(v)) for v in changes.column(name).to_pylist()] for name in names]
+    if not columns:
+        return [() for _ in range(changes.num_rows)]
+    return list(zip(*columns, strict=True))
+
+
+def peer_fingerprints(changes: pa.Table | None) -> frozenset[Fingerprint]:
+    """The fingerprints of the sink's own changes of one slice (none: no peer)."""
+    if changes is None or changes.num_rows == 0:
+        return frozenset()
+    return frozenset(fingerprints(changes))
+
+
+def _frozen(value: Any) -> Hashable:
     if isinstance(value, list | tuple):
         return tuple(_frozen(v) for v in value)
     if isinstance(value, dict):
         return tuple(sorted((k, _frozen(v)) for k, v in value.items()))
-    return value
-
-
-def peer_fingerprints(changes: pa.Table | None) -> frozenset[tuple[Any, ...]]:
-    """The fingerprints of the sink's own changes of one slice (none: no peer)."""
-    if changes is None or changes.num_rows == 0:
-        return frozenset()
-    return frozenset(fingerprint(row) for row in log_rows(changes))
+    hashable: Hashable = value
+    return hashable

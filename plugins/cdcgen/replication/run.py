@@ -11,21 +11,22 @@ Asset event and XCom: it holds names, times and counts, never a credential.
 Before anything is written, a run refuses a sink that is its own source (the same table
 on the same cluster, known by its name and its hosts' ids: a bootstrap there would
 truncate the source) and a sink keyspace of the database's own.
+
+Everything a run talks to is a port (:class:`ReplicationPorts`, as the changes run's
+``ChangesPorts``): the clusters' tables, the sink's writes and state, the lake, the
+source's checkpoints and clocks, and the Spark jobs; :func:`cdcgen.replication.cql_ports.
+cql_ports` builds them over cassandra-driver, Delta and Spark.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Protocol
 
-from cdcgen.adapters.checkpoints import CqlCheckpointStore
-from cdcgen.adapters.clocks import clock_reader_for
-from cdcgen.adapters.delta_tables import delta_table, is_delta
-from cdcgen.changes.layout import table_root
 from cdcgen.core.cdc_log import TableRef
 from cdcgen.core.errors import TerminalError
 from cdcgen.core.identifiers import check_writable_keyspace
@@ -37,17 +38,30 @@ from cdcgen.core.replication_plan import (
     plan_apply,
     snapshot_time,
 )
-from cdcgen.core.replication_record import BootstrapDone, RejectedEntry, ReplicationRecord
+from cdcgen.core.replication_record import (
+    BootstrapDone,
+    RejectedEntry,
+    ReplicationRecord,
+    ReplicationRunStatus,
+)
 from cdcgen.core.time import iso_millis
-from cdcgen.env_settings import ConfigError
-from cdcgen.replication.apply import SinkApplier
+from cdcgen.ports import (
+    CheckpointStore,
+    ClockReader,
+    LakeChanges,
+    SinkState,
+    SinkStates,
+    SinkWrites,
+    TableSchemas,
+)
+from cdcgen.replication.apply import AppliedHook, SinkApplier, SliceApply
 from cdcgen.replication.bootstrap import (
     BootstrapPlan,
+    TableCopy,
     bootstrap,
     check_no_copy,
     plan_bootstrap,
     plan_resume,
-    sink_is_empty,
 )
 from cdcgen.replication.settings import ReplicationSettings
 from cdcgen.replication.sink_columns import (
@@ -56,18 +70,10 @@ from cdcgen.replication.sink_columns import (
     with_columns,
     with_dropped_columns,
 )
-from cdcgen.replication.sink_schema import SinkShape, TableDefinition, sink_shape
-from cdcgen.replication.sink_state import CqlSinkState
-from cdcgen.replication.spark_apply import ApplyJob, SparkApply
-from cdcgen.replication.spark_copy import SparkTableCopy, copy_target, session_key
+from cdcgen.replication.sink_schema import SinkShape, sink_shape
 from cdcgen.reports.site import record_replication
 
 if TYPE_CHECKING:
-    import pyarrow as pa
-    from pyspark.sql import SparkSession
-
-    from cdcgen.adapters.cql import CqlClient
-    from cdcgen.adapters.lake_store import LakeRoot
     from cdcgen.config import PipelineConfig
     from cdcgen.core.copy_progress import CopyProgress
 
@@ -132,109 +138,90 @@ class ReplicationRequest:
     dry_run: bool = False
 
 
+class SparkJobs(Protocol):
+    """The run's Spark jobs: a bootstrap's copy, and the apply's slices on executors."""
+
+    def check_clusters(self) -> None:
+        """Refuse a copy whose tasks would reach other clusters than the run's."""
+        ...
+
+    def copier(self, job: Replication, shape: SinkShape) -> TableCopy:
+        """The copy of ``job``'s source table into its sink."""
+        ...
+
+    def slice_apply(self, job: Replication, shape: SinkShape, run_id: str) -> SliceApply | None:
+        """Where each slice is applied instead of the run's process (None: in it)."""
+        ...
+
+
 @dataclass(frozen=True)
 class ReplicationPorts:
-    """Everything a run talks to, built by its caller: the source and sink clusters as
-    connected (the clients) and as the Spark tasks reach them (``sink_config``; the
-    source's is the run's configuration), the Spark session (default: the process's
-    for the job, :func:`cdcgen.spark.session.job_session`), where the sink table's own
-    changes are (``peer_lake``, default: this lake), and ``on_applied``, told of each
-    applied chunk of changes."""
+    """Everything a run talks to, built by its caller
+    (:func:`cdcgen.replication.cql_ports.cql_ports`): the source's and the sink's tables,
+    the sink's writes and each table's state there, the changes lake, the source
+    cluster's checkpoints (how far the lake holds each table) and clocks (a snapshot's
+    time), the Spark jobs; ``on_applied`` is told of each chunk applied in this process."""
 
-    source: CqlClient
-    sink: CqlClient
+    source: TableSchemas
+    sink: TableSchemas
+    writes: SinkWrites
+    states: SinkStates
+    lake: LakeChanges
+    checkpoints: CheckpointStore
+    source_clocks: ClockReader
+    spark: SparkJobs
     settings: ReplicationSettings = field(default_factory=ReplicationSettings)
-    sink_config: PipelineConfig | None = None
-    spark: SparkSession | None = None
-    peer_lake: LakeRoot | None = None
-    on_applied: Callable[[Sequence[dict[str, Any]]], None] | None = None
+    on_applied: AppliedHook | None = None
 
 
-def cluster_identity(client: CqlClient) -> tuple[str, frozenset[str]]:
-    """A cluster's name and its hosts' ids, as the driver knows them."""
-    metadata = client.cluster.metadata
-    hosts = frozenset(str(h.host_id) for h in metadata.all_hosts() if h.host_id is not None)
-    return str(metadata.cluster_name), hosts
-
-
-def check_not_source(source_client: CqlClient, sink_client: CqlClient, job: Replication) -> None:
+def check_not_source(ports: ReplicationPorts, job: Replication) -> None:
     """Refuse a sink table that is the source table itself: same table, and a cluster of
     the same name sharing a host (two sessions to one cluster)."""
     if job.source != job.sink:
         return
-    source_name, source_hosts = cluster_identity(source_client)
-    sink_name, sink_hosts = cluster_identity(sink_client)
-    if source_name == sink_name and source_hosts & sink_hosts:
+    source, sink = ports.source.identity(), ports.sink.identity()
+    if source.name == sink.name and source.hosts & sink.hosts:
         raise ReplicationError(
-            f"the sink {job.sink} is the source table itself (cluster {sink_name!r}): "
+            f"the sink {job.sink} is the source table itself (cluster {sink.name!r}): "
             "replicating a table into itself would overwrite it, and a bootstrap would "
             "truncate it. Name another sink keyspace or table, or set the sink cluster "
             "(the cdcgen_sink connection, or CDCGEN_SINK_CONTACT_POINTS)"
         )
 
 
-def lake_coverage(config: PipelineConfig, client: CqlClient, table: TableRef) -> LakeCoverage:
-    progress = CqlCheckpointStore(client, config.checkpoint_keyspace).progress(table)
+def lake_coverage(checkpoints: CheckpointStore, table: TableRef) -> LakeCoverage:
+    progress = checkpoints.progress(table)
     return LakeCoverage(progress.complete_since, progress.watermark, progress.lake_version)
 
 
-def lake_types(lake: LakeRoot, table: TableRef) -> dict[str, pa.DataType]:
-    """The lake's column types of ``table``'s changes (none before its first write)."""
-    import pyarrow as pa
-
-    root = table_root(lake, table)
-    if not is_delta(root):
-        return {}
-    schema = pa.schema(delta_table(root).schema())
-    return {f.name: f.type for f in schema}
-
-
 def shape_of(
-    source_client: CqlClient,
-    sink_client: CqlClient,
+    ports: ReplicationPorts,
     job: Replication,
-    lake: LakeRoot,
     *,
-    add_columns: bool = True,
     dry_run: bool = False,
     keep_dropped: bool = True,
 ) -> SinkShape:
     """The sink table checked against the source table's definition and the lake's.
 
-    With ``add_columns``, the source's columns the sink lacks are added to it first
-    (:mod:`cdcgen.replication.sink_columns`; a ``dry_run`` checks the sink as it would
-    be, and changes nothing); with ``keep_dropped``, the source's dropped columns the
-    sink and the lake still hold keep being replayed."""
-    source = table_definition(source_client, job.source)
+    With the setting ``add_columns``, the source's columns the sink lacks are added to it
+    first (:mod:`cdcgen.replication.sink_columns`; a ``dry_run`` checks the sink as it
+    would be, and changes nothing); with ``keep_dropped``, the source's dropped columns
+    the sink and the lake still hold keep being replayed."""
+    source = ports.source.definition(job.source)
     if source is None:
         raise ReplicationError(f"{job.source} does not exist on the source cluster")
-    sink = table_definition(sink_client, job.sink)
-    if sink is not None and add_columns:
+    sink = ports.sink.definition(job.sink)
+    if sink is not None and ports.settings.add_columns:
         missing = columns_to_add(source, sink)
         if missing and dry_run:
             sink = with_columns(source, sink, missing)
         elif missing:
-            add_sink_columns(sink_client, source, sink, missing)
-            sink = table_definition(sink_client, job.sink)
-    types = lake_types(lake, job.source)
+            add_sink_columns(ports.sink, source, sink, missing)
+            sink = ports.sink.definition(job.sink)
+    types = ports.lake.column_types(job.source)
     if sink is not None and keep_dropped:
         source = with_dropped_columns(source, sink, set(types))
     return sink_shape(source, job.sink, sink, types)
-
-
-def table_definition(client: CqlClient, table: TableRef) -> TableDefinition | None:
-    """The driver's current definition of ``table`` (None: no such table)."""
-    from cdcgen.core.replication import quote
-
-    client.cluster.refresh_table_metadata(table.keyspace, table.table)
-    keyspace = client.cluster.metadata.keyspaces.get(table.keyspace)
-    metadata = None if keyspace is None else keyspace.tables.get(table.table)
-    if metadata is None:
-        return None
-    columns = ", ".join(quote(name) for name in metadata.columns)
-    select = client.prepared(f"SELECT {columns} FROM {quote(table.keyspace)}.{quote(table.table)}")
-    cqltypes = {column[2]: column[3] for column in select.result_metadata}
-    return TableDefinition.from_driver(table, metadata, keyspace, cqltypes)
 
 
 def replicate(
@@ -244,22 +231,19 @@ def replicate(
 
     First, with a bootstrap ``request.mode``, or :attr:`Mode.BOOTSTRAP_IF_NEEDED` when
     the sink needs one (never bootstrapped: the design's new sink over a source with
-    data; or a copy left unfinished), a snapshot (:func:`bootstrap_sink`, whose Spark
-    copy needs the sink's ``ports.sink_config`` and may be given ``ports.spark``).
-    Without, a sink whose copy is unfinished is refused. The sink table's own changes,
-    when a lake holds them (``ports.peer_lake``, default: this lake), filter out what it
-    received from here (active-active, :mod:`cdcgen.replication.peers`). A dry run writes
-    nothing: it returns the bootstrap's dry run when one would happen, else the range the
-    run would apply.
+    data; or a copy left unfinished), a snapshot (:func:`bootstrap_sink`). Without, a
+    sink whose copy is unfinished is refused. The sink table's own changes, when the
+    lake holds them, filter out what it received from here (active-active,
+    :mod:`cdcgen.replication.peers`). A dry run writes nothing: it returns the
+    bootstrap's dry run when one would happen, else the range the run would apply.
     """
     job, run_id, dry_run = request.job, request.run_id, request.dry_run
-    source_client, sink_client, settings = ports.source, ports.sink, ports.settings
     started = datetime.now(UTC)
-    check_not_source(source_client, sink_client, job)
-    state = CqlSinkState(sink_client, job.source, job.sink)
+    check_not_source(ports, job)
+    state = ports.states.state(job.source, job.sink)
     if not dry_run:
         state.ensure_schema()
-    before = state.progress() if state.exists() else SinkProgress(job.source, job.sink)
+    before = _progress(state)
     unfinished = state.copy_progress()
     copied = None
     if needs_bootstrap(request.mode, before, unfinished):
@@ -269,13 +253,10 @@ def replicate(
         before = state.progress()
     else:
         check_no_copy(unfinished, job.source, job.sink)
-    plan = plan_apply(before, lake_coverage(config, source_client, job.source))
+    plan = plan_apply(before, lake_coverage(ports.checkpoints, job.source))
     record = _record(job, run_id, started, before)
     if dry_run:
-        shape_of(
-            source_client, sink_client, job, config.lake_path,
-            add_columns=settings.add_columns, dry_run=True,
-        )  # fmt: skip  # refuses as a run would
+        shape_of(ports, job, dry_run=True)  # refuses as a run would
         return record.updated(
             dry_run=True,
             would_apply_from=plan.since.isoformat(),
@@ -283,7 +264,7 @@ def replicate(
             ended_at=datetime.now(UTC).isoformat(),
             rejected=(),
             rejected_count=0,
-            status="dry-run",
+            status=ReplicationRunStatus.DRY_RUN,
         )
     if copied is not None:
         done = BootstrapDone(bootstrapped_at=copied.bootstrapped_at, copied_rows=copied.copied_rows)
@@ -291,18 +272,12 @@ def replicate(
     if plan.empty:
         log.info("%s: nothing new in the lake beyond %s", job.sink, plan.since)
         return _finish(config, record, before, 0, 0, [])
-    shape = shape_of(
-        source_client, sink_client, job, config.lake_path, add_columns=settings.add_columns
-    )
-    peer = table_root(ports.peer_lake or config.lake_path, job.sink)
-    elsewhere = None
-    if settings.apply_tasks:
-        elsewhere = spark_apply(job, shape, run_id, settings, ports.sink_config, ports.spark)
+    shape = shape_of(ports, job)
     applier = SinkApplier(
-        sink_client, shape, state, run_id, settings,
-        peer=peer if is_delta(peer) else None, on_applied=ports.on_applied, elsewhere=elsewhere,
+        ports.writes, shape, state, run_id, ports.settings, on_applied=ports.on_applied,
+        elsewhere=ports.spark.slice_apply(job, shape, run_id),
     )  # fmt: skip
-    outcome = applier.apply(table_root(config.lake_path, job.source), plan)
+    outcome = applier.apply(ports.lake, plan, peer=job.sink)
     state.save_progress(plan.until, run_id, plan.lake_version)
     record = record.updated(
         applied_from=plan.since.isoformat(),
@@ -318,29 +293,9 @@ def replicate(
     )  # fmt: skip
 
 
-def spark_apply(
-    job: Replication,
-    shape: SinkShape,
-    run_id: str,
-    settings: ReplicationSettings,
-    sink_config: PipelineConfig | None,
-    spark: SparkSession | None,
-) -> SparkApply:
-    """The run's slices applied on Spark (``CDCGEN_REPLICATION_APPLY_TASKS`` tasks each),
-    on ``spark``, default the process's session for it (:func:`cdcgen.spark.session.
-    job_session`); its tasks reach the sink as ``sink_config`` says."""
-    from cdcgen.spark.session import JobKind, job_session
-
-    if sink_config is None:
-        raise ReplicationError(
-            "CDCGEN_REPLICATION_APPLY_TASKS needs the sink's configuration (CDCGEN_SINK_*), "
-            "which the Spark tasks reach the sink with"
-        )
-    target = ApplyJob(
-        session_key(sink_config, settings), shape, job.source, job.sink, run_id, settings
-    )
-    session = spark or job_session(JobKind.REPLICATION_APPLY)
-    return SparkApply(session, target, settings.apply_tasks)
+def _progress(state: SinkState) -> SinkProgress:
+    """The sink's state of the table, none before the state tables exist."""
+    return state.progress() if state.exists() else SinkProgress(state.source, state.sink)
 
 
 def needs_bootstrap(mode: Mode, progress: SinkProgress, unfinished: CopyProgress | None) -> bool:
@@ -360,33 +315,22 @@ def bootstrap_sink(
     """Copy the source table into the sink at a time the source's clocks give, or resume
     the unfinished copy at its own; the bootstrap's record.
 
-    The copy is a Spark job (:mod:`cdcgen.replication.spark_copy`) on ``ports.spark``,
-    default the process's session for it (:func:`cdcgen.spark.session.job_session`: the
-    spark-submit's, else a local one, ``$CDCGEN_SPARK_MASTER``); its tasks reach the
-    clusters ``config`` and ``ports.sink_config`` describe (default: the source's), which
-    must be the ones the clients are connected to. Only :attr:`Mode.BOOTSTRAP_REPLACE`
-    may truncate a sink table holding rows. A dry run makes every check and says what
-    the bootstrap would do (which table it would truncate), writing nothing."""
+    The copy is a Spark job (:meth:`SparkJobs.copier`). Only
+    :attr:`Mode.BOOTSTRAP_REPLACE` may truncate a sink table holding rows. A dry run
+    makes every check and says what the bootstrap would do (which table it would
+    truncate), writing nothing."""
     job, run_id, dry_run = request.job, request.run_id, request.dry_run
     replace = request.mode is Mode.BOOTSTRAP_REPLACE
-    source_client, sink_client, settings = ports.source, ports.sink, ports.settings
     started = datetime.now(UTC)
-    sink_config = ports.sink_config or config
-    check_not_source(source_client, sink_client, job)
-    check_described(source_client, config, "source")
-    check_described(sink_client, sink_config, "sink")
-    state = CqlSinkState(sink_client, job.source, job.sink)
+    check_not_source(ports, job)
+    ports.spark.check_clusters()
+    state = ports.states.state(job.source, job.sink)
     if not dry_run:
         state.ensure_schema()
-    shape = shape_of(
-        source_client, sink_client, job, config.lake_path,
-        add_columns=settings.add_columns, dry_run=dry_run, keep_dropped=False,
-    )  # fmt: skip  # the copy reads the source's columns only
-    before = state.progress() if state.exists() else SinkProgress(job.source, job.sink)
+    shape = shape_of(ports, job, dry_run=dry_run, keep_dropped=False)  # the source's only
+    before = _progress(state)
     unfinished = state.copy_progress()
-    plan, abandoned = _bootstrap_plan(
-        config, source_client, sink_client, job, shape, before, unfinished, replace
-    )
+    plan, abandoned = _bootstrap_plan(config, ports, job, shape, before, unfinished, replace)
     record = _record(job, run_id, started, before)
     if dry_run:
         return record.updated(
@@ -395,21 +339,16 @@ def bootstrap_sink(
             snapshot_at=plan.snapshot_at.isoformat(),
             would_truncate=job.sink.qualified if plan.truncate else None,
             resumes_copy=plan.resumes is not None,
-            sink_cluster=cluster_identity(sink_client)[0],
+            sink_cluster=ports.sink.identity().name,
             ended_at=datetime.now(UTC).isoformat(),
             rejected=(),
             rejected_count=0,
-            status="dry-run",
+            status=ReplicationRunStatus.DRY_RUN,
         )
     if abandoned is not None:
         log.warning("%s: the copy at %s cannot resume; starting over", job.sink, abandoned)
         state.end_copy(abandoned.snapshot_at)
-    from cdcgen.spark.session import JobKind, job_session
-
-    target = copy_target(config, sink_config, job.source, job.sink, shape.table, settings)
-    session = ports.spark or job_session(JobKind.REPLICATION_COPY)
-    copier = SparkTableCopy(session, source_client, sink_client, target, settings.copy_splits)
-    outcome = bootstrap(copier, state, plan, run_id)
+    outcome = bootstrap(ports.spark.copier(job, shape), state, plan, run_id)
     record = record.updated(
         kind="bootstrap",
         copied_rows=outcome.rows,
@@ -423,8 +362,7 @@ def bootstrap_sink(
 
 def _bootstrap_plan(
     config: PipelineConfig,
-    source_client: CqlClient,
-    sink_client: CqlClient,
+    ports: ReplicationPorts,
     job: Replication,
     shape: SinkShape,
     before: SinkProgress,
@@ -433,7 +371,7 @@ def _bootstrap_plan(
 ) -> tuple[BootstrapPlan, CopyProgress | None]:
     """Resume the unfinished copy, or plan a new one at a snapshot time read now; with
     ``replace``, a copy that cannot resume is abandoned (returned) for a new one."""
-    lake_since = lake_coverage(config, source_client, job.source).since
+    lake_since = lake_coverage(ports.checkpoints, job.source).since
     current = before.consistent_until
     if unfinished is not None:
         try:
@@ -444,7 +382,7 @@ def _bootstrap_plan(
         except ReplicationError:
             if not replace:
                 raise
-    clocks = clock_reader_for(source_client, config).read_clocks()
+    clocks = ports.source_clocks.read_clocks()
     at = snapshot_time(clocks, config.confidence_window, config.generation_leeway)
     if unfinished is not None and at <= unfinished.snapshot_at:
         # Its state goes with a tombstone at its own time, which would hide a new copy's.
@@ -458,23 +396,10 @@ def _bootstrap_plan(
         at,
         lake_since=lake_since,
         current=current,
-        sink_empty=sink_is_empty(sink_client, shape),
+        sink_empty=ports.sink.is_empty(job.sink, shape.table.partition_key[0]),
         replace=replace,
     )
     return plan, unfinished
-
-
-def check_described(client: CqlClient, config: PipelineConfig, role: str) -> None:
-    """The copy's Spark tasks connect with ``config``: it must name the cluster ``client``
-    was opened with (its contact points and port), or they would copy elsewhere."""
-    cluster = client.cluster
-    given = {str(point) for point in cluster.contact_points}
-    if cluster.port != config.port or not given & set(config.contact_points):
-        raise ConfigError(
-            f"the {role} settings ({','.join(config.contact_points)}:{config.port}) do not "
-            f"describe the {role} cluster connected to ({','.join(sorted(given))}:"
-            f"{cluster.port}); pass its configuration"
-        )
 
 
 def _record(
@@ -496,7 +421,7 @@ def _finish(
     progress: SinkProgress,
     log_rows: int,
     batches: int,
-    rejected: Sequence[Mapping[str, Any]],
+    rejected: Sequence[RejectedEntry],
     rejected_count: int = 0,
 ) -> ReplicationRecord:
     """The record completed and kept; ``rejected``: the first changes not applied (as
@@ -511,9 +436,9 @@ def _finish(
         lag_seconds=None if lag is None else round(lag, 3),
         applied_log_rows=log_rows,
         applied_batches=batches,
-        rejected=tuple(RejectedEntry.model_validate(change) for change in rejected),
+        rejected=tuple(rejected),
         rejected_count=count,
-        status="rejected" if count else "ok",
+        status=ReplicationRunStatus.REJECTED if count else ReplicationRunStatus.OK,
     )
     record_replication(config.report_dir, record, keep_runs=config.report_keep_runs)
     return record

@@ -19,21 +19,12 @@ rest on its next start, and a column another run added meanwhile is left as it i
 
 from __future__ import annotations
 
-import logging
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
 from cdcgen.core.cql_types import ParsedType
-from cdcgen.core.replication import quote
-from cdcgen.replication.sink_schema import TableDefinition, UserTypes, is_udt
-
-if TYPE_CHECKING:
-    from cdcgen.adapters.cql import CqlClient
-
-log = logging.getLogger(__name__)
-
-#: Schema changes wait for the cluster's nodes to agree on the new schema.
-DDL_TIMEOUT_SECONDS = 120.0
+from cdcgen.core.table_definition import TableDefinition, UserTypes
+from cdcgen.ports import TableSchemas
+from cdcgen.replication.sink_schema import is_udt
 
 
 def columns_to_add(source: TableDefinition, sink: TableDefinition) -> list[str]:
@@ -49,13 +40,6 @@ def columns_to_add(source: TableDefinition, sink: TableDefinition) -> list[str]:
         if all(source.user_types.get(t) == sink.user_types.get(t) for t in used):
             wanted.append(name)
     return wanted
-
-
-def add_statement(source: TableDefinition, sink: TableDefinition, name: str) -> str:
-    """``ALTER TABLE <sink> ADD <column> <source's type> [STATIC]``."""
-    static = " STATIC" if name in source.static else ""
-    table = f"{quote(sink.ref.keyspace)}.{quote(sink.ref.table)}"
-    return f"ALTER TABLE {table} ADD {quote(name)} {source.types[name]}{static}"
 
 
 def with_columns(source: TableDefinition, sink: TableDefinition, names: list[str]
@@ -88,19 +72,12 @@ def with_dropped_columns(source: TableDefinition, sink: TableDefinition,
 
 
 def add_sink_columns(
-    client: CqlClient, source: TableDefinition, sink: TableDefinition, names: list[str]
+    sink_tables: TableSchemas, source: TableDefinition, sink: TableDefinition, names: list[str]
 ) -> None:
-    """Runs :func:`add_statement` for each of ``names`` (those the sink still lacks)."""
-    from cassandra import InvalidRequest
-
+    """Adds each of ``names`` (those the sink still lacks) to the sink table, with the
+    source's type and staticness."""
     for name in names:
-        statement = add_statement(source, sink, name)
-        log.info("%s: adding column %s as on %s: %s", sink.ref, name, source.ref, statement)
-        try:
-            client.session.execute(statement, timeout=DDL_TIMEOUT_SECONDS)
-        except InvalidRequest as exc:  # added meanwhile by another run: as wanted
-            if "already exist" not in str(exc).lower():
-                raise
+        sink_tables.add_column(sink.ref, name, source.types[name], name in source.static)
 
 
 def _user_types(kind: ParsedType, udts: UserTypes) -> set[str]:

@@ -14,31 +14,34 @@ refuses them), vectors, and columns an earlier version of the lake kept as text 
 tuples and durations, now stored as structs: :mod:`cdcgen.changes.columns`).
 
 Each column gets the converter that turns the lake's value back into what the driver
-binds (:func:`cdcgen.changes.arrow_types.driver_converter`, the inverse of how the lake
+binds (:func:`cdcgen.changes.codec.decoder`, the inverse of how the lake
 stores each CQL type), from the driver's type of the column.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from cdcgen.changes.arrow_types import (
+from cdcgen.changes.codec import (
+    Converter,
     arrow_type_and_converter,
-    driver_converter,
+    change_batch,
+    decoder,
     holds_text_for_struct,
+    removed_decoder,
 )
 from cdcgen.core.cdc_log import TableRef, deleted_elements_column
+from cdcgen.core.change_batch import ChangeBatch
 from cdcgen.core.cql_types import CqlTypeError, ParsedType
 from cdcgen.core.errors import TerminalError
-from cdcgen.core.replication import ColumnKind, ReplayError, SinkTable
+from cdcgen.core.operations.table import ColumnKind, TableShape
+from cdcgen.core.table_definition import TableDefinition, UserTypes
 
 if TYPE_CHECKING:
     import pyarrow as pa
-
-Converter = Callable[[Any], Any]
 
 _COLLECTIONS = ("set", "list", "map")
 
@@ -50,62 +53,6 @@ class SinkSchemaError(TerminalError):
         "no change reaches this sink table until it can take them: create or alter it "
         "to the source table's definition (docs/replication.md), then clear the task"
     )
-
-
-#: A keyspace's user types: name -> its fields ``(name, type)`` in order.
-UserTypes = Mapping[str, tuple[tuple[str, ParsedType], ...]]
-
-
-@dataclass(frozen=True)
-class TableDefinition:
-    """A table as replication compares it: its keys, each column's CQL type as
-    ``system_schema`` spells it, its static columns and its keyspace's user types."""
-
-    ref: TableRef
-    partition_key: tuple[str, ...]
-    clustering_key: tuple[str, ...]
-    types: Mapping[str, str]
-    static: frozenset[str] = frozenset()
-    user_types: Mapping[str, tuple[tuple[str, str], ...]] = field(default_factory=dict)
-    #: Each column's type as the driver's type class (``cassandra.cqltypes``), which is
-    #: what the lake's values are converted back for.
-    cqltypes: Mapping[str, Any] = field(default_factory=dict)
-    #: Clustering columns sorted ``DESC``.
-    descending: frozenset[str] = frozenset()
-    #: ``default_time_to_live``: a cell written without a TTL gets it.
-    default_ttl: int = 0
-
-    @classmethod
-    def from_driver(
-        cls, ref: TableRef, table: Any, keyspace: Any, cqltypes: Mapping[str, Any]
-    ) -> TableDefinition:
-        """From the driver's ``TableMetadata``, ``KeyspaceMetadata`` and the type classes
-        of a statement's result metadata."""
-        return cls(
-            ref,
-            tuple(c.name for c in table.partition_key),
-            tuple(c.name for c in table.clustering_key),
-            {name: str(c.cql_type) for name, c in table.columns.items()},
-            frozenset(name for name, c in table.columns.items() if c.is_static),
-            {
-                name: tuple(zip(udt.field_names, map(str, udt.field_types), strict=True))
-                for name, udt in keyspace.user_types.items()
-            },
-            cqltypes,
-            frozenset(c.name for c in table.clustering_key if c.is_reversed),
-            int(table.options.get("default_time_to_live") or 0),
-        )
-
-    @property
-    def data_columns(self) -> list[str]:
-        keys = {*self.partition_key, *self.clustering_key}
-        return [name for name in self.types if name not in keys]
-
-    def parsed_user_types(self) -> UserTypes:
-        return {
-            name: tuple((f, ParsedType.parse(t)) for f, t in fields)
-            for name, fields in self.user_types.items()
-        }
 
 
 def is_udt(kind: ParsedType, udts: UserTypes) -> bool:
@@ -145,35 +92,7 @@ def _as_opaque_text(kind: ParsedType, udts: UserTypes) -> bool:
     return any(_as_opaque_text(a, udts) for a in (*kind.args, *inner))
 
 
-#: Types whose lake value is what the driver binds (no converter is needed).
-_AS_STORED = frozenset(
-    {
-        "ascii", "bigint", "blob", "boolean", "date", "double", "float", "inet", "int",
-        "smallint", "text", "time", "timestamp", "tinyint", "varchar",
-    }
-)  # fmt: skip
-
-
-def converter(cqltype: Any) -> Converter | None:
-    """Lake value -> driver value for a column of the driver's type ``cqltype``; None
-    when the lake's value is bound as it is."""
-    if str(getattr(cqltype, "typename", "")) in _AS_STORED:
-        return None
-    return driver_converter(cqltype)
-
-
-def removed_converter(kind: ColumnKind, cqltype: Any) -> Converter:
-    """``cdc$deleted_elements_<col>`` -> what the replay removes: a set's elements, a
-    map's keys, a UDT's field indices."""
-    if kind is ColumnKind.UDT:
-        return lambda value: {int(v) for v in value}
-    element = driver_converter(cqltype.subtypes[0], hashable=True)
-    if element is None:
-        return set
-    return lambda value: set(map(element, value))
-
-
-def kept_as_text(cqltype: Any, stored: pa.DataType) -> bool:
+def kept_as_text(cqltype: type, stored: pa.DataType) -> bool:
     """Whether the lake holds a struct-stored type (UDT, tuple, duration) of the column
     as text: a column an earlier lake version wrote."""
     wanted, _ = arrow_type_and_converter(cqltype)
@@ -182,22 +101,15 @@ def kept_as_text(cqltype: Any, stored: pa.DataType) -> bool:
 
 @dataclass(frozen=True)
 class SinkShape:
-    """The sink table for the replay model, and a converter per lake column it binds."""
+    """The sink table for the CQL rules, and how each lake column it binds is decoded
+    for the driver."""
 
-    table: SinkTable
-    converters: Mapping[str, Converter]
+    table: TableShape
+    decoders: Mapping[str, Converter]
 
-    def driver_row(self, row: Mapping[str, Any]) -> dict[str, Any]:
-        """A lake row with every bound column converted (others as they are)."""
-        out = dict(row)
-        for name, convert in self.converters.items():
-            value = out.get(name)
-            if value is not None:
-                try:
-                    out[name] = convert(value)
-                except (ValueError, ArithmeticError, KeyError, TypeError) as exc:
-                    raise ReplayError(f"{name}: {value!r} is not a value of it ({exc})") from None
-        return out
+    def batch_of(self, changes: pa.Table) -> ChangeBatch:
+        """Lake rows of the source table as the sink binds them."""
+        return change_batch(changes, self.decoders)
 
 
 def sink_shape(
@@ -287,19 +199,19 @@ def _shape(
             "as structs), which cannot be bound back; re-bootstrap the changes of "
             f"{source.ref} into a new lake table to replicate it"
         )
-    converters: dict[str, Converter] = {}
+    decoders: dict[str, Converter] = {}
     fields: dict[str, tuple[str, ...]] = {}
     for name in (*source.partition_key, *source.clustering_key, *data):
-        convert = converter(source.cqltypes[name])
-        if convert is not None:
-            converters[name] = convert
+        decode = decoder(source.cqltypes[name])
+        if decode is not None:
+            decoders[name] = decode
     for name, kind in kinds.items():
         if kind is ColumnKind.UDT:
             fields[name] = tuple(f for f, _ in udts[types[name].name])
         if kind is not ColumnKind.ATOMIC:
-            removed = removed_converter(kind, source.cqltypes[name])
-            converters[deleted_elements_column(name)] = removed
-    table = SinkTable(
+            removed = removed_decoder(kind, source.cqltypes[name])
+            decoders[deleted_elements_column(name)] = removed
+    table = TableShape(
         sink.ref.keyspace,
         sink.ref.table,
         source.partition_key,
@@ -309,7 +221,7 @@ def _shape(
         fields=fields,
         descending=source.descending,
     )
-    return SinkShape(table, converters)
+    return SinkShape(table, decoders)
 
 
 def _udts_used(table: TableDefinition, udts: UserTypes) -> list[str]:

@@ -12,9 +12,9 @@ would leave the sink ever further behind. So a run can spread each slice
    (active-active), and ships them as Arrow IPC in one broadcast;
 2. each task applies its bucket exactly as a run applies a slice in its own process
    (:meth:`cdcgen.replication.apply.SinkApplier.apply_slice`): per-key order, CDC
-   batches whole, packed requests, rejects recorded on the sink; on the worker's shared
-   sink session (:func:`cdcgen.adapters.read_sessions.shared_client`), whose access
-   travels masked in the task closure;
+   batches whole, packed requests, rejects recorded on the sink; through the worker's
+   shared sink session (:func:`cdcgen.adapters.read_sessions.shared_client`), whose
+   access travels masked in the task closure;
 3. once every task is done, the driver moves the sink's consistency point to the
    slice's end. A failed job moves nothing: the next run applies the slice again, which
    writes the same cells at the same times (:class:`~cdcgen.core.replication_plan.
@@ -31,13 +31,15 @@ from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from cdcgen.adapters.sink_state import CqlSinkState
+from cdcgen.adapters.sink_writes import CqlSinkWrites
 from cdcgen.core.cdc_log import TableRef
 from cdcgen.core.replication_plan import ApplyIncomplete, ReplicationError
+from cdcgen.core.replication_record import RejectedEntry
+from cdcgen.ports import ChangeSlice
 from cdcgen.replication.apply import ApplyOutcome, SinkApplier, SinkClock
-from cdcgen.replication.change_slices import ChangeSlice
 from cdcgen.replication.settings import ReplicationSettings
 from cdcgen.replication.sink_schema import SinkShape
-from cdcgen.replication.sink_state import CqlSinkState
 from cdcgen.spark.fanout import fan_out, job_failure, task_items
 from cdcgen.spark.worker_heap import freeze_once
 
@@ -106,23 +108,26 @@ def apply_buckets(
     from cdcgen.adapters.read_sessions import shared_client
 
     sink = shared_client(job.sink_session)
+    writes = CqlSinkWrites(sink, job.settings.concurrency)
     state = CqlSinkState(sink, job.source, job.sink)
-    applier = SinkApplier(sink, job.shape, state, job.run_id, job.settings)
+    applier = SinkApplier(writes, job.shape, state, job.run_id, job.settings)
     freeze_once()  # the worker's long-lived heap, out of the collector's walks
-    clock = SinkClock(sink)
+    clock = SinkClock(writes)
     outcome = ApplyOutcome()
     for changes, peer in task_items(tasks, batches):
         applier.apply_slice(from_ipc(changes), from_ipc(peer), outcome, clock)
-    values: dict[str, Any] = {
-        "log_rows": outcome.log_rows,
-        "peer_rows": outcome.peer_rows,
-        "batches": outcome.batches,
-        "requests": outcome.requests,
-        "operations": json.dumps(dict(outcome.operations)),
-        "rejected": json.dumps(applier.rejected),
-        "rejected_count": applier.rejected_count,
-    }
-    yield pa.RecordBatch.from_pylist([values])
+    rejected = [entry.model_dump() for entry in applier.rejected]
+    yield pa.RecordBatch.from_pydict(
+        {
+            "log_rows": [outcome.log_rows],
+            "peer_rows": [outcome.peer_rows],
+            "batches": [outcome.batches],
+            "requests": [outcome.requests],
+            "operations": [json.dumps(dict(outcome.operations))],
+            "rejected": [json.dumps(rejected)],
+            "rejected_count": [applier.rejected_count],
+        }
+    )
 
 
 class SparkApply:
@@ -168,7 +173,7 @@ class SparkApply:
                 batches=row["batches"],
                 requests=row["requests"],
                 operations=Counter(json.loads(row["operations"])),
-                rejected=json.loads(row["rejected"]),
+                rejected=[RejectedEntry.model_validate(r) for r in json.loads(row["rejected"])],
                 rejected_count=row["rejected_count"],
             )
             outcome.add(done)

@@ -9,7 +9,7 @@ way :class:`~cdcgen.core.snapshot_copy.CopyLayout` says a row is copied (each at
 cell with its write time and remaining TTL; one single-partition unlogged batch per row).
 
 Each task records every range it finished on the sink
-(:meth:`~cdcgen.replication.sink_state.CqlSinkState.record_copied_range`) once every
+(:meth:`~cdcgen.adapters.sink_state.CqlSinkState.record_copied_range`) once every
 row of it is acknowledged, so a copy killed at any point leaves exactly the finished
 ranges recorded, and the next bootstrap copies only the others
 (:mod:`cdcgen.core.copy_progress`). A range cut short is copied again whole, which
@@ -34,16 +34,16 @@ from typing import TYPE_CHECKING, Any
 from cdcgen.adapters.cluster_access import access_for
 from cdcgen.adapters.read_retries import Backoff, ReadStats, with_retries
 from cdcgen.adapters.read_sessions import SessionKey, shared_client
+from cdcgen.adapters.sink_state import CqlSinkState
+from cdcgen.adapters.sink_writes import execute_all
 from cdcgen.adapters.stream_routing import ANY_REPLICA, host_name, replicas_for_token
 from cdcgen.core.cdc_log import LogPartitioner, TableRef
-from cdcgen.core.replication import SinkTable
+from cdcgen.core.operations.table import TableShape
 from cdcgen.core.replication_plan import CopyIncomplete, ReplicationError
 from cdcgen.core.snapshot_copy import CopyLayout
 from cdcgen.core.time import to_micros
 from cdcgen.core.token_ranges import TokenRange, ring_ranges
-from cdcgen.replication.apply import execute_all
 from cdcgen.replication.settings import ReplicationSettings
-from cdcgen.replication.sink_state import CqlSinkState
 from cdcgen.spark.fanout import (
     fan_out,
     job_failure,
@@ -89,7 +89,7 @@ class CopyTarget:
     sink_session: SessionKey
     source: TableRef
     sink: TableRef
-    table: SinkTable
+    table: TableShape
     page_rows: int
     concurrency: int
     backoff: Backoff = field(default_factory=Backoff)
@@ -109,7 +109,7 @@ def copy_target(
     sink_config: PipelineConfig,
     source: TableRef,
     sink: TableRef,
-    table: SinkTable,
+    table: TableShape,
     settings: ReplicationSettings,
 ) -> CopyTarget:
     """The copy of ``source`` into ``sink`` (of the replay model's ``table``)."""
@@ -158,8 +158,11 @@ class RangeWriter:
         """Every row of ``item`` written and acknowledged by the sink; how many."""
         copied = 0
         for page in self._pages(item):
-            work = [(self._row_batch(row), row) for row in page]
-            execute_all(self.sink, work, self.target.concurrency, self._refused)
+            work = [self._row_batch(row) for row in page]
+            refused = execute_all(self.sink, work, self.target.concurrency)
+            if refused:
+                reason = refused[0][1]
+                raise ReplicationError(f"{self.target.sink}: a copied row was refused: {reason}")
             copied += len(work)
         return copied
 
@@ -210,9 +213,6 @@ class RangeWriter:
         for statement in self.layout.statements(row, self.snapshot_us):
             batch.add(self.sink.prepared(statement.cql), statement.values)
         return batch
-
-    def _refused(self, row: Any, reason: str) -> None:
-        raise ReplicationError(f"{self.target.sink}: a copied row was refused: {reason}")
 
 
 def copy_ranges(

@@ -12,7 +12,7 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from cdcgen.core.replication_record import RejectedEntry, ReplicationRecord
+from cdcgen.core.replication_record import RejectedEntry, ReplicationRecord, ReplicationRunStatus
 from cdcgen.core.topology import Node, make_generation
 from cdcgen.reports.adapters import owners_from_nodes, ring_from_description
 from cdcgen.reports.records import (
@@ -152,7 +152,7 @@ def sample_replication(
             applied_log_rows=0,
             applied_batches=0,
             rejected=(),
-            status="ok",
+            status=ReplicationRunStatus.OK,
             copied_rows=rng.randint(10_000, 90_000),
             truncated=False,
         )
@@ -180,7 +180,7 @@ def sample_replication(
                 applied_log_rows=log_rows,
                 applied_batches=log_rows // 3,
                 rejected=rejected,
-                status="rejected" if rejected else "ok",
+                status=ReplicationRunStatus.REJECTED if rejected else ReplicationRunStatus.OK,
             )
         )
     return records

@@ -8,7 +8,9 @@ import pytest
 
 from cdcgen.airflow import metrics
 from cdcgen.airflow.metrics import Kind, MetricPoint
-from cdcgen.pipeline.changes import ChangesRunSummary, TableSummary
+from cdcgen.core.changes_result import ChangesRunResult
+from cdcgen.core.changes_status import ChangesRunStatus
+from cdcgen.pipeline.changes import ChangesRunSummary
 from cdcgen.pipeline.replication_summary import ReplicationRunSummary, TableReplication
 from cdcgen.pipeline.run_summary import GenerationsRunSummary
 
@@ -17,10 +19,13 @@ AT = datetime(2026, 11, 28, 9, 0, 0, tzinfo=UTC)
 
 def changes_summary() -> ChangesRunSummary:
     tables = {
-        "shop.orders": TableSummary(
-            status="done", rows=1234, watermark="2026-11-28T08:58:30.500000+00:00"
+        "shop.orders": ChangesRunResult(
+            table="shop.orders",
+            status=ChangesRunStatus.DONE,
+            rows_written=1234,
+            watermark="2026-11-28T08:58:30.500000+00:00",
         ),
-        "shop.carts": TableSummary(status="not extracted"),
+        "shop.carts": ChangesRunResult(table="shop.carts", status=ChangesRunStatus.NOT_EXTRACTED),
     }
     return ChangesRunSummary(
         run_id="manual__1",
@@ -134,3 +139,31 @@ def test_points_travel_through_xcom_unchanged() -> None:
     points = metrics.changes_points(changes_summary(), "cdc_source", AT)
     assert metrics.from_xcom(metrics.as_xcom(points)) == points
     assert metrics.from_xcom(None) == []
+
+
+def test_a_table_s_metrics_its_summary_and_its_report_record_say_the_same() -> None:
+    """One outcome, three views: the rows and the watermark lag of the metrics are those
+    of the table's summary and of its report record, and a failed run is failed in both."""
+    from cdcgen.changes.report import changes_report
+    from cdcgen.pipeline.changes import table_summary
+    from cdcgen.reports.records import RunStatus
+
+    outcome = ChangesRunResult(
+        table="shop.orders",
+        interval=("2026-11-28T08:45:00+00:00", "2026-11-28T08:58:00+00:00"),
+        rows_written=321,
+        watermark="2026-11-28T08:58:00+00:00",
+        status=ChangesRunStatus.ROW_CHECKS_FAILED,
+    )
+    tags = {"cluster": "cdc_source", "table": "shop.orders"}
+    rows, lag = metrics.outcome_points(outcome, tags, AT)
+    summary = table_summary(outcome)
+    record = changes_report(outcome, now=AT)
+    assert rows == MetricPoint("cdcgen.changes.rows_extracted", 321, Kind.COUNTER, tags)
+    assert rows.value == summary["rows"] == record.tables[0].rows
+    assert lag == MetricPoint("cdcgen.changes.watermark_lag_seconds", 120.0, Kind.GAUGE, tags)
+    assert lag.value == record.tables[0].lag_seconds
+    assert summary["status"] == "row checks failed" and record.status is RunStatus.FAILED
+    # Before its first watermark, a table has rows and no lag.
+    (only,) = metrics.outcome_points(outcome.updated(watermark=None), tags, AT)
+    assert only.name == "cdcgen.changes.rows_extracted"

@@ -25,7 +25,6 @@ from cdcgen.changes.columns import (
 from cdcgen.changes.derived_columns import day_label
 from cdcgen.changes.layout import (
     LAYOUT_FILE,
-    PARTITION_COLUMNS,
     LayoutError,
     is_parquet_lake,
     lake_buckets,
@@ -39,6 +38,7 @@ from cdcgen.core.cdc_log import (
     operation_name,
     timeuuid_from_micros,
 )
+from cdcgen.core.change_batch import PARTITION_COLUMNS
 from cdcgen.core.lake_buckets import BucketRule
 from cdcgen.core.stream_id import StreamId
 from cdcgen.core.windows import LakeWindow, window_label

@@ -30,7 +30,7 @@ from changes_fakes import (
     MemoryCheckpointStore,
 )
 
-from cdcgen.changes.result import ExtractionResult, JobRows
+from cdcgen.changes.result import ExtractionRun, JobRows
 from cdcgen.changes.run import (
     ChangesPorts,
     ChangesRequest,
@@ -122,7 +122,7 @@ class World:
         store: CheckpointStore | None = None,
         cdc_ttl: timedelta | None = None,
         now: datetime | None = None,
-    ) -> ExtractionResult:
+    ) -> ExtractionRun:
         request = ChangesRequest(TABLE, interval, mode, run_id=f"r{len(self.events)}")
         return extract_changes(
             request,
@@ -174,7 +174,7 @@ def test_only_closed_windows_are_written_and_the_others_reported(world: World) -
     (pending,) = result.plan.pending
     assert pending.generation == SPANS[1].label and pending.end == FIRST.end
     assert pending.closes_at == FIRST.end + LEEWAY + CONFIDENCE
-    assert result.run_result().pending[0].closes_at == pending.closes_at.isoformat()
+    assert result.outcome().pending[0].closes_at == pending.closes_at.isoformat()
     assert world.lake.rows() == world.log.between(T0, SWITCH)
     # The watermark waits for the pending generation; once the clocks pass, all is read.
     assert world.store.progress(TABLE).watermark == SWITCH
@@ -386,9 +386,9 @@ class FixedVerdict:
         self.passed = passed
         self.failing = set(failing)
         self.report_dir = report_dir
-        self.checked: list[tuple[ExtractionResult, JobRows | None]] = []
+        self.checked: list[tuple[ExtractionRun, JobRows | None]] = []
 
-    def check(self, result: ExtractionResult, job: JobRows | None = None) -> ValidationResult:
+    def check(self, result: ExtractionRun, job: JobRows | None = None) -> ValidationResult:
         self.checked.append((result, job))
         self.events.append(f"check {None if job is None else job.number}")
         passed = self.passed and (job is None or job.number not in self.failing)

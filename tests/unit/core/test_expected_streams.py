@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import random
-from collections import Counter
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -12,14 +11,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cdcgen.changes.report import changes_report
-from cdcgen.changes.result import ExtractionResult
-from cdcgen.core.cdc_log import TableRef
+from cdcgen.changes.verdicts import row_checks
+from cdcgen.core.changes_result import ChangesRunResult
 from cdcgen.core.expected_streams import GenerationMapper
 from cdcgen.core.stream_id import StreamId
 from cdcgen.core.tablets import TabletStreamSet
 from cdcgen.core.time import to_micros
 from cdcgen.core.topology import Node, make_generation
-from cdcgen.core.windows import Interval, Mode, WindowPlan, generation_spans, tablet_spans
+from cdcgen.core.windows import Interval, generation_spans, tablet_spans
 from cdcgen.reports.records import RunStatus
 from cdcgen.validation.results import CheckOutcome, ValidationResult, row_text
 
@@ -70,16 +69,14 @@ def test_mapper_handles_tablets_missing_tokens_and_rows_before_any_generation() 
 def test_report_names_offending_rows_and_fails_the_run(tmp_path: Path) -> None:
     spans = vnode_spans()
     interval = Interval(T0, T0 + timedelta(minutes=10))
-    result = ExtractionResult(
-        table=TableRef("shop", "orders"),
-        interval=interval,
-        mode=Mode.INCREMENTAL,
+    result = ChangesRunResult(
+        table="shop.orders",
+        interval=(interval.start.isoformat(), interval.end.isoformat()),
         run_id="r1",
-        plan=WindowPlan((), (), (), T0, True),
         lake_root=str(tmp_path),
         rows_written=12,
-        rows_per_generation=Counter({spans[0].label: 7, spans[1].label: 5}),
-        watermark=interval.end,
+        rows_per_generation={spans[0].label: 7, spans[1].label: 5},
+        watermark=interval.end.isoformat(),
     )
     bad_row = {
         "stream_hex": "ab" * 16,
@@ -105,7 +102,10 @@ def test_report_names_offending_rows_and_fails_the_run(tmp_path: Path) -> None:
         summary="",
     )
     record = changes_report(
-        result, checks, report_dir=tmp_path, now=interval.end + timedelta(seconds=40)
+        result.checked(row_checks(checks)),
+        checks,
+        report_dir=tmp_path,
+        now=interval.end + timedelta(seconds=40),
     )
     assert record.status is RunStatus.FAILED
     (lag,) = record.tables

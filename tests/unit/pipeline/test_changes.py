@@ -155,6 +155,7 @@ def test_a_follow_killed_between_cycles_fails_the_summary_saying_what_it_did(
     tmp_path: Path,
 ) -> None:
     from cdcgen.core.changes_result import ChangesRunResult, CycleEntry
+    from cdcgen.core.changes_status import ChangesRunStatus
     from cdcgen.jobs import extract_changes
 
     config = PipelineConfig(report_dir=tmp_path)
@@ -167,7 +168,7 @@ def test_a_follow_killed_between_cycles_fails_the_summary_saying_what_it_did(
     extract_changes._keep_following(path, [], so_far)
     summary = changes.changes_run_summary(config, "r3", [{"table": "ks.a"}])
     assert summary.status == "failed" and summary.changes_rows == 7
-    assert summary.problems == (f"ks.a: {extract_changes.FOLLOWING}",)
+    assert summary.problems == (f"ks.a: {ChangesRunStatus.FOLLOWING}",)
     assert summary.watermarks["ks.a"] == END.isoformat()
 
 
@@ -184,3 +185,54 @@ def test_the_job_follows_or_reads_one_interval_never_both_undefined() -> None:
     ):
         with pytest.raises(SystemExit):
             parse_args(wrong)
+
+
+def test_a_table_s_summary_is_derived_from_its_outcome() -> None:
+    from cdcgen.core.changes_result import (
+        ChangesRunResult,
+        CheckEntry,
+        PendingEntry,
+        RowChecks,
+        WindowEntry,
+    )
+    from cdcgen.core.changes_status import ChangesRunStatus
+
+    checks = RowChecks(
+        passed=False,
+        data_docs="docs/index.html",
+        checks=(CheckEntry(check="change in its key's stream (colocation)", passed=False),),
+        failed=("colocation: 3 offending row(s)",),
+    )
+    outcome = ChangesRunResult(
+        table="ks.a", rows_written=5, windows=(WindowEntry(), WindowEntry()),
+        pending=(PendingEntry(),), watermark=END.isoformat(), lake_versions=(7, 8),
+        report="reports/changes.html",
+    ).checked(checks)  # fmt: skip
+    assert changes.table_summary(outcome) == {
+        "status": "row checks failed",
+        "rows": 5,
+        "windows": 2,
+        "pending": 1,
+        "watermark": END.isoformat(),
+        "lake_versions": [7, 8],
+        "colocation": "failed",
+        "checks": False,
+        "failed_checks": ["colocation: 3 offending row(s)"],
+        "report": "reports/changes.html",
+        "data_docs": "docs/index.html",
+    }
+    unchecked = changes.table_summary(ChangesRunResult(rows_written=1))
+    assert unchecked["status"] == "done" and unchecked["checks"] is None
+    assert (unchecked["colocation"], unchecked["failed_checks"]) == (None, [])
+    missing = ChangesRunResult(table="ks.b", status=ChangesRunStatus.NOT_EXTRACTED)
+    assert changes.table_summary(missing) == {"status": "not extracted"}
+
+
+def test_a_result_with_a_status_this_version_does_not_know_fails_the_run_naming_it(
+    tmp_path: Path,
+) -> None:
+    config = PipelineConfig(report_dir=tmp_path)
+    _result(config, "r4", "ks.a", status="exploded", error="boom", rows_written=2)
+    summary = changes.changes_run_summary(config, "r4", [{"table": "ks.a"}])
+    assert summary.status == "failed" and summary.problems == ("ks.a: exploded: boom",)
+    assert summary.to_json()["tables"]["ks.a"]["status"] == "exploded"

@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 
 from cdcgen.core.cdc_log import TableRef
+from cdcgen.core.table_definition import add_column_cql
 from cdcgen.replication.sink_columns import (
-    add_statement,
     columns_to_add,
     with_columns,
     with_dropped_columns,
@@ -27,7 +27,7 @@ def test_a_run_adds_the_sources_new_columns_to_the_sink() -> None:
         sink_shape(source, SINK, sink)
     names = columns_to_add(source, sink)
     assert names == ["note", "labels"]
-    assert add_statement(source, sink, "note") == (
+    assert add_column_cql(sink.ref, "note", source.types["note"], "note" in source.static) == (
         'ALTER TABLE "shop_dr"."orders" ADD "note" text STATIC'
     )
     shape = sink_shape(source, SINK, with_columns(source, sink, names))

@@ -10,10 +10,16 @@ import pytest
 
 from cdcgen.config import PipelineConfig
 from cdcgen.replication.change_slices import batch_chunks
-from cdcgen.replication.peers import fingerprint
+from cdcgen.replication.peers import Fingerprint, fingerprints
 from cdcgen.replication.run import sink_environment
 
 WRITTEN = datetime(2026, 11, 24, tzinfo=UTC)
+
+
+def fingerprint(row: dict[str, object]) -> Fingerprint:
+    """A row's fingerprint, computed as the apply computes a chunk's."""
+    (only,) = fingerprints(pa.Table.from_pylist([row]))
+    return only
 
 
 def change(stream: bytes, time: str, seq: int, **values: object) -> dict[str, object]:
@@ -94,14 +100,16 @@ def test_a_run_narrows_what_the_sink_connection_configures_never_widens_it() -> 
 
 
 def test_a_keys_batches_go_in_order_one_request_at_a_time() -> None:
+    from cdcgen.core.change_batch import ChangeId
+    from cdcgen.ports import SinkBatch
     from cdcgen.replication.apply import Replay, key_rounds
 
     def replay(key: str, n: int) -> Replay:
-        return Replay(key, [], {"n": n})
+        return Replay(key, SinkBatch(()), ChangeId(b"", "", n, 0))
 
     replays = [replay("a", 1), replay("b", 2), replay("a", 3), replay("a", 4), replay("c", 5)]
     rounds = key_rounds(replays, group=2)
-    numbers = [[[r.change["n"] for r in request] for request in round_] for round_ in rounds]
+    numbers = [[[r.change.batch_seq_no for r in req] for req in round_] for round_ in rounds]
     assert numbers == [[[1, 3], [2], [5]], [[4]]]  # "a"'s third batch waits for round two
     for round_ in rounds:  # never two requests of one key at once
         keys = [request[0].key for request in round_]
@@ -109,10 +117,13 @@ def test_a_keys_batches_go_in_order_one_request_at_a_time() -> None:
 
 
 def test_requests_pack_one_replicas_groups_within_their_bounds() -> None:
+    from cdcgen.core.change_batch import ChangeId
+    from cdcgen.ports import SinkBatch
     from cdcgen.replication.apply import Replay, pack_requests
 
     def group(key: str, replica: str, batches: int = 1, size: int = 10) -> list[Replay]:
-        return [Replay(key, [], {"key": key}, replica, size) for _ in range(batches)]
+        change = ChangeId(b"", key, 0, 0)
+        return [Replay(key, SinkBatch((), replica, size), change) for _ in range(batches)]
 
     round_ = [group("a", "n1"), group("b", "n2"), group("c", "n1", 2), group("d", "n1"),
               group("e", "n2", size=500), group("f", "n1", batches=5)]  # fmt: skip
@@ -160,13 +171,13 @@ def test_the_bootstrap_task_skips_a_table_planned_without_one_and_never_retries_
 
 def test_a_failed_copy_job_stays_terminal_when_refused_and_is_resumable_otherwise() -> None:
     from cdcgen.core.cdc_log import TableRef
-    from cdcgen.core.replication import SinkTable
+    from cdcgen.core.operations.table import TableShape
     from cdcgen.core.replication_plan import CopyIncomplete, ReplicationError
     from cdcgen.replication.spark_copy import CopyTarget, task_failure
 
     target = CopyTarget(
         None, None, TableRef("shop", "orders"), TableRef("dr", "orders"),  # type: ignore[arg-type]
-        SinkTable("dr", "orders", ("pk",)), page_rows=10, concurrency=1,
+        TableShape("dr", "orders", ("pk",)), page_rows=10, concurrency=1,
     )  # fmt: skip
     refused = Exception(
         "Job aborted ... PythonException:\n  Traceback (most recent call last):\n"
@@ -201,11 +212,15 @@ def test_a_slice_is_cut_by_partition_key_each_part_in_time_order() -> None:
 def test_the_outcomes_of_spark_tasks_add_up_keeping_the_first_rejects() -> None:
     from collections import Counter
 
+    from cdcgen.core.replication_record import RejectedEntry
     from cdcgen.replication.apply import REJECTS_KEPT, ApplyOutcome
+
+    def rejected(reason: str) -> RejectedEntry:
+        return RejectedEntry(write_time="", cdc_time="", stream_id="", reason=reason)
 
     total = ApplyOutcome(slices=2, largest_slice=7)
     for task in range(3):
-        rejects = [{"reason": f"{task}-{n}"} for n in range(60)]
+        rejects = [rejected(f"{task}-{n}") for n in range(60)]
         total.add(ApplyOutcome(
             log_rows=10, peer_rows=1, batches=4, requests=2,
             operations=Counter(insert=6, update=4), rejected=rejects, rejected_count=70,
@@ -214,7 +229,7 @@ def test_the_outcomes_of_spark_tasks_add_up_keeping_the_first_rejects() -> None:
     assert total.operations == Counter(insert=18, update=12)
     assert (total.slices, total.largest_slice) == (2, 7)
     assert total.rejected_count == 210 and len(total.rejected) == REJECTS_KEPT
-    assert total.rejected[0]["reason"] == "0-0" and total.rejected[-1]["reason"] == "1-39"
+    assert total.rejected[0].reason == "0-0" and total.rejected[-1].reason == "1-39"
 
 
 def test_a_failed_apply_job_stays_terminal_when_refused_and_is_retried_otherwise() -> None:

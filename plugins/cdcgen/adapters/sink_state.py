@@ -31,14 +31,14 @@ consistency point, which moves after every applied slice.)
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from cdcgen.core.cdc_log import TableRef
+from cdcgen.core.change_batch import ChangeId
 from cdcgen.core.copy_progress import CopiedRange, CopyProgress
 from cdcgen.core.replication_plan import SinkProgress
-from cdcgen.core.time import naive_as_utc, to_micros
+from cdcgen.core.time import from_micros, naive_as_utc, to_micros
 from cdcgen.core.token_ranges import TokenRange
 
 if TYPE_CHECKING:
@@ -76,7 +76,8 @@ def _utc(value: datetime | None) -> datetime | None:
 
 
 class CqlSinkState:
-    """The state of ``source`` replicated into ``sink``, through the sink's client."""
+    """The state of ``source`` replicated into ``sink``, through the sink's client
+    (:class:`cdcgen.ports.SinkState`)."""
 
     def __init__(self, client: CqlClient, source: TableRef, sink: TableRef) -> None:
         self._client = client
@@ -143,44 +144,18 @@ class CqlSinkState:
         )
         self._client.execute_retried(statement, (stamp, *values, *self._key))
 
-    def reject(self, change: Mapping[str, Any], reason: str, run_id: str) -> None:
+    def reject(self, change: ChangeId, reason: str, run_id: str) -> None:
         """Record a change that could not be applied (before the consistency point passes it)."""
         statement = self._client.prepared(
             f"INSERT INTO {self._name(REJECTS)} (source_keyspace, source_table, sink_table, "
             "write_time, cdc_time, batch_seq_no, stream_id, reason, run_id) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
         )
-        self._client.execute_retried(
-            statement,
-            (
-                *self._key,
-                change["write_time"],
-                change["cdc_time"],
-                change["batch_seq_no"],
-                change["stream_id"],
-                reason,
-                run_id,
-            ),
-        )
-
-    def rejects(self) -> list[dict[str, Any]]:
-        """Every change recorded as not applied, oldest first."""
-        statement = self._client.prepared(
-            "SELECT write_time, cdc_time, batch_seq_no, stream_id, reason, run_id "
-            f"FROM {self._name(REJECTS)} "
-            "WHERE source_keyspace = ? AND source_table = ? AND sink_table = ?"
-        )
-        return [
-            {
-                "write_time": naive_as_utc(r.write_time).isoformat(),
-                "cdc_time": r.cdc_time,
-                "batch_seq_no": r.batch_seq_no,
-                "stream_id": bytes(r.stream_id).hex(),
-                "reason": r.reason,
-                "run_id": r.run_id,
-            }
-            for r in self._client.execute_retried(statement, self._key)
-        ]
+        values = (
+            from_micros(change.write_time_us), change.cdc_time, change.batch_seq_no,
+            change.stream_id, reason, run_id,
+        )  # fmt: skip
+        self._client.execute_retried(statement, (*self._key, *values))
 
     # --- a bootstrap's copy ------------------------------------------------------------
 
@@ -238,3 +213,13 @@ class CqlSinkState:
             "WHERE source_keyspace = ? AND source_table = ? AND sink_table = ?"
         )
         self._client.execute_retried(statement, (to_micros(snapshot_at), *self._key))
+
+
+class CqlSinkStates:
+    """Each replicated table's state, on the sink (:class:`cdcgen.ports.SinkStates`)."""
+
+    def __init__(self, client: CqlClient) -> None:
+        self._client = client
+
+    def state(self, source: TableRef, sink: TableRef) -> CqlSinkState:
+        return CqlSinkState(self._client, source, sink)

@@ -1,23 +1,21 @@
-"""The statements that replay a CDC batch on a sink (``cdcgen.core.replication``)."""
+"""The statements that replay a CDC batch on a sink (``cdcgen.core.sink_statements``, on
+the mutations of ``cdcgen.core.operations``)."""
 
 from __future__ import annotations
 
 import pytest
+from change_rows import batch_statements
 
 from cdcgen.core.cdc_log import Operation, TableRef
-from cdcgen.core.replication import (
-    ColumnKind,
-    ReplayError,
-    SinkTable,
-    Statement,
-    batch_statements,
-    remaining_ttl,
-)
+from cdcgen.core.operations.errors import ReplayError
+from cdcgen.core.operations.table import ColumnKind, TableShape
+from cdcgen.core.operations.ttl_expiry import remaining_ttl
+from cdcgen.core.sink_statements import Statement
 from cdcgen.core.snapshot_copy import CopyLayout
 
 T = 1_700_000_000_000_000
 NOW = T + 100 * 1_000_000  # replayed 100 s after the write
-TABLE = SinkTable(
+TABLE = TableShape(
     "shop",
     "orders",
     ("pk",),
@@ -151,7 +149,7 @@ def test_a_change_without_its_key_is_refused_by_name() -> None:
 
 
 def test_names_are_quoted() -> None:
-    odd = SinkTable('k"s', "t", ("Key",), (), {"select": ColumnKind.ATOMIC})
+    odd = TableShape('k"s', "t", ("Key",), (), {"select": ColumnKind.ATOMIC})
     (statement,) = batch_statements(
         odd, [{"cdc$operation": 1, "Key": 1, "select": 2}], T, now_us=NOW
     )
@@ -217,7 +215,7 @@ def test_the_copy_keeps_each_cell_time_and_writes_statics_by_partition() -> None
 def test_range_bounds_logged_in_clustering_order_replay_by_value() -> None:
     """ScyllaDB logs a range tombstone's start first in clustering order: on a DESC
     column that is the larger value, which CQL's value-order relations turn around."""
-    desc = SinkTable("shop", "events", ("pk",), ("ts", "seq"), {}, descending=frozenset({"ts"}))
+    desc = TableShape("shop", "events", ("pk",), ("ts", "seq"), {}, descending=frozenset({"ts"}))
     q = '"shop"."events"'
     # DELETE ... WHERE pk = 1 AND ts > 3 AND ts <= 5: from 5 (inclusive) down to 3.
     start = row(Operation.RANGE_DELETE_START_INCLUSIVE, ts=5)

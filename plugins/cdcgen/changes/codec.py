@@ -1,6 +1,8 @@
-"""How each CQL type is stored in the changes lake: its Arrow type and the converter of
-one driver value (the driver's type classes, ``cassandra.cqltypes``, as the result
-metadata gives them).
+"""Values between the driver and the changes lake, both ways: how each CQL type is
+stored in the lake (its Arrow type and the converter of one driver value; the driver's
+type classes, ``cassandra.cqltypes``, as the result metadata gives them), and how the
+lake's rows become a :class:`~cdcgen.core.change_batch.ChangeBatch` of what the driver
+binds.
 
 Every value is kept losslessly, in a type a reader can bind back to a database:
 
@@ -17,7 +19,9 @@ Every value is kept losslessly, in a type a reader can bind back to a database:
 Lakes written before user types, tuples and durations were structs hold them as text
 (``str`` of the driver's value, at whatever depth): ``text_composites`` gives that form,
 :func:`holds_text_for_struct` recognises it in a table's schema. :func:`driver_value`
-turns a lake value back into what the driver binds.
+turns a lake value back into what the driver binds; :func:`change_batch` turns a whole
+batch of lake rows, a column at a time (:func:`decoder` and :func:`removed_decoder` per
+column, their type walked once).
 """
 
 from __future__ import annotations
@@ -26,6 +30,18 @@ from collections.abc import Callable, Mapping, Sequence
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
+
+from cdcgen.core.cdc_log import (
+    BATCH_SEQ_NO,
+    DELETED_ELEMENTS_PREFIX,
+    DELETED_PREFIX,
+    OPERATION,
+    STREAM_ID,
+    TIME,
+    TTL,
+)
+from cdcgen.core.change_batch import NOT_REPLAYED, WRITE_TIME, ChangeBatch
+from cdcgen.core.operations.table import ColumnKind
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -288,3 +304,97 @@ def driver_value(cqltype: Any, value: Any, *, hashable: bool = False) -> Any:
         driver_value(sub, part, hashable=hashable)
         for (_, sub), part in zip(fields, parts, strict=True)
     )
+
+
+# --- lake rows back as the driver binds them --------------------------------------------
+
+#: Types whose lake value is what the driver binds (no converter is needed).
+_AS_STORED = frozenset(
+    {
+        "ascii", "bigint", "blob", "boolean", "date", "double", "float", "inet", "int",
+        "smallint", "text", "time", "timestamp", "tinyint", "varchar",
+    }
+)  # fmt: skip
+
+
+def decoder(cqltype: Any) -> Converter | None:
+    """Lake value -> driver value for a column of the driver's type ``cqltype``; None
+    when the lake's value is bound as it is."""
+    if str(getattr(cqltype, "typename", "")) in _AS_STORED:
+        return None
+    return driver_converter(cqltype)
+
+
+def removed_decoder(kind: ColumnKind, cqltype: Any) -> Converter:
+    """``cdc$deleted_elements_<col>`` -> what the log says was removed: a set's elements,
+    a map's keys, a user type's field indices."""
+    if kind is ColumnKind.UDT:
+        return lambda value: {int(v) for v in value}
+    element = driver_converter(cqltype.subtypes[0], hashable=True)
+    if element is None:
+        return set
+    return lambda value: set(map(element, value))
+
+
+def change_batch(table: pa.Table, decoders: Mapping[str, Converter]) -> ChangeBatch:
+    """``table``'s rows (lake columns) as a change batch, each column of ``decoders``
+    (base columns and ``cdc$deleted_elements_<col>`` by name) converted."""
+    import pyarrow as pa
+
+    columns: dict[str, Sequence[Any]] = {}
+    for name, column in zip(table.column_names, table.columns, strict=True):
+        if name == WRITE_TIME:
+            column = column.cast(pa.timestamp("us", "UTC")).cast(pa.int64())
+        elif name in NOT_REPLAYED:
+            continue
+        columns[name] = column.to_pylist()
+    return batch_of_columns(columns, decoders, table.num_rows)
+
+
+def batch_of_columns(
+    columns: Mapping[str, Sequence[Any]], decoders: Mapping[str, Converter], size: int
+) -> ChangeBatch:
+    """A change batch of lake values by column (``write_time`` in microseconds); a value
+    ``decoders`` cannot convert is kept as the row's error, first column first."""
+    errors: dict[int, str] = {}
+    decoded = dict(columns)
+    for name, convert in decoders.items():
+        values = columns.get(name)
+        if values is not None:
+            decoded[name] = _decoded(name, values, convert, errors)
+    cells: dict[str, Sequence[Any]] = {}
+    deleted: dict[str, Sequence[Any]] = {}
+    removed: dict[str, Sequence[Any]] = {}
+    for name, values in decoded.items():
+        if name.startswith(DELETED_ELEMENTS_PREFIX):
+            removed[name.removeprefix(DELETED_ELEMENTS_PREFIX)] = values
+        elif name.startswith(DELETED_PREFIX):
+            deleted[name.removeprefix(DELETED_PREFIX)] = values
+        elif not name.startswith("cdc$") and name != WRITE_TIME:
+            cells[name] = values
+    nulls = [None] * size
+
+    def meta(name: str) -> Sequence[Any]:
+        return decoded.get(name, nulls)
+
+    return ChangeBatch(
+        meta(STREAM_ID), meta(TIME), meta(BATCH_SEQ_NO), meta(OPERATION), meta(TTL),
+        meta(WRITE_TIME), cells, deleted, removed, errors,
+    )  # fmt: skip
+
+
+def _decoded(
+    name: str, values: Sequence[Any], convert: Converter, errors: dict[int, str]
+) -> list[Any]:
+    out: list[Any] = []
+    append = out.append
+    for row, value in enumerate(values):
+        if value is None:
+            append(None)
+            continue
+        try:
+            append(convert(value))
+        except (ValueError, ArithmeticError, KeyError, TypeError) as exc:
+            errors.setdefault(row, f"{name}: {value!r} is not a value of it ({exc})")
+            append(None)
+    return out

@@ -22,7 +22,7 @@ from cassandra import cqltypes
 from cassandra.util import Date, Duration, Time
 
 from cdcgen.adapters.delta_tables import stored_schema
-from cdcgen.changes.arrow_types import FrozenMap, driver_converter, driver_value
+from cdcgen.changes.codec import FrozenMap, driver_converter, driver_value
 from cdcgen.changes.columns import (
     LakeBatchBuilder,
     Placement,
