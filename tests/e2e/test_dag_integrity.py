@@ -370,15 +370,17 @@ def test_sensor_does_not_defer_once_every_clock_passed(
     assert sensor.execute(context={})["target"] == from_millis(TS_MS + 5000).isoformat()
 
 
-def test_sensor_fails_naming_the_nodes(sensor: Any) -> None:
-    from airflow.sdk.exceptions import AirflowException
+def test_sensor_fails_naming_the_nodes_without_a_retry(sensor: Any) -> None:
+    from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
     event = {
         "status": "timeout",
         "message": "... node 10.0.0.2 unreachable (timed out)",
         "lagging": [{"node": "10.0.0.2", "clock": None, "error": "timed out"}],
     }
-    with pytest.raises(AirflowException, match=r"10\.0\.0\.2 unreachable"):
+    with pytest.raises(AirflowFailException, match=r"10\.0\.0\.2 unreachable"):
         sensor.execute_complete(context={}, event=event)
+    with pytest.raises(AirflowException, match="without an event"):
+        sensor.execute_complete(context={}, event=None)
     ok = {"status": "started", "target": "t", "clocks": {}}
     assert sensor.execute_complete(context={}, event=ok) == {"target": "t"}

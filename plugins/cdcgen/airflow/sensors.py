@@ -7,8 +7,17 @@
 
 Each checks the clocks once; if some node is not there yet it hands the wait to
 :class:`~cdcgen.airflow.triggers.ClockPastTrigger` and frees its worker slot. On timeout it
-fails with a message naming every lagging or unreachable node. ``@task`` functions cannot
+fails with a message naming every lagging or unreachable node, terminal: a retry would
+only wait the whole timeout again before the same message. ``@task`` functions cannot
 defer, hence classes. The hook (and so the connection) is touched only in ``execute``.
+
+Give each wait one retry all the same (:data:`WAIT_RETRIES`). Airflow 3.3's scheduler may
+still read the success that the worker reported when it deferred only after the resumed
+attempt is already queued or running, take it for a task killed from outside and fail a
+wait that is about to succeed (apache/airflow#72716; the fix in 3.3.2 covers only a
+resumed attempt that is still scheduled). With a retry left, that failure is a retry,
+the next attempt finds every clock past and returns at once, and the steps after the
+wait are not marked ``upstream_failed``.
 """
 
 from __future__ import annotations
@@ -27,6 +36,7 @@ from cdcgen.airflow.hooks import CdcSourceHook
 from cdcgen.airflow.triggers import STARTED, ClockEvent, ClockPastTrigger, clock_settings
 from cdcgen.airflow.xcom import from_xcom
 from cdcgen.core.clocks import ClockCheck, generation_started_at, window_closes_at
+from cdcgen.core.errors import TerminalError
 from cdcgen.core.generation import Generation
 from cdcgen.core.time import from_millis, to_millis
 
@@ -37,6 +47,21 @@ if TYPE_CHECKING:
 
 # The deferral's own timeout is a safety net behind the trigger's, which names nodes.
 _DEFER_MARGIN = timedelta(minutes=1)
+
+#: Every wait's ``retries`` (see the module doc): not for the clocks, which end the wait
+#: with a terminal error, but for the scheduler's race on a resumed deferral.
+WAIT_RETRIES = 1
+
+
+class ClocksNotPast(TerminalError):
+    """The wait ended before every node's clock was past its target: a node down,
+    unreachable or with its clock behind, named in the message."""
+
+    summary = "node clocks not past the target"
+    next_step = (
+        "bring back or fix the nodes named above, then clear the task: nothing after "
+        "the wait ran, so nothing is half done"
+    )
 
 
 class ClockPastSensor(BaseSensorOperator):
@@ -111,12 +136,13 @@ class ClockPastSensor(BaseSensorOperator):
             timeout=timeout + _DEFER_MARGIN,
         )
 
+    @fail_fast
     def execute_complete(self, context: Context, event: ClockEvent | None = None) -> Any:
         """Resumed from the trigger: succeed, or fail naming the nodes that kept it waiting."""
         if not event:
             raise AirflowException("ClockPastTrigger ended without an event")
         if event.get("status") != STARTED:
-            raise AirflowException(event.get("message") or f"clock wait failed: {event!r}")
+            raise ClocksNotPast(event.get("message") or f"clock wait failed: {event!r}")
         self.log.info("every node is past the target: %s", event.get("clocks"))
         return {"target": event["target"]}
 

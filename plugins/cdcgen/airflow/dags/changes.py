@@ -21,7 +21,7 @@ from cdcgen.airflow.dags.shared import (
     tables_param,
 )
 from cdcgen.airflow.run_params import run_params
-from cdcgen.airflow.sensors import WindowClosedSensor
+from cdcgen.airflow.sensors import WAIT_RETRIES, WindowClosedSensor
 from cdcgen.airflow.spark_jobs import CHANGES_EXTRACT
 from cdcgen.airflow.spark_submit import ChangesExtractOperator
 
@@ -141,6 +141,7 @@ def cdc_changes_dag(
                 table=table,
                 cdc_conn_id=connections.source,
                 deferrable=True,
+                retries=WAIT_RETRIES,  # Airflow's resumed-deferral race (sensors module)
                 doc_md="Every node's clock past the window end + leeway + confidence window.",
             )
             extract = ChangesExtractOperator(

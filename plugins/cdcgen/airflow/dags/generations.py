@@ -29,7 +29,7 @@ from cdcgen.airflow.dags.shared import (
 )
 from cdcgen.airflow.generation_steps import PlannedGeneration
 from cdcgen.airflow.run_params import run_params
-from cdcgen.airflow.sensors import GenerationStartedSensor
+from cdcgen.airflow.sensors import WAIT_RETRIES, GenerationStartedSensor
 from cdcgen.airflow.spark_jobs import GENERATION_EXTRACT
 from cdcgen.airflow.spark_submit import GenerationExtractOperator
 from cdcgen.airflow.xcom import from_xcom, list_or_none_from_xcom, to_xcom
@@ -175,6 +175,7 @@ def cdc_generations_dag(
                 generation=generation,
                 cdc_conn_id=connections.source,
                 deferrable=True,
+                retries=WAIT_RETRIES,  # Airflow's resumed-deferral race (sensors module)
                 doc_md="Every node's clock past the generation timestamp + leeway (deferrable).",
             )
             extract = GenerationExtractOperator(

@@ -145,3 +145,22 @@ def test_every_dag_s_tasks_default_to_its_retries_and_the_alert_notifier(
         (notifier,) = args["on_failure_callback"]
         assert isinstance(notifier, AlertNotifier), dag_id
         assert notifier.webhook_conn_id == "cdcgen_alerts", dag_id
+
+
+def test_every_wait_that_defers_has_a_retry_left_for_the_resumed_deferral_race(
+    dags: dict[str, DAG],
+) -> None:
+    """A DAG default of no retries must not reach the waits: Airflow may fail a resumed
+    deferral from outside (cdcgen.airflow.sensors), and only a retry saves the run."""
+    from cdcgen.airflow.sensors import WAIT_RETRIES, ClockPastSensor
+
+    waits = [
+        (dag_id, task)
+        for dag_id, dag in dags.items()
+        for task in dag.tasks
+        if isinstance(task, ClockPastSensor)
+    ]
+    assert {dag_id for dag_id, _ in waits} == {"cdc_generations", "cdc_changes"}
+    for dag_id, task in waits:
+        assert task.deferrable, (dag_id, task.task_id)
+        assert task.retries == WAIT_RETRIES >= 1, (dag_id, task.task_id)
