@@ -47,11 +47,11 @@ from cdcgen.adapters.checkpoints import CqlCheckpointStore
 from cdcgen.adapters.cql import CqlClient, connect
 from cdcgen.adapters.log_tables import describe_log_table
 from cdcgen.adapters.read_sessions import SessionKey, shared_session
+from cdcgen.changes.changes_run import ChangesRequest, extract_changes
 from cdcgen.changes.columns import LakeBatchBuilder, Placement, column_specs, lake_schema
 from cdcgen.changes.job import read_options, table_adapters
 from cdcgen.changes.layout import PARTITION_COLUMNS, lake_buckets, table_root
 from cdcgen.changes.result import ExtractionRun
-from cdcgen.changes.run import ChangesRequest, extract_changes
 from cdcgen.changes.settings import ChangesSettings
 from cdcgen.config import PipelineConfig
 from cdcgen.core.cdc_log import TableRef, timeuuid_from_micros
@@ -62,8 +62,8 @@ from cdcgen.core.lookup import StreamLookup
 from cdcgen.core.watermark import BucketCheckpoint
 from cdcgen.core.windows import Interval, generation_spans
 from cdcgen.schema import SourceSchema
-from cdcgen.spark.fanout import arrow_struct
-from cdcgen.spark.session import JobKind, job_session
+from cdcgen.spark_runtime.fanout import arrow_struct
+from cdcgen.spark_runtime.session import JobKind, job_session
 from cdcgen_dev.emulator import SandboxCluster, create_cdc_table, orders_table
 from cdcgen_dev.emulator.partition import int_key_token
 from cdcgen_dev.emulator.schema_setup import drop_keyspaces

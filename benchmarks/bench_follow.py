@@ -9,7 +9,7 @@ submits it (the job kind's ``conf``, the configuration as ``CDCGEN_*`` variables
 ``--follow-until``, ``--every``, default ``CDCGEN_CHANGES_FOLLOW_EVERY_SECONDS``).
 Once its first cycle is in the lake, the sink is bootstrapped (``cdcgen replication
 bootstrap``, the table still empty), and a process of its own follows the sink
-(:func:`cdcgen.replication.follow.follow_replication`) until 30 s after the changes'
+(:func:`cdcgen.replication.sink_follow.follow_replication`) until 30 s after the changes'
 follow ends. Then the emulator writes a steady workload (``--rate`` writes/s, every kind
 of change) for at least ``--minutes``: until the changes' follow has a margin left
 (leeway + confidence window + two cycles + 20 s) to close its last write.
@@ -66,11 +66,11 @@ def replication_child(until: datetime, every: float, output: Path) -> int:
     from cdcgen.adapters.cql import connect
     from cdcgen.config import PipelineConfig
     from cdcgen.core.cdc_log import TableRef
-    from cdcgen.core.follow import FollowPace
+    from cdcgen.core.follow_loop import FollowPace
     from cdcgen.replication.cql_ports import cql_ports
-    from cdcgen.replication.follow import follow_replication
-    from cdcgen.replication.run import Mode, Replication, ReplicationRequest
+    from cdcgen.replication.replication_run import Mode, Replication, ReplicationRequest
     from cdcgen.replication.settings import ReplicationSettings
+    from cdcgen.replication.sink_follow import follow_replication
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     config = PipelineConfig.from_env()
@@ -102,7 +102,7 @@ def wait_for_lake(config: Any, client: Any, table: Any, job: Any, deadline: floa
     """Until the changes' follow checkpointed its first cycle (the lake covers the table
     since the follow's start, up to a watermark)."""
     from cdcgen.adapters.checkpoints import CqlCheckpointStore
-    from cdcgen.replication.run import lake_coverage
+    from cdcgen.replication.replication_run import lake_coverage
 
     checkpoints = CqlCheckpointStore(client, config.checkpoint_keyspace)
     while time.monotonic() < deadline:
@@ -132,7 +132,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     from cdcgen.core.generation import SourceMode
     from cdcgen.core.replication_record import ReplicationRecord
     from cdcgen.core.time import floor_ms, from_micros
-    from cdcgen.spark.session import submit_env
+    from cdcgen.spark_runtime.session import submit_env
     from cdcgen_dev.emulator import SandboxCluster, WorkloadSpec, create_cdc_table, orders_table
     from cdcgen_dev.emulator import run_workload as emulate
     from cdcgen_dev.emulator.log_schema import base_table_cql

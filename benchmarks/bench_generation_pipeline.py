@@ -173,7 +173,7 @@ def main() -> None:
     with MemorySampler(also=server) as memory:
         with stage("detect"):
             from cdcgen.adapters.generation_sources import connected_generation_ports
-            from cdcgen.extract.ring_records import LakeRingRecords
+            from cdcgen.generation_lake.ring_records import LakeRingRecords
             from cdcgen.pipeline.detect import detect
 
             with connected_generation_ports(config) as ports:
@@ -193,12 +193,12 @@ def main() -> None:
             from cdcgen.pipeline.validate import validate
 
             outcome = validate(config, generation, dag_id=DAG_ID, run_id=RUN_ID)
-        from cdcgen.extract import documents
+        from cdcgen.generation_lake import documents
 
         # The DAG's publish task is a process of its own: it parses the description again.
         documents._parsed.clear()
         with stage("publish"):
-            from cdcgen.extract.generation_lake import LocalGenerationLake
+            from cdcgen.generation_lake.lake_tables import LocalGenerationLake
             from cdcgen.pipeline.publish import publish_in_order
             from cdcgen.pipeline.reporting import record_generation
 
@@ -219,7 +219,7 @@ def main() -> None:
                 dag_id=DAG_ID,
                 run_id=RUN_ID,
             )
-        from cdcgen.spark.session import JobKind, job_session
+        from cdcgen.spark_runtime.session import JobKind, job_session
 
         job_session(JobKind.GENERATION_EXTRACT).stop()  # the session the extract job used
     (publication,) = published.published

@@ -138,7 +138,7 @@ def apply_once(root: Path, rows: int, tasks: int = 0) -> dict[str, Any]:
     from cdcgen.config import PipelineConfig
     from cdcgen.replication.apply import SinkApplier
     from cdcgen.replication.cql_ports import cql_ports
-    from cdcgen.replication.run import Replication, shape_of
+    from cdcgen.replication.replication_run import Replication, shape_of
     from cdcgen.replication.settings import ReplicationSettings
 
     client = connect(("127.0.0.1",))

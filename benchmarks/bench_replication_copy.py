@@ -1,14 +1,15 @@
 """A replication bootstrap's Spark copy against a raw driver copy of the same rows.
 
-The Spark side is what ``cdcgen replication bootstrap`` runs: :func:`cdcgen.replication.run.
-bootstrap_sink` (the checks, the snapshot time from the nodes' clocks, the copy's state
-on the sink, then the Spark job: token ranges scanned by tasks on ``local[2]``, every
-row written as one unlogged batch keeping each cell's write time and remaining TTL,
-each range recorded once acknowledged, and the consistency point). The raw side is the
-generic way of copying a table with cassandra-driver in one process: the same rows read
-by a paged full scan and written with ``execute_concurrent``, one ``INSERT`` per row, at
-the best of ``--concurrencies`` (each tried, the best kept). It keeps no write time and
-records nothing. Target: the Spark copy >= 0.7x the raw copy's rows/s.
+The Spark side is what ``cdcgen replication bootstrap`` runs:
+:func:`cdcgen.replication.replication_run.bootstrap_sink` (the checks, the snapshot time
+from the nodes' clocks, the copy's state on the sink, then the Spark job: token ranges
+scanned by tasks on ``local[2]``, every row written as one unlogged batch keeping each
+cell's write time and remaining TTL, each range recorded once acknowledged, and the
+consistency point). The raw side is the generic way of copying a table with cassandra-driver
+in one process: the same rows read by a paged full scan and written with
+``execute_concurrent``, one ``INSERT`` per row, at the best of ``--concurrencies`` (each
+tried, the best kept). It keeps no write time and records nothing. Target: the Spark copy >=
+0.7x the raw copy's rows/s.
 
     .venv/bin/python benchmarks/bench_replication_copy.py [--rows 200000] [--keep-data] \
         [--repeat 2] [--output FILE]
@@ -42,14 +43,14 @@ from cdcgen.adapters.cql import CqlClient, connect
 from cdcgen.config import PipelineConfig
 from cdcgen.core.cdc_log import TableRef
 from cdcgen.replication.cql_ports import cql_ports
-from cdcgen.replication.run import (
+from cdcgen.replication.replication_run import (
     Mode,
     Replication,
     ReplicationRequest,
     bootstrap_sink,
 )
 from cdcgen.replication.settings import ReplicationSettings
-from cdcgen.spark.session import JobKind, job_session
+from cdcgen.spark_runtime.session import JobKind, job_session
 from cdcgen_dev.paths import REPO_ROOT
 
 PREFIX = "bench_rcopy_"

@@ -24,10 +24,10 @@ from bench_generation_pipeline import make_nodes
 
 from cdcgen.config import PipelineConfig
 from cdcgen.core.generation_arrays import build_generation_arrays
-from cdcgen.extract.description_columns import DescriptionColumns
-from cdcgen.extract.generation_writes import write_generation
-from cdcgen.extract.spark_extract import extract_generation
-from cdcgen.spark.session import spark_session
+from cdcgen.generation_lake.description_columns import DescriptionColumns
+from cdcgen.generation_lake.generation_writes import write_generation
+from cdcgen.generation_lake.spark_extract import extract_generation
+from cdcgen.spark_runtime.session import spark_session
 from cdcgen.validation.generation_suite import validate_generation
 
 T_PREVIOUS = datetime(2026, 11, 22, tzinfo=UTC)

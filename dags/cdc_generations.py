@@ -1,4 +1,5 @@
-"""CDC generations: detect, wait, extract, validate, publish (cdcgen.airflow.dags.generations).
+"""CDC generations: detect, wait, extract, validate, publish
+(cdcgen.airflow.dag_factories.generations_dag).
 
 The default DAG, built by its factory with the default connections; another cluster's
 is the same call with its own ``dag_id`` and ``connections`` (see docs/dags.md).
@@ -6,6 +7,6 @@ is the same call with its own ``dag_id`` and ``connections`` (see docs/dags.md).
 
 from __future__ import annotations
 
-from cdcgen.airflow.dags import cdc_generations_dag
+from cdcgen.airflow.dag_factories import cdc_generations_dag
 
 dag = cdc_generations_dag()

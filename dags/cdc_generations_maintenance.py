@@ -1,4 +1,5 @@
-"""CDC generations maintenance: V1 rewrite, expiry, lake vacuum (cdcgen.airflow.dags.maintenance).
+"""CDC generations maintenance: V1 rewrite, expiry, lake vacuum
+(cdcgen.airflow.dag_factories.maintenance_dag).
 
 The default DAG, built by its factory with the default connections; another cluster's
 is the same call with its own ``dag_id`` and ``connections`` (see docs/dags.md).
@@ -6,6 +7,6 @@ is the same call with its own ``dag_id`` and ``connections`` (see docs/dags.md).
 
 from __future__ import annotations
 
-from cdcgen.airflow.dags import cdc_generations_maintenance_dag
+from cdcgen.airflow.dag_factories import cdc_generations_maintenance_dag
 
 dag = cdc_generations_maintenance_dag()

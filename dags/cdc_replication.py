@@ -1,4 +1,4 @@
-"""CDC replication: each table's changes, from the lake into a sink (cdcgen.airflow.dags).
+"""CDC replication: each table's changes, from the lake into a sink (cdcgen.airflow.dag_factories).
 
 The default DAG, built by its factory with the default connections; another cluster's
 is the same call with its own ``dag_id`` and ``connections`` (see docs/dags.md).
@@ -6,6 +6,6 @@ is the same call with its own ``dag_id`` and ``connections`` (see docs/dags.md).
 
 from __future__ import annotations
 
-from cdcgen.airflow.dags import cdc_replication_dag
+from cdcgen.airflow.dag_factories import cdc_replication_dag
 
 dag = cdc_replication_dag()

@@ -22,7 +22,7 @@ FROM apache/airflow:3.3.2-python3.11
 
 USER root
 # Spark 4 needs Java 17 or 21 (a JDK: set-up compiles the lake's log store for S3,
-# cdcgen.spark.log_store); procps gives Spark's scripts `ps`.
+# cdcgen.spark_runtime.log_store); procps gives Spark's scripts `ps`.
 RUN apt-get update \
  && apt-get install -y --no-install-recommends openjdk-17-jdk-headless procps \
  && apt-get clean \
@@ -37,13 +37,13 @@ COPY --from=wheel /home/airflow/dist/ /home/airflow/dist/
 # The provider with the stack it runs on (the Spark and Cassandra providers, GX, the
 # metadata database's sync and async drivers), pinned by the constraints. Then Delta
 # Lake's and S3A's jars and the lake's log store into PySpark's jars/
-# (cdcgen.spark.install), for Spark drivers and the master and worker alike, and the
+# (cdcgen.spark_runtime.install), for Spark drivers and the master and worker alike, and the
 # vendored scripts and styles of GX's Data Docs (cdcgen.validation.docs_assets): the
 # provider's two post-install steps (docs/install.md).
 RUN pip install --no-cache-dir -c /opt/cdcgen/constraints.txt \
       "$(ls /home/airflow/dist/cdcgen-*.whl)[stack]" "psycopg2-binary==2.9.13" "asyncpg==0.32.0" \
  && pip check \
- && python -m cdcgen.spark.install --no-cache \
+ && python -m cdcgen.spark_runtime.install --no-cache \
  && python -m cdcgen.validation.docs_assets
 
 WORKDIR /opt/cdcgen

@@ -23,7 +23,7 @@ java_major() {
 }
 
 # Java 17+ runs Cassandra 5 and Spark 4; a JDK's javac compiles the lake's log store
-# for S3 (cdcgen.spark.log_store).
+# for S3 (cdcgen.spark_runtime.log_store).
 if ! command -v java >/dev/null 2>&1 || [ "$(java_major)" -lt 17 ] \
   || ! command -v javac >/dev/null 2>&1; then
   log "installing a Java 17 JDK (openjdk-17-jdk-headless)"
@@ -66,7 +66,7 @@ fi
 # Delta Lake's and S3A's jars in PySpark's jars/, and the lake's log store for S3
 # compiled there (checked every time: a reinstalled pyspark comes without them); a
 # no-op when all are there with the pinned hashes.
-.venv/bin/python -m cdcgen.spark.install
+.venv/bin/python -m cdcgen.spark_runtime.install
 # The scripts and styles GX's Data Docs load, from the npm registry, SHA-256 pinned, so
 # the pages load nothing from a CDN (a no-op once installed).
 .venv/bin/python -m cdcgen.validation.docs_assets

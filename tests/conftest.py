@@ -276,7 +276,7 @@ def connect_planted_secrets() -> dict[str, str]:
 
 @pytest.fixture(scope="session")
 def spark_connect(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    """The product's Spark Connect server (:mod:`cdcgen.spark.connect_server`) on a free
+    """The product's Spark Connect server (:mod:`cdcgen.spark_runtime.connect_server`) on a free
     loopback port with a token of its own, started once per session (about 6 s) from an
     environment holding :data:`CONNECT_PLANTED_SECRETS`, and stopped at its end."""
     from cdcgen_dev.spark_connect import connect_server

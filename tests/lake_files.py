@@ -18,9 +18,9 @@ import pyarrow.parquet as pq
 from cdcgen.adapters import delta_tables
 from cdcgen.core.ring import Ring, ring_to_json
 from cdcgen.core.time import from_millis
-from cdcgen.extract.description_columns import DescriptionColumns
-from cdcgen.extract.description_json import description_bytes
-from cdcgen.extract.streams_table import flatten_generation
+from cdcgen.generation_lake.description_columns import DescriptionColumns
+from cdcgen.generation_lake.description_json import description_bytes
+from cdcgen.generation_lake.streams_table import flatten_generation
 
 
 def committed_files(root: Path) -> list[Path]:

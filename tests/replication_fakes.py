@@ -52,7 +52,7 @@ from cdcgen.core.token_ranges import TokenRange
 from cdcgen.core.watermark import TableProgress
 from cdcgen.ports import ChangeSlice, ClusterIdentity, Refusal, SinkBatch
 from cdcgen.replication.apply import SliceApply
-from cdcgen.replication.run import Replication, ReplicationPorts
+from cdcgen.replication.replication_run import Replication, ReplicationPorts
 from cdcgen.replication.settings import ReplicationSettings
 from cdcgen.replication.sink_schema import SinkShape
 

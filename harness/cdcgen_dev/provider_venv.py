@@ -77,7 +77,7 @@ def provider_venv(root: Path = DEFAULT_ROOT) -> ProviderVenv:
         _run([*install, f"{wheel}[provider]"])  # the extra adds nothing Airflow has
         _run([*install, "--no-deps", str(harness)])
         # -I: the installed package only, not the working folder nor any PYTHON* variable
-        _run([python, "-I", "-m", "cdcgen.spark.install"])
+        _run([python, "-I", "-m", "cdcgen.spark_runtime.install"])
         _run([python, "-I", "-m", "cdcgen.validation.docs_assets"])
         stamp.write_text(want)
         return venv

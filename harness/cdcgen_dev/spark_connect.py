@@ -1,6 +1,6 @@
 """A local Spark Connect server for tests, the benchmarks and the demo.
 
-It is the product's own server (``python -m cdcgen.spark.connect_server``) on a free
+It is the product's own server (``python -m cdcgen.spark_runtime.connect_server``) on a free
 loopback port, in its own process group, killed with the process that started it
 (``PR_SET_PDEATHSIG``) and ended by :func:`connect_server` on the way out, so nothing
 is left running. Ready means a session connected, passed the product's check of the
@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING
 
 from pydantic import SecretStr
 
-from cdcgen.spark.connect_settings import HOST_ENV, REMOTE_ENV, TOKEN_ENV, TOKEN_FILE_ENV
-from cdcgen.spark.session import JobKind, job_conf, remote_session
+from cdcgen.spark_runtime.connect_settings import HOST_ENV, REMOTE_ENV, TOKEN_ENV, TOKEN_FILE_ENV
+from cdcgen.spark_runtime.session import JobKind, job_conf, remote_session
 from cdcgen_dev.spark_cluster import LOOPBACK, free_port, spawn, stop_group
 
 if TYPE_CHECKING:
@@ -62,7 +62,7 @@ def connect_server(
     product strips of secrets before the JVM starts."""
     port, log = free_port(), root / "connect.log"
     token = SecretStr(secrets.token_urlsafe(32))
-    command = [sys.executable, "-m", "cdcgen.spark.connect_server", "--port", str(port)]
+    command = [sys.executable, "-m", "cdcgen.spark_runtime.connect_server", "--port", str(port)]
     command += ["--master", "local[2]"]
     env = {**(os.environ if environ is None else environ), HOST_ENV: LOOPBACK}
     process = spawn(command, {**env, TOKEN_ENV: token.get_secret_value()}, log)

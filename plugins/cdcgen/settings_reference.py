@@ -38,10 +38,10 @@ from cdcgen.airflow.lake_connection import LAKE_CONN_ID
 from cdcgen.changes.settings import ChangesSettings
 from cdcgen.config import DATA_HOME, PipelineConfig
 from cdcgen.env_settings import EnvSettings, connection_field
-from cdcgen.replication.run import SINK_ACCESS, SINK_PREFIX
+from cdcgen.replication.replication_run import SINK_ACCESS, SINK_PREFIX
 from cdcgen.replication.settings import ReplicationSettings
-from cdcgen.spark.connect_settings import SparkConnectSettings
-from cdcgen.spark.spark_settings import SparkSettings
+from cdcgen.spark_runtime.connect_settings import SparkConnectSettings
+from cdcgen.spark_runtime.spark_settings import SparkSettings
 from cdcgen.validation.suites import PACKAGED_SUITES, SuiteSettings
 
 #: The page, relative to the checkout the command runs in.

@@ -18,7 +18,7 @@ from typing import Any
 from cdcgen.adapters.readback import Comparison, compare_with_source
 from cdcgen.airflow.connections import DEFAULT_SPARK_MASTER, source_connection_for
 from cdcgen.config import PipelineConfig
-from cdcgen.spark.shipping import ARCHIVE_PREFIX
+from cdcgen.spark_runtime.shipping import ARCHIVE_PREFIX
 from cdcgen_dev.dags_test import DagTestRun, dags_test, latest_summary
 from cdcgen_dev.paths import REPO_ROOT
 from cdcgen_dev.spark_cluster import StandaloneCluster

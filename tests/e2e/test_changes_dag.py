@@ -50,7 +50,7 @@ from cdcgen.adapters import delta_tables
 from cdcgen.adapters.lake_store import LakeLocation, LakeRoot
 from cdcgen.airflow.connections import DEFAULT_SPARK_MASTER
 from cdcgen.core.generation import SourceMode
-from cdcgen.core.lineage import FILE_NAMESPACE as FILE
+from cdcgen.core.lineage_names import FILE_NAMESPACE as FILE
 from cdcgen_dev.spark_cluster import StandaloneCluster
 
 pytestmark = [
@@ -348,7 +348,7 @@ def a_following_run_extracts_writes_as_their_windows_close(scn: Scenario, home: 
     folder.mkdir()
     (folder / "cdc_changes.py").write_text(
         "from datetime import timedelta\n\n"
-        "from cdcgen.airflow.dags import cdc_changes_dag\n\n"
+        "from cdcgen.airflow.dag_factories import cdc_changes_dag\n\n"
         f"dag = cdc_changes_dag(follow=timedelta(seconds={FOLLOW_SECONDS}))\n"
     )
     wrote: list[int] = []

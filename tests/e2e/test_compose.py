@@ -115,8 +115,8 @@ class RecordingEnv(Mapping[str, str]):
 
 
 def settings_read_by_the_pipeline() -> set[str]:
-    from cdcgen.spark.connect_settings import SparkConnectSettings
-    from cdcgen.spark.session import JobKind, remote_for
+    from cdcgen.spark_runtime.connect_settings import SparkConnectSettings
+    from cdcgen.spark_runtime.session import JobKind, remote_for
 
     env = RecordingEnv({})
     PipelineConfig.from_env(env)
@@ -449,8 +449,8 @@ def loaded_env(loaded: Mapping[str, Any], name: str) -> dict[str, str]:
 def test_the_connect_server_gets_no_airflow_setting_and_no_credential_but_its_token(
     loaded: dict[str, Any],
 ) -> None:
-    from cdcgen.spark.connect_server import withheld
-    from cdcgen.spark.connect_settings import TOKEN_ENV, SparkConnectSettings
+    from cdcgen.spark_runtime.connect_server import withheld
+    from cdcgen.spark_runtime.connect_settings import TOKEN_ENV, SparkConnectSettings
 
     env = loaded_env(loaded, "spark-connect")
     assert not [name for name in env if name.startswith("AIRFLOW")]
@@ -470,7 +470,7 @@ def test_the_spark_daemons_get_the_pipeline_s_settings_and_none_of_airflow_s(
 ) -> None:
     """Executors of a submitted job inherit the Spark worker's environment: the Fernet
     key, the JWT secret, the database URL and the connections must not be in it."""
-    from cdcgen.spark.connect_server import withheld
+    from cdcgen.spark_runtime.connect_server import withheld
 
     for name in ("spark-master", "spark-worker"):
         env = loaded_env(loaded, name)
@@ -484,16 +484,16 @@ def test_the_connect_server_binds_its_service_address_and_the_tasks_reach_it_the
 ) -> None:
     from urllib.parse import urlparse
 
-    from cdcgen.spark.connect_channel import AUTHORIZATION, channel_builder
-    from cdcgen.spark.connect_settings import SparkConnectSettings
-    from cdcgen.spark.session import JobKind, remote_for
+    from cdcgen.spark_runtime.connect_channel import AUTHORIZATION, channel_builder
+    from cdcgen.spark_runtime.connect_settings import SparkConnectSettings
+    from cdcgen.spark_runtime.session import JobKind, remote_for
 
     server = loaded["services"]["spark-connect"]
     host = SparkConnectSettings.from_env(loaded_env(loaded, "spark-connect")).host
     assert host == server["hostname"] == "spark-connect"  # not 0.0.0.0, not the default
     assert not server.get("ports"), "the Connect server must not be published on the host"
     args = [str(a) for a in server["command"]]
-    assert args[:3] == ["python", "-m", "cdcgen.spark.connect_server"]
+    assert args[:3] == ["python", "-m", "cdcgen.spark_runtime.connect_server"]
     assert "--host" not in args  # the address is the setting above
     port = args[args.index("--port") + 1]
     assert " ".join(server["healthcheck"]["test"]).count(f"('{host}', {port})") == 1
@@ -618,7 +618,7 @@ def test_spark_jobs_are_files_of_the_installed_package(services: dict[str, Any])
     """The DAGs submit the job modules' own files, so the image that installed the wheel
     has them on the driver (the scheduler) and the executors (the worker) alike."""
     from cdcgen.airflow.spark_jobs import CHANGES_EXTRACT, GENERATION_EXTRACT, REPLICATION_BOOTSTRAP
-    from cdcgen.spark.shipping import package_dir
+    from cdcgen.spark_runtime.shipping import package_dir
 
     for job in (GENERATION_EXTRACT, CHANGES_EXTRACT, REPLICATION_BOOTSTRAP):
         application = Path(job.application)

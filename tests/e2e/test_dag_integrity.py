@@ -204,7 +204,7 @@ def test_replication_dag_ends_with_a_summary_of_every_table() -> None:
 
 
 SECOND_CLUSTER = """
-from cdcgen.airflow.dags import (
+from cdcgen.airflow.dag_factories import (
     ClusterConnections, cdc_changes_dag, cdc_generations_dag, cdc_generations_maintenance_dag,
     cdc_replication_dag,
 )

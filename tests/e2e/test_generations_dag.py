@@ -40,7 +40,7 @@ from observability import Listener, listening
 from cdcgen.adapters.readback import Comparison
 from cdcgen.airflow.connections import DEFAULT_SPARK_MASTER
 from cdcgen.core.generation import SourceMode
-from cdcgen.core.lineage import FILE_NAMESPACE as FILE
+from cdcgen.core.lineage_names import FILE_NAMESPACE as FILE
 from cdcgen_dev.spark_cluster import StandaloneCluster
 
 pytestmark = [
@@ -108,7 +108,7 @@ def test_raft_generations_published_as_at_source(
     assert comparison == Comparison(published=2, matching=2)
     # One commit of the generations table per generation, each validated and published
     # at the version the summary names; one Asset event per publication.
-    from cdcgen.extract.generation_lake import list_artifacts, read_artifact
+    from cdcgen.generation_lake.lake_tables import list_artifacts, read_artifact
 
     extracted = list_artifacts(scn.config.lake_path)
     assert sorted(a.generation.iso for a in extracted) == sorted(summary["lake_versions"])

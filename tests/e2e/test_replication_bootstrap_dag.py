@@ -41,7 +41,7 @@ from observability import Listener, listening
 
 from cdcgen.core.cdc_log import TableRef
 from cdcgen.core.generation import SourceMode
-from cdcgen.core.lineage import FILE_NAMESPACE as FILE
+from cdcgen.core.lineage_names import FILE_NAMESPACE as FILE
 from cdcgen_dev.spark_cluster import StandaloneCluster
 
 pytestmark = [pytest.mark.e2e, pytest.mark.integration, pytest.mark.timeout(1500)]

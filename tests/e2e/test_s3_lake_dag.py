@@ -17,7 +17,7 @@ from dag_scenarios import Scenario, assert_ok
 
 from cdcgen.adapters.lake_store import LakeLocation
 from cdcgen.core.generation import SourceMode
-from cdcgen.extract.generation_lake import list_artifacts
+from cdcgen.generation_lake.lake_tables import list_artifacts
 
 pytestmark = [pytest.mark.e2e, pytest.mark.integration, pytest.mark.timeout(900)]
 

@@ -196,7 +196,7 @@ def test_a_client_without_schema_metadata_holds_none_and_still_knows_every_node(
 ) -> None:
     """What the clock waits' client is opened with: no schema (not even the system
     keyspaces), no refresh on another client's schema change, the hosts all the same."""
-    from cdcgen.adapters.clocks import CqlClockReader
+    from cdcgen.adapters.clock_reader import CqlClockReader
     from cdcgen.adapters.cql import connect
 
     observer = cassandra_single.session()

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 def spark(s3_server: object) -> Iterator[SparkSession]:  # the JVM inherits its AWS_*
     os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers import cdcgen
-    from cdcgen.spark.session import spark_session
+    from cdcgen.spark_runtime.session import spark_session
 
     session = spark_session("cdcgen-tests", {"spark.sql.shuffle.partitions": "2"})
     yield session
@@ -36,6 +36,6 @@ def spark(s3_server: object) -> Iterator[SparkSession]:  # the JVM inherits its 
 @pytest.fixture(scope="session")
 def spark_remote(spark_connect: ConnectServer) -> SparkSession:
     """A validation session on :func:`spark_connect` (beside the local ``spark``)."""
-    from cdcgen.spark.session import JobKind, job_conf, remote_session
+    from cdcgen.spark_runtime.session import JobKind, job_conf, remote_session
 
     return remote_session(spark_connect.url, job_conf(JobKind.VALIDATION), spark_connect.token)

@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from cdcgen.adapters.cql import CqlClient, connect
+from cdcgen.changes.changes_run import ChangesRequest, extract_changes
 from cdcgen.changes.job import table_adapters
-from cdcgen.changes.run import ChangesRequest, extract_changes
 from cdcgen.changes.settings import ChangesSettings
 from cdcgen.config import PipelineConfig
 from cdcgen.core.cdc_log import TableRef

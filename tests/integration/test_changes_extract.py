@@ -48,11 +48,11 @@ from cdcgen.adapters.generation_sources import source_for
 from cdcgen.adapters.lake_store import LakeLocation, LakeRoot
 from cdcgen.adapters.log_tables import describe_log_table
 from cdcgen.changes.changes_lake import DeltaChangesLake
+from cdcgen.changes.changes_run import ChangesRequest, extract_changes, run_changes
 from cdcgen.changes.job import TableAdapters, reader_factory, table_adapters
 from cdcgen.changes.layout import STATS_COLUMNS, read_delta, table_root
 from cdcgen.changes.report import changes_report, record_changes_run
 from cdcgen.changes.result import ExtractionRun
-from cdcgen.changes.run import ChangesRequest, extract_changes, run_changes
 from cdcgen.changes.settings import ChangesSettings
 from cdcgen.changes.verdicts import row_checks
 from cdcgen.config import PipelineConfig
@@ -62,7 +62,7 @@ from cdcgen.core.log_ttls import LogTtls
 from cdcgen.core.watermark import BucketCheckpoint
 from cdcgen.core.windows import DataExpired, Interval, Mode, WindowKind
 from cdcgen.schema import SourceSchema
-from cdcgen.spark.session import JobKind, job_session
+from cdcgen.spark_runtime.session import JobKind, job_session
 from cdcgen.validation.results import SUMMARY_ROWS, ChangesInvalid
 from cdcgen_dev.emulator import (
     SandboxCluster,

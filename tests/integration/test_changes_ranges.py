@@ -34,10 +34,10 @@ from changes_fakes import InjectedFault, ship_to_spark_workers
 from lake_files import committed_files
 
 from cdcgen.adapters.cql import CqlClient, connect
+from cdcgen.changes.changes_run import ChangesRequest, extract_changes
 from cdcgen.changes.job import table_adapters
 from cdcgen.changes.layout import table_root
 from cdcgen.changes.result import ExtractionRun
-from cdcgen.changes.run import ChangesRequest, extract_changes
 from cdcgen.changes.settings import ChangesSettings
 from cdcgen.config import PipelineConfig
 from cdcgen.core.cdc_log import TableRef
@@ -46,7 +46,7 @@ from cdcgen.core.read_strategy import ReadStrategy
 from cdcgen.core.watermark import BucketCheckpoint
 from cdcgen.core.windows import Interval, Mode
 from cdcgen.schema import SourceSchema
-from cdcgen.spark.session import JobKind, job_session
+from cdcgen.spark_runtime.session import JobKind, job_session
 from cdcgen_dev.emulator import (
     SandboxCluster,
     WorkloadSpec,

@@ -37,11 +37,11 @@ from lake_forms import lake_form
 from cdcgen.adapters.cql import CqlClient, connect
 from cdcgen.adapters.delta_tables import stored_schema
 from cdcgen.adapters.log_tables import describe_log_table
+from cdcgen.changes.changes_run import ChangesRequest, extract_changes
 from cdcgen.changes.columns import column_specs, lake_schema
 from cdcgen.changes.job import TableAdapters, table_adapters
 from cdcgen.changes.layout import read_delta, table_root
 from cdcgen.changes.result import ExtractionRun
-from cdcgen.changes.run import ChangesRequest, extract_changes
 from cdcgen.changes.settings import ChangesSettings
 from cdcgen.config import PipelineConfig
 from cdcgen.core.cdc_log import BATCH_SEQ_NO, STREAM_ID, TIME, TableRef
@@ -49,8 +49,8 @@ from cdcgen.core.change_batch import PARTITION_COLUMNS
 from cdcgen.core.generation import SourceMode
 from cdcgen.core.windows import Interval, Mode
 from cdcgen.schema import SourceSchema
-from cdcgen.spark.fanout import arrow_struct
-from cdcgen.spark.session import JobKind, job_session
+from cdcgen.spark_runtime.fanout import arrow_struct
+from cdcgen.spark_runtime.session import JobKind, job_session
 from cdcgen_dev.emulator import SandboxCluster, WorkloadSpec, create_cdc_table, run_workload
 from cdcgen_dev.emulator.log_rows import log_row_values
 from cdcgen_dev.emulator.log_schema import ColumnType, every_shape_table, log_columns

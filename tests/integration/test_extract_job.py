@@ -15,10 +15,10 @@ from cdcgen.core.generation import Generation
 from cdcgen.core.ring import RAFT_RING, Ring
 from cdcgen.core.topology import Node, make_generation
 from cdcgen.core.topology_json import description_to_json, nodes_to_json
-from cdcgen.extract.description_json import columns_to_json
-from cdcgen.extract.generation_lake import artifact_at
-from cdcgen.extract.ring_records import LakeRingRecords
-from cdcgen.extract.spark_extract import read_streams
+from cdcgen.generation_lake.description_json import columns_to_json
+from cdcgen.generation_lake.lake_tables import artifact_at
+from cdcgen.generation_lake.ring_records import LakeRingRecords
+from cdcgen.generation_lake.spark_extract import read_streams
 from cdcgen.jobs.extract_generation import build_parser, run
 from cdcgen.validation.generation_suite import validate_generation
 from cdcgen_dev.sandbox import sandbox_config

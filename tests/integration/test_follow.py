@@ -2,10 +2,10 @@
 the workload writes and a new generation starts.
 
 One emulated cluster (a node joins as the writes begin: the follow crosses a generation
-switch) is followed by :func:`cdcgen.changes.follow.follow_changes` in one thread, cycle
+switch) is followed by :func:`cdcgen.changes.table_follow.follow_changes` in one thread, cycle
 after cycle (without the row checks, which would set its pace on a loaded machine: the
 changes DAG's e2e runs a follow with them), and its sink by
-:func:`cdcgen.replication.follow.follow_replication` in another, both while the writes
+:func:`cdcgen.replication.sink_follow.follow_replication` in another, both while the writes
 go on. Then: every logged row is in the lake exactly once, the watermark is the last
 cycle's closing instant, each cycle closed later than the one before, and the sink
 equals the source row for row with its write times.
@@ -38,26 +38,26 @@ from replication_world import (
 
 from cdcgen.adapters.checkpoints import CqlCheckpointStore
 from cdcgen.adapters.cql import CqlClient, connect
-from cdcgen.changes.follow import NothingClosed, follow_changes
+from cdcgen.changes.changes_run import ChangesRequest
 from cdcgen.changes.layout import table_root
-from cdcgen.changes.run import ChangesRequest
+from cdcgen.changes.table_follow import NothingClosed, follow_changes
 from cdcgen.config import PipelineConfig
 from cdcgen.core.cdc_log import TableRef
 from cdcgen.core.changes_result import ChangesRunResult
-from cdcgen.core.follow import FollowPace
+from cdcgen.core.follow_loop import FollowPace
 from cdcgen.core.generation import SourceMode
 from cdcgen.core.replication_plan import LakeNotStarted
 from cdcgen.core.replication_record import ReplicationRecord
 from cdcgen.core.windows import Interval
 from cdcgen.replication.cql_ports import cql_ports
-from cdcgen.replication.follow import follow_replication
-from cdcgen.replication.run import (
+from cdcgen.replication.replication_run import (
     Mode,
     Replication,
     ReplicationRequest,
     bootstrap_sink,
 )
-from cdcgen.spark.session import JobKind, job_session
+from cdcgen.replication.sink_follow import follow_replication
+from cdcgen.spark_runtime.session import JobKind, job_session
 from cdcgen_dev.emulator import SandboxCluster, create_cdc_table, orders_table
 
 pytestmark = pytest.mark.integration

@@ -26,11 +26,11 @@ from cdcgen.core.stream_id import StreamId
 from cdcgen.core.tokens import shard_of
 from cdcgen.core.topology import Node, make_generation
 from cdcgen.core.topology_json import description_to_json, nodes_to_json
-from cdcgen.extract.description_columns import DescriptionColumns
-from cdcgen.extract.description_json import columns_from_json
-from cdcgen.extract.generation_writes import write_generation
-from cdcgen.extract.spark_extract import extract_generation
-from cdcgen.extract.streams_table import flatten_generation
+from cdcgen.generation_lake.description_columns import DescriptionColumns
+from cdcgen.generation_lake.description_json import columns_from_json
+from cdcgen.generation_lake.generation_writes import write_generation
+from cdcgen.generation_lake.spark_extract import extract_generation
+from cdcgen.generation_lake.streams_table import flatten_generation
 from cdcgen.validation.generation_suite import validate_description, validate_generation
 from cdcgen.validation.results import ValidationFailed, ValidationResult
 

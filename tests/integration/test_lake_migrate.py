@@ -26,8 +26,8 @@ from cdcgen.core.generation_arrays import build_generation_arrays
 from cdcgen.core.ring import Ring
 from cdcgen.core.topology import Node
 from cdcgen.core.windows import LakeWindow, window_label
-from cdcgen.extract.description_columns import DescriptionColumns
-from cdcgen.extract.generation_lake import ArtifactError, list_artifacts
+from cdcgen.generation_lake.description_columns import DescriptionColumns
+from cdcgen.generation_lake.lake_tables import ArtifactError, list_artifacts
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

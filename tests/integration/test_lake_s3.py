@@ -17,7 +17,7 @@ import pytest
 from cdcgen.adapters.delta_tables import delta_table
 from cdcgen.adapters.lake_store import LakeLocation
 from cdcgen.changes.layout import read_delta
-from cdcgen.spark.log_store import LOG_STORE_CLASS
+from cdcgen.spark_runtime.log_store import LOG_STORE_CLASS
 
 pytest_plugins = ("conftest_spark",)
 pytestmark = pytest.mark.integration

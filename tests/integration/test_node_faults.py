@@ -37,10 +37,10 @@ from cdcgen.adapters.cql import CqlClient, connect
 from cdcgen.adapters.errors import ReplicasUnavailable
 from cdcgen.adapters.generation_sources import connected_generation_ports
 from cdcgen.adapters.publisher import CqlDescriptionPublisher
+from cdcgen.changes.changes_run import ChangesRequest, extract_changes
 from cdcgen.changes.job import table_adapters
 from cdcgen.changes.layout import table_root
 from cdcgen.changes.result import ExtractionRun
-from cdcgen.changes.run import ChangesRequest, extract_changes
 from cdcgen.changes.settings import ChangesSettings
 from cdcgen.config import PipelineConfig
 from cdcgen.core.cdc_log import TableRef
@@ -48,7 +48,7 @@ from cdcgen.core.generation import SourceMode
 from cdcgen.core.windows import Interval, Mode
 from cdcgen.pipeline.detect import detect
 from cdcgen.schema import SourceSchema, create_keyspace_cql
-from cdcgen.spark.session import JobKind, job_session
+from cdcgen.spark_runtime.session import JobKind, job_session
 from cdcgen_dev.emulator import (
     SandboxCluster,
     WorkloadSpec,

@@ -20,8 +20,8 @@ from cdcgen.core.errors import ExitCode
 from cdcgen.core.generation import SourceMode
 from cdcgen.core.time import to_millis
 from cdcgen.core.topology_json import description_to_json
-from cdcgen.extract.description_columns import DescriptionColumns
-from cdcgen.extract.generation_writes import write_generation
+from cdcgen.generation_lake.description_columns import DescriptionColumns
+from cdcgen.generation_lake.generation_writes import write_generation
 from cdcgen.schema import SourceSchema
 from cdcgen_dev.emulator import SandboxCluster
 from cdcgen_dev.emulator.schema_setup import drop_keyspaces

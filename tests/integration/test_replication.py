@@ -55,7 +55,7 @@ from cdcgen.core.replication_plan import ApplyPlan, ReplicationError
 from cdcgen.core.replication_record import ReplicationRecord
 from cdcgen.replication.apply import SinkApplier
 from cdcgen.replication.cql_ports import cql_ports
-from cdcgen.replication.run import (
+from cdcgen.replication.replication_run import (
     Mode,
     Replication,
     ReplicationRequest,
@@ -64,7 +64,7 @@ from cdcgen.replication.run import (
     shape_of,
 )
 from cdcgen.replication.settings import ReplicationSettings
-from cdcgen.spark.session import JobKind, job_session
+from cdcgen.spark_runtime.session import JobKind, job_session
 from cdcgen_dev.emulator import create_cdc_table, orders_table
 
 pytestmark = pytest.mark.integration

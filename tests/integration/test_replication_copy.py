@@ -45,7 +45,7 @@ from cdcgen.config import PipelineConfig
 from cdcgen.core.cdc_log import TableRef
 from cdcgen.core.replication_plan import ReplicationError
 from cdcgen.replication.cql_ports import cql_ports
-from cdcgen.replication.run import (
+from cdcgen.replication.replication_run import (
     Mode,
     Replication,
     ReplicationRequest,

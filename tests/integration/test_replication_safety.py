@@ -44,14 +44,14 @@ from cdcgen.core.cdc_log import TableRef
 from cdcgen.core.errors import ExitCode
 from cdcgen.core.replication_plan import ReplicationError
 from cdcgen.replication.cql_ports import cql_ports
-from cdcgen.replication.run import (
+from cdcgen.replication.replication_run import (
     Mode,
     Replication,
     ReplicationRequest,
     bootstrap_sink,
     replicate,
 )
-from cdcgen.spark.session import JobKind, job_session
+from cdcgen.spark_runtime.session import JobKind, job_session
 from cdcgen_dev.emulator import SandboxCluster, create_cdc_table, orders_table
 
 pytestmark = pytest.mark.integration

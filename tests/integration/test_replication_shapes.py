@@ -44,7 +44,7 @@ from cdcgen.core.generation import SourceMode
 from cdcgen.core.identifiers import quote
 from cdcgen.core.replication_plan import ReplicationError
 from cdcgen.replication.cql_ports import cql_ports
-from cdcgen.replication.run import (
+from cdcgen.replication.replication_run import (
     Mode,
     Replication,
     ReplicationRequest,
@@ -53,7 +53,7 @@ from cdcgen.replication.run import (
 )
 from cdcgen.replication.settings import ReplicationSettings
 from cdcgen.replication.sink_schema import SinkSchemaError
-from cdcgen.spark.session import JobKind, job_session
+from cdcgen.spark_runtime.session import JobKind, job_session
 from cdcgen_dev.emulator import SandboxCluster, WorkloadSpec, create_cdc_table, run_workload
 from cdcgen_dev.emulator.log_schema import BaseTableSpec, every_shape_table, user_type_cql
 from cdcgen_dev.emulator.log_schema import base_table_cql as table_cql

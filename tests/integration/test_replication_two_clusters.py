@@ -42,7 +42,7 @@ from cdcgen.adapters.cql import CqlClient, connect
 from cdcgen.adapters.sink_state import PROGRESS
 from cdcgen.config import PipelineConfig
 from cdcgen.core.cdc_log import TableRef
-from cdcgen.spark.session import JobKind, job_session
+from cdcgen.spark_runtime.session import JobKind, job_session
 from cdcgen_dev.emulator import create_cdc_table, orders_table
 
 pytestmark = pytest.mark.integration

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from cdcgen.adapters.clocks import CqlClockReader
+from cdcgen.adapters.clock_reader import CqlClockReader
 from cdcgen.adapters.cql import CqlClient, connect
 from cdcgen.adapters.description_rows import tablets_description
 from cdcgen.adapters.generation_sources import source_for

@@ -32,17 +32,17 @@ from replication_world import (
 from cdcgen.adapters.cdc_tables import CdcCatalog
 from cdcgen.adapters.cql import CqlClient, connect
 from cdcgen.adapters.sink_state import CqlSinkState
+from cdcgen.changes.changes_run import ChangesRequest, extract_changes
 from cdcgen.changes.job import table_adapters
 from cdcgen.changes.layout import delta_dataset, table_root
 from cdcgen.changes.result import ExtractionRun
-from cdcgen.changes.run import ChangesRequest, extract_changes
 from cdcgen.config import PipelineConfig
 from cdcgen.core.cdc_extension import CDC_EXTENSION, decode_cdc_extension
 from cdcgen.core.cdc_log import TableRef
 from cdcgen.core.windows import Interval, Mode
 from cdcgen.replication.cql_ports import cql_ports
-from cdcgen.replication.run import Mode as ReplicationMode
-from cdcgen.replication.run import (
+from cdcgen.replication.replication_run import Mode as ReplicationMode
+from cdcgen.replication.replication_run import (
     Replication,
     ReplicationRequest,
     bootstrap_sink,
@@ -51,7 +51,7 @@ from cdcgen.replication.run import (
 from cdcgen.replication.settings import ReplicationSettings
 from cdcgen.replication.sink_schema import SinkSchemaError
 from cdcgen.schema import Table
-from cdcgen.spark.session import JobKind, job_session
+from cdcgen.spark_runtime.session import JobKind, job_session
 from cdcgen_dev.emulator import (
     Column,
     SandboxCluster,

@@ -1,6 +1,6 @@
 """The installed class archive is the one a session's driver JVM maps, for real.
 
-A driver started the way every session starts (:func:`cdcgen.spark.session.spark_session`)
+A driver started the way every session starts (:func:`cdcgen.spark_runtime.session.spark_session`)
 logs where each class came from; Spark's own classes must come from the archive
 (``shared objects file (top)``), not from its jars. A driver of its own, in a child
 process: the shared test session's JVM was started once, with other options.
@@ -13,11 +13,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from cdcgen.spark.class_archive import archive_path
+from cdcgen.spark_runtime.class_archive import archive_path
 
 DRIVER = """
 import sys
-from cdcgen.spark.session import spark_session
+from cdcgen.spark_runtime.session import spark_session
 spark = spark_session("class-archive-test", {
     "spark.driver.extraJavaOptions": "-Xlog:class+load=info:file=" + sys.argv[1],
 })

@@ -1,6 +1,6 @@
 """Generation jobs on the long-lived Spark Connect server (``$CDCGEN_SPARK_REMOTE``).
 
-The server is the product's (:mod:`cdcgen.spark.connect_server`), started once per
+The server is the product's (:mod:`cdcgen.spark_runtime.connect_server`), started once per
 session; the validation verdicts on it are compared with the other engines' in
 ``test_generation_validation``. It runs its clients' Python, so who reaches it and what
 it holds are tried here too: a client without its token or with a wrong one is refused,
@@ -26,11 +26,11 @@ from pydantic import SecretStr
 
 from cdcgen.core.topology import Node, make_generation
 from cdcgen.core.topology_json import description_to_json, nodes_to_json
-from cdcgen.extract.generation_lake import artifact_at
-from cdcgen.extract.spark_extract import read_streams
-from cdcgen.spark.connect_server import SPARK_TOKEN_ENV
-from cdcgen.spark.connect_settings import TOKEN_ENV, TOKEN_FILE_ENV
-from cdcgen.spark.session import (
+from cdcgen.generation_lake.lake_tables import artifact_at
+from cdcgen.generation_lake.spark_extract import read_streams
+from cdcgen.spark_runtime.connect_server import SPARK_TOKEN_ENV
+from cdcgen.spark_runtime.connect_settings import TOKEN_ENV, TOKEN_FILE_ENV
+from cdcgen.spark_runtime.session import (
     JobKind,
     SparkServerMismatch,
     SparkServerRefused,
@@ -130,7 +130,7 @@ def test_a_session_on_the_server_is_not_the_one_libraries_find(
 #: A process that uses a session on the server, then ends without stopping it.
 USE_AND_EXIT = """
 import sys
-from cdcgen.spark.session import JobKind, job_conf, remote_session
+from cdcgen.spark_runtime.session import JobKind, job_conf, remote_session
 remote_session(sys.argv[1], job_conf(JobKind.VALIDATION)).sql("SELECT 1").collect()
 """
 

@@ -32,8 +32,8 @@ from replication_world import (
 from cdcgen.adapters.checkpoints import CqlCheckpointStore
 from cdcgen.adapters.cql import CqlClient, connect
 from cdcgen.adapters.sink_state import CqlSinkState
+from cdcgen.changes.changes_run import ChangesRequest, extract_changes
 from cdcgen.changes.job import table_adapters
-from cdcgen.changes.run import ChangesRequest, extract_changes
 from cdcgen.cli import main
 from cdcgen.config import PipelineConfig
 from cdcgen.core.cdc_log import TableRef
@@ -41,17 +41,17 @@ from cdcgen.core.errors import ExitCode
 from cdcgen.core.replication_record import ReplicationRecord
 from cdcgen.core.windows import Interval, Mode
 from cdcgen.replication.cql_ports import cql_ports
-from cdcgen.replication.run import (
+from cdcgen.replication.replication_run import (
     Mode as ReplicationMode,
 )
-from cdcgen.replication.run import (
+from cdcgen.replication.replication_run import (
     Replication,
     ReplicationRequest,
     bootstrap_sink,
     replicate,
 )
 from cdcgen.replication.settings import ReplicationSettings
-from cdcgen.spark.session import JobKind, job_session
+from cdcgen.spark_runtime.session import JobKind, job_session
 from cdcgen_dev.emulator import create_cdc_table, orders_table
 
 pytestmark = pytest.mark.integration

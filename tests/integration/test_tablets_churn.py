@@ -37,14 +37,14 @@ from cdcgen.adapters.cql import connect
 from cdcgen.core.cdc_log import TableRef
 from cdcgen.core.generation import SourceMode
 from cdcgen.replication.cql_ports import cql_ports
-from cdcgen.replication.run import (
+from cdcgen.replication.replication_run import (
     Mode,
     Replication,
     ReplicationRequest,
     bootstrap_sink,
     replicate,
 )
-from cdcgen.spark.session import JobKind, job_session
+from cdcgen.spark_runtime.session import JobKind, job_session
 from cdcgen_dev.emulator import create_cdc_table, merge_tablets, orders_table, split_tablets
 from cdcgen_dev.emulator.tablets import tablet_stream_sets
 

@@ -109,7 +109,7 @@ from cdcgen.core.log_ttls import unextracted_ttl
 from cdcgen.core.replication_plan import ReplicationError
 from cdcgen.core.windows import DataExpired
 from cdcgen.replication.cql_ports import cql_ports
-from cdcgen.replication.run import (
+from cdcgen.replication.replication_run import (
     Mode,
     Replication,
     ReplicationRequest,
@@ -117,7 +117,7 @@ from cdcgen.replication.run import (
     replicate,
 )
 from cdcgen.replication.settings import ReplicationSettings
-from cdcgen.spark.session import JobKind, job_session
+from cdcgen.spark_runtime.session import JobKind, job_session
 from cdcgen_dev.emulator import (
     WorkloadSpec,
     create_cdc_table,

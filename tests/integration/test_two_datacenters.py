@@ -33,7 +33,7 @@ import pytest
 from cassandra import ConsistencyLevel, Unavailable
 
 from cdcgen.adapters.checkpoints import CHECKPOINTS_TABLE, PROGRESS_TABLE, CqlCheckpointStore
-from cdcgen.adapters.clocks import CqlClockReader
+from cdcgen.adapters.clock_reader import CqlClockReader
 from cdcgen.adapters.cluster_access import ClusterAccess
 from cdcgen.adapters.cql import CqlClient, connect
 from cdcgen.adapters.publisher import CqlDescriptionPublisher

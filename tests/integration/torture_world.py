@@ -27,18 +27,18 @@ from cdcgen.adapters.generation_sources import VnodePublication, generation_port
 from cdcgen.adapters.log_tables import describe_log_table
 from cdcgen.adapters.publisher import CqlDescriptionPublisher
 from cdcgen.adapters.table_schemas import CqlTableSchemas
+from cdcgen.changes.changes_run import ChangesRequest, extract_changes
 from cdcgen.changes.job import reader_factory, table_adapters
 from cdcgen.changes.layout import read_delta, table_root
 from cdcgen.changes.result import ExtractionRun
-from cdcgen.changes.run import ChangesRequest, extract_changes
 from cdcgen.config import PipelineConfig
 from cdcgen.core.cdc_log import BATCH_SEQ_NO, STREAM_ID, TIME, TableRef
 from cdcgen.core.cql_types import ParsedType
 from cdcgen.core.identifiers import quote
 from cdcgen.core.log_ttls import shortest
 from cdcgen.core.windows import Interval, Mode
-from cdcgen.extract.generation_lake import LocalGenerationLake
-from cdcgen.extract.ring_records import LakeRingRecords
+from cdcgen.generation_lake.lake_tables import LocalGenerationLake
+from cdcgen.generation_lake.ring_records import LakeRingRecords
 from cdcgen.jobs.extract_generation import arguments
 from cdcgen.jobs.extract_generation import run as extract_generation
 from cdcgen.pipeline.detect import detect

@@ -151,7 +151,7 @@ class DagRunner:
 
 
 def changes_summaries(config: PipelineConfig) -> Path:
-    from cdcgen.pipeline.changes import SUMMARIES_DIR
+    from cdcgen.pipeline.changes_plan import SUMMARIES_DIR
 
     return Path(config.report_dir) / SUMMARIES_DIR
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from cdcgen.adapters.clocks import DEFAULT_TIMEOUT_SECONDS, cluster_hosts, read_host_clock
+from cdcgen.adapters.clock_reader import DEFAULT_TIMEOUT_SECONDS, cluster_hosts, read_host_clock
 from cdcgen.core.clocks import NodeClock
 from cdcgen.schema import SourceSchema
 

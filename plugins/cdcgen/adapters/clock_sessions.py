@@ -77,7 +77,7 @@ class ClockSession:
 
     def read_clocks(self) -> list[NodeClock]:
         if self._reader is None:
-            from cdcgen.adapters.clocks import clock_reader_for
+            from cdcgen.adapters.clock_reader import clock_reader_for
             from cdcgen.adapters.cluster_access import access_for
             from cdcgen.adapters.cql import connect
 

@@ -1,9 +1,9 @@
 """What a Delta table's log says, read with delta-rs (no JVM): shared by both lakes.
 
 The changes tables (:mod:`cdcgen.changes.layout`) and the generations tables
-(:mod:`cdcgen.extract.generation_lake`) are Delta tables; which files hold a version's rows, which
-version a write made and where the table stands all come from the log, so files a
-killed writer left behind, in no commit, are invisible to every reader.
+(:mod:`cdcgen.generation_lake.lake_tables`) are Delta tables; which files hold a version's
+rows, which version a write made and where the table stands all come from the log, so files
+a killed writer left behind, in no commit, are invisible to every reader.
 """
 
 from __future__ import annotations

@@ -8,8 +8,8 @@ own way; :class:`LakeLocation` hands each what it needs from one place:
   its S3 commits are conditional puts (``If-None-Match``), safe with many writers;
 * pyarrow (the generations' Parquet files): :meth:`arrow`;
 * Spark (the changes tables): :attr:`spark_uri` (``s3a://``) and
-  :func:`cdcgen.spark.s3a.s3a_conf`, its commits conditional puts too
-  (:mod:`cdcgen.spark.log_store`);
+  :func:`cdcgen.spark_runtime.s3a.s3a_conf`, its commits conditional puts too
+  (:mod:`cdcgen.spark_runtime.log_store`);
 * the JSON documents, ring records and listings: the methods here, through obstore
   (Rust's object_store) on S3, with put-if-absent where the first writer must win.
 

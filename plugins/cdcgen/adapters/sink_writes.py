@@ -20,7 +20,7 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from cdcgen.adapters.clocks import CqlClockReader
+from cdcgen.adapters.clock_reader import CqlClockReader
 from cdcgen.adapters.cql import RETRIES, RETRY_BACKOFF_SECONDS
 from cdcgen.adapters.errors import SinkClockUnreadable, is_transient
 from cdcgen.core.sink_statements import Statement

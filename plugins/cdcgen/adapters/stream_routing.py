@@ -12,7 +12,7 @@ Cassandra and really is hashed.
 The range strategy's scans go to the primary replica of their token range
 (:func:`range_replicas`).
 
-Two uses: :func:`stream_replicas` tells the Spark fan-out (:mod:`cdcgen.spark.fanout`)
+Two uses: :func:`stream_replicas` tells the Spark fan-out (:mod:`cdcgen.spark_runtime.fanout`)
 each stream's primary replica, so that each Spark task talks to one node, and
 :func:`stream_routing_policy` is a load-balancing policy that puts a statement's
 replicas first in its query plan (the driver then fails over to the other replicas,

@@ -7,7 +7,7 @@ fail the runs that use it, with its message, not make the DAG files fail to impo
 
 Every Asset and alias is named by its *cluster* (the DAGs' name for it: by default the
 source connection's id, or the sink's for a sink table) and its table, so that the DAGs
-of two clusters, built by the same factories (:mod:`cdcgen.airflow.dags`), never update
+of two clusters, built by the same factories (:mod:`cdcgen.airflow.dag_factories`), never update
 or wait for each other's.
 """
 

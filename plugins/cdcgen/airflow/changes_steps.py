@@ -13,7 +13,7 @@ from cdcgen.airflow.generation_steps import run_config, run_type_of
 if TYPE_CHECKING:
     from pydantic import JsonValue
 
-    from cdcgen.pipeline.changes import PlannedTable
+    from cdcgen.pipeline.changes_plan import PlannedTable
 
 
 @fail_fast
@@ -27,9 +27,9 @@ def changes_plan(
 ) -> list[PlannedTable]:
     """The run's tables, each with its window end (for the wait) and its Spark job; with
     ``follow``, a job that follows its table that long."""
-    from cdcgen.pipeline import changes
+    from cdcgen.pipeline import changes_plan
 
-    return changes.plan(
+    return changes_plan.plan(
         run_config(params, connections.source),
         run_type=run_type_of(dag_run.run_type),
         interval_start=interval_start,
@@ -55,10 +55,12 @@ def changes_summary(
     from datetime import UTC
 
     from cdcgen.airflow import metrics
-    from cdcgen.pipeline import changes
+    from cdcgen.pipeline import changes_plan
     from cdcgen.pipeline.run_summary import RunIncomplete
 
-    summary = changes.changes_run_summary(run_config(params, connections.source), run_id, planned)
+    summary = changes_plan.changes_run_summary(
+        run_config(params, connections.source), run_id, planned
+    )
     points = metrics.changes_points(summary, connections.source, datetime.now(UTC))
     metrics.record(points, ti)
     if summary.problems:

@@ -34,7 +34,7 @@ DEFAULT_SPARK_MASTER = "local[2]"
 
 @dataclass(frozen=True)
 class ClusterConnections:
-    """The connections one set of DAGs works with (:mod:`cdcgen.airflow.dags`): the source
+    """The connections one set of DAGs works with (:mod:`cdcgen.airflow.dag_factories`): the source
     cluster, whose id also names its Assets, the Spark master, the replication sink,
     whose id names the sink tables' Assets, and the webhook the alerts go to. Another
     cluster's DAGs take their own."""

@@ -85,7 +85,7 @@ def detect(
     it would re-publish every generation once more, one interval later.)
     """
     from cdcgen.adapters.generation_sources import connected_generation_ports
-    from cdcgen.extract.ring_records import LakeRingRecords
+    from cdcgen.generation_lake.ring_records import LakeRingRecords
     from cdcgen.jobs.extract_generation import arguments
     from cdcgen.pipeline.detect import detect as detect_generations
 
@@ -166,7 +166,7 @@ def publish(
 
     from cdcgen.adapters.generation_sources import connected_generation_ports
     from cdcgen.airflow import lineage
-    from cdcgen.extract.generation_lake import LocalGenerationLake
+    from cdcgen.generation_lake.lake_tables import LocalGenerationLake
     from cdcgen.pipeline.publish import publish_in_order
     from cdcgen.pipeline.reporting import record_generation
 

@@ -1,6 +1,6 @@
 """OpenLineage inputs and outputs of the DAGs' tasks, where Airflow's integration reads them.
 
-The names are :mod:`cdcgen.core.lineage`'s (the naming spec's, ScyllaDB's tables under
+The names are :mod:`cdcgen.core.lineage_names`'s (the naming spec's, ScyllaDB's tables under
 its Cassandra convention); this module says which datasets each task reads and writes,
 and hands them over in the two ways Airflow's OpenLineage provider takes them:
 
@@ -40,7 +40,7 @@ from urllib.parse import SplitResult, parse_qsl, urlencode, urlsplit
 from cdcgen.config import PipelineConfig
 from cdcgen.core.cdc_log import TableRef
 from cdcgen.core.generation import Generation, SourceMode
-from cdcgen.core.lineage import DatasetName, lake_dataset, log_table_dataset, table_dataset
+from cdcgen.core.lineage_names import DatasetName, lake_dataset, log_table_dataset, table_dataset
 from cdcgen.schema import TABLET_STREAMS, TABLET_TIMESTAMPS, Table
 
 if TYPE_CHECKING:
@@ -86,7 +86,7 @@ def generation_sources(config: PipelineConfig) -> list[DatasetName]:
 def generation_lake(config: PipelineConfig, generation: Generation) -> DatasetName:
     """The lake's Delta table a generation is extracted into: the vnode generations', or
     the tablets stream sets' for a table's stream set."""
-    from cdcgen.extract.generation_lake import GENERATIONS_DIR, STREAM_SETS_DIR
+    from cdcgen.generation_lake.lake_tables import GENERATIONS_DIR, STREAM_SETS_DIR
 
     return lake_dataset(config.lake_path, STREAM_SETS_DIR if generation.table else GENERATIONS_DIR)
 

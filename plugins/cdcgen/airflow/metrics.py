@@ -6,7 +6,7 @@ pipelines, so the values travel the way Airflow's own metrics do, with Airflow's
 (``[metrics] statsd_prefix``, ``airflow`` by default) in front of the names below; the
 package opens no socket of its own. They are computed from the runs' typed summaries
 (:mod:`cdcgen.pipeline.run_summary`, :mod:`cdcgen.pipeline.replication_summary`; a
-changes table's from its run's outcome, which :mod:`cdcgen.pipeline.changes` holds) by
+changes table's from its run's outcome, which :mod:`cdcgen.pipeline.changes_plan` holds) by
 pure functions, which a unit test checks without Airflow, and sent by :func:`emit`,
 called by each DAG's ``summarize`` task.
 
@@ -44,7 +44,7 @@ from typing import Any, TypedDict
 
 from cdcgen.core.changes_result import ChangesRunResult
 from cdcgen.core.time import parse_moment
-from cdcgen.pipeline.changes import ChangesRunSummary
+from cdcgen.pipeline.changes_plan import ChangesRunSummary
 from cdcgen.pipeline.replication_summary import ReplicationRunSummary
 from cdcgen.pipeline.run_summary import GenerationsRunSummary
 

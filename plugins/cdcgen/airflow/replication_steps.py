@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from cdcgen.config import PipelineConfig
     from cdcgen.core.replication_record import ReplicationRecord
     from cdcgen.pipeline.replication_summary import ReplicationRunSummary
-    from cdcgen.replication.run import Mode
+    from cdcgen.replication.replication_run import Mode
 
 
 #: XCom key under which each table's apply records its run, rejected changes or not.
@@ -106,7 +106,7 @@ def mode_param(params: RunParams) -> Mode:
     """The run's ``mode`` Param: ``apply`` still bootstraps a sink table that needs it
     (never bootstrapped, or its copy unfinished); one the DAG does not know is refused
     by name."""
-    from cdcgen.replication.run import Mode
+    from cdcgen.replication.replication_run import Mode
 
     modes = {
         "apply": Mode.BOOTSTRAP_IF_NEEDED,
@@ -131,9 +131,9 @@ def replication_plan(
     from cdcgen.core.cdc_log import TableRef
     from cdcgen.core.replication_plan import SinkProgress
     from cdcgen.pipeline.result_files import result_path
-    from cdcgen.replication.run import Mode, needs_bootstrap, sink_variables
+    from cdcgen.replication.replication_run import Mode, needs_bootstrap, sink_variables
     from cdcgen.replication.settings import ReplicationSettings
-    from cdcgen.spark.session import submit_env
+    from cdcgen.spark_runtime.session import submit_env
 
     config = run_config(params, connections.source)
     sink_config, keyspace, tables = _sink(params, connections.sink)
@@ -181,15 +181,14 @@ def replicate_table(
     the event when a change was rejected. The record goes to XCom under
     :data:`RECORD_KEY` either way, for the run's summary. With the ``dry_run`` Param, says
     what the run would do (which table a bootstrap would truncate) and writes nothing.
-    With ``follow``, applies cycle by cycle that long (:mod:`cdcgen.replication.follow`;
+    With ``follow``, applies cycle by cycle that long (:mod:`cdcgen.replication.sink_follow`;
     a dry run is one cycle)."""
     from cdcgen.adapters.cql import client_for
     from cdcgen.airflow import lineage
     from cdcgen.airflow.assets import replicated_table
-    from cdcgen.core.follow import FollowPace
+    from cdcgen.core.follow_loop import FollowPace
     from cdcgen.replication.cql_ports import cql_ports
-    from cdcgen.replication.follow import follow_replication
-    from cdcgen.replication.run import (
+    from cdcgen.replication.replication_run import (
         ChangesRejected,
         Mode,
         Replication,
@@ -197,6 +196,7 @@ def replicate_table(
         replicate,
     )
     from cdcgen.replication.settings import ReplicationSettings
+    from cdcgen.replication.sink_follow import follow_replication
 
     config = run_config(params, connections.source)
     sink_config, keyspace, tables = _sink(params, connections.sink)

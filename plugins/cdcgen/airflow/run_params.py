@@ -3,7 +3,7 @@ starts, then handed to the task bodies (:mod:`cdcgen.airflow.generation_steps`,
 :mod:`cdcgen.airflow.replication_steps`, :mod:`cdcgen.airflow.alert_steps`).
 
 The DAGs declare the Params and Airflow checks them against their schemas when a run is
-triggered (:mod:`cdcgen.airflow.dags.shared`); a task body called directly (a test, a
+triggered (:mod:`cdcgen.airflow.dag_factories.shared`); a task body called directly (a test, a
 script) may still pass none or a partial mapping, so each field reads as the task bodies
 always read it: an empty or missing value is the field's default, and a DAG's Param
 another DAG does not declare simply stays at its default there.

@@ -5,7 +5,7 @@ paths and dictionaries only). The application is the job module's own file, wher
 package is installed: each module in :mod:`cdcgen.jobs` runs as a script
 (``spark-submit <its file>``, or ``python -m cdcgen.jobs.<job>``). The configuration is
 the job kind's one
-(:mod:`cdcgen.spark.session`), and each task hands the job its typed configuration through
+(:mod:`cdcgen.spark_runtime.session`), and each task hands the job its typed configuration through
 the environment (:func:`job_env`).
 """
 
@@ -17,7 +17,7 @@ from importlib.util import find_spec
 
 from cdcgen.core.errors import TerminalError
 from cdcgen.env_settings import EnvSettings
-from cdcgen.spark.session import JobKind, submit_conf, submit_env
+from cdcgen.spark_runtime.session import JobKind, submit_conf, submit_env
 
 
 @dataclass(frozen=True)

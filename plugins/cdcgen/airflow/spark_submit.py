@@ -13,7 +13,7 @@ variables the AWS SDKs of Spark's S3A, delta-rs and pyarrow read; only the spark
 process and what it starts see them. A job that also writes to a replication sink
 (``sink_conn_id``) gets the sink connection's credentials the same way, as
 ``CDCGEN_SINK_USERNAME`` and ``CDCGEN_SINK_PASSWORD_FILE``. The driver maps this
-machine's class archive (:mod:`cdcgen.spark.class_archive`) when it has one.
+machine's class archive (:mod:`cdcgen.spark_runtime.class_archive`) when it has one.
 
 All of these variables reach the job through spark-submit's inherited environment, not
 the hook's ``env_vars``, which it turns into ``--conf`` entries on the command line for
@@ -55,16 +55,16 @@ from cdcgen.airflow.spark_masters import client_conf, client_mode_hook
 from cdcgen.config import PipelineConfig
 from cdcgen.core.errors import ExitCode, TerminalError
 from cdcgen.pipeline.result_files import open_attempt
-from cdcgen.spark.class_archive import with_class_archive
-from cdcgen.spark.connect_settings import TOKEN_ENV as CONNECT_TOKEN_ENV
-from cdcgen.spark.connect_settings import TOKEN_FILE_ENV as CONNECT_TOKEN_FILE_ENV
-from cdcgen.spark.session import JobKind, remote_for
+from cdcgen.spark_runtime.class_archive import with_class_archive
+from cdcgen.spark_runtime.connect_settings import TOKEN_ENV as CONNECT_TOKEN_ENV
+from cdcgen.spark_runtime.connect_settings import TOKEN_FILE_ENV as CONNECT_TOKEN_FILE_ENV
+from cdcgen.spark_runtime.session import JobKind, remote_for
 
 if TYPE_CHECKING:
     from airflow.providers.openlineage.extractors import OperatorLineage
     from openlineage.client.event_v2 import Dataset
 
-    from cdcgen.core.lineage import DatasetName
+    from cdcgen.core.lineage_names import DatasetName
 
 
 class JobRefused(TerminalError):
@@ -142,7 +142,7 @@ class CdcSparkSubmitOperator(SparkSubmitOperator):
         with ExitStack() as stack:
             credentials = stack.enter_context(credentials_env(config))
             if self.sink_conn_id is not None:
-                from cdcgen.replication.run import SINK_PREFIX
+                from cdcgen.replication.replication_run import SINK_PREFIX
 
                 sink = CdcSourceHook(self.sink_conn_id).get_config()
                 credentials |= stack.enter_context(credentials_env(sink, SINK_PREFIX))
@@ -198,7 +198,7 @@ class CdcSparkSubmitOperator(SparkSubmitOperator):
 
 class GenerationExtractOperator(CdcSparkSubmitOperator):
     """A generation's extract: spark-submit, or in this task's process on the Spark
-    Connect server ``$CDCGEN_SPARK_REMOTE`` names (:mod:`cdcgen.spark.connect_server`).
+    Connect server ``$CDCGEN_SPARK_REMOTE`` names (:mod:`cdcgen.spark_runtime.connect_server`).
 
     On the server the job starts no JVM: it reads the description here, writes the lake
     partition here, and has the server read it back. Its configuration is the one the
@@ -277,7 +277,7 @@ class ReplicationBootstrapOperator(CdcSparkSubmitOperator):
         """The source base table in, the sink table on the sink cluster out; none when
         the plan gave no bootstrap (the task is skipped)."""
         from cdcgen.airflow import lineage
-        from cdcgen.replication.run import sink_environment
+        from cdcgen.replication.replication_run import sink_environment
 
         source_table = self._job_argument("--table")
         sink_table = self._job_argument("--sink-table")

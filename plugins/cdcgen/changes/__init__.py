@@ -8,9 +8,9 @@ Layered like the generations flow:
   change-log reader, changes lake) and their cassandra-driver adapters in
   :mod:`cdcgen.adapters` (:mod:`~cdcgen.adapters.checkpoints`,
   :mod:`~cdcgen.adapters.change_log`, :mod:`~cdcgen.adapters.stream_routing`, ...);
-* the Spark edge in :mod:`cdcgen.spark`: one configuration per job kind, and the one
+* the Spark edge in :mod:`cdcgen.spark_runtime`: one configuration per job kind, and the one
   fan-out of per-stream work over Spark tasks;
-* here: :mod:`.run`, the orchestrator of one run over the ports; :mod:`.changes_lake`, the
+* here: :mod:`.changes_run`, the orchestrator of one run over the ports; :mod:`.changes_lake`, the
   changes lake (layout in :mod:`.layout`, the Spark read task in :mod:`.read_task`,
   rows as Arrow in :mod:`.columns`); :mod:`.row_frames` and :mod:`.row_validation`, the
   row checks' frames and their run; :mod:`.result`, what a run did; :mod:`.job`, the

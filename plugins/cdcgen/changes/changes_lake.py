@@ -51,7 +51,13 @@ from cdcgen.core.lake_buckets import LakeBuckets
 from cdcgen.core.read_strategy import ReadStrategy, choose_read, job_shape
 from cdcgen.core.windows import LakeWindow, Window
 from cdcgen.ports import LakeCommit
-from cdcgen.spark.fanout import Task, TaskFunction, arrow_struct, counter_accumulator, fan_out
+from cdcgen.spark_runtime.fanout import (
+    Task,
+    TaskFunction,
+    arrow_struct,
+    counter_accumulator,
+    fan_out,
+)
 
 if TYPE_CHECKING:
     from pyspark import Broadcast

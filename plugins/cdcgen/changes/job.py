@@ -2,7 +2,7 @@
 
 ``spark/extract_changes.py`` (spark-submit) calls :func:`run_changes_job`, which opens
 one driver connection, builds the adapters of every port for the table
-(:func:`table_adapters`) and hands them to the orchestrator (:func:`.run.run_changes`).
+(:func:`table_adapters`) and hands them to the orchestrator (:func:`.changes_run.run_changes`).
 Tests build the same adapters and wrap some of them (a checkpoint store that fails
 after N saves, a reader factory that fails after N streams) to kill a run part-way.
 """
@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from cdcgen.adapters.change_log import CqlReaderFactory, ReadOptions
 from cdcgen.adapters.checkpoints import CqlCheckpointStore
-from cdcgen.adapters.clocks import clock_reader_for
+from cdcgen.adapters.clock_reader import clock_reader_for
 from cdcgen.adapters.cluster_access import access_for
 from cdcgen.adapters.cql import CqlClient, open_client
 from cdcgen.adapters.delta_tables import stored_schema
@@ -25,12 +25,12 @@ from cdcgen.adapters.read_retries import Backoff
 from cdcgen.adapters.read_sessions import SessionKey
 from cdcgen.adapters.stream_routing import range_replicas, stream_replicas
 from cdcgen.changes.changes_lake import DeltaChangesLake
+from cdcgen.changes.changes_run import ChangesPorts, ChangesRequest, run_changes
 from cdcgen.changes.columns import column_specs, lake_schema, text_columns
 from cdcgen.changes.layout import table_root
 from cdcgen.changes.range_reads import RangeFanout
 from cdcgen.changes.read_task import ReadJob
 from cdcgen.changes.row_validation import SparkRowChecks
-from cdcgen.changes.run import ChangesPorts, ChangesRequest, run_changes
 from cdcgen.changes.settings import ChangesSettings
 from cdcgen.changes.stream_reads import ReaderFactory, StreamFanout
 from cdcgen.config import PipelineConfig
@@ -38,7 +38,7 @@ from cdcgen.core.cdc_log import TableRef
 from cdcgen.core.changes_result import ChangesRunResult
 from cdcgen.core.log_table import LogTable
 from cdcgen.ports import ClockReader, GenerationSource
-from cdcgen.spark.session import JobKind, job_session
+from cdcgen.spark_runtime.session import JobKind, job_session
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -26,7 +26,7 @@ from cdcgen.changes.row_frames import SOURCE_COUNTS_SCHEMA
 from cdcgen.changes.stream_reads import ReaderFactory
 from cdcgen.changes.window_index import WindowIndex, stream_keys
 from cdcgen.core.cdc_log import micros_of_timeuuids, timeuuid_bytes
-from cdcgen.spark.fanout import fan_out, task_items
+from cdcgen.spark_runtime.fanout import fan_out, task_items
 
 if TYPE_CHECKING:
     import pyarrow as pa

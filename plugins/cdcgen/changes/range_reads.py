@@ -7,7 +7,7 @@ it reads (:class:`~.window_index.WindowIndex`). The ranges come from the cluster
 map, cut at the ring's tokens, so each has one primary replica. When the lake's buckets
 are slices of the ring (:mod:`cdcgen.core.lake_buckets`) each task scans an equal share
 of one slice, so it writes one bucket; otherwise tasks group ranges by replica exactly
-like stream reads (:func:`cdcgen.spark.fanout.plan_tasks`). Built once on the Spark
+like stream reads (:func:`cdcgen.spark_runtime.fanout.plan_tasks`). Built once on the Spark
 driver by :mod:`cdcgen.changes.job`; the rule that picks a strategy per job is
 :func:`cdcgen.core.read_strategy.choose_read`.
 """
@@ -23,7 +23,7 @@ from cdcgen.changes.window_index import WindowIndex
 from cdcgen.core.read_strategy import ReadStrategy
 from cdcgen.core.time import MillisBounds
 from cdcgen.core.token_ranges import TokenRange
-from cdcgen.spark.fanout import Task, min_tasks, plan_tasks
+from cdcgen.spark_runtime.fanout import Task, min_tasks, plan_tasks
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -21,8 +21,8 @@ from cdcgen.changes.range_reads import RangeRead
 from cdcgen.changes.read_task import ReadJob, batch_builder
 from cdcgen.changes.window_index import WindowIndex, stream_keys
 from cdcgen.core.cdc_log import micros_of_timeuuids, timeuuid_bytes
-from cdcgen.spark.fanout import task_items
-from cdcgen.spark.worker_heap import freeze_once
+from cdcgen.spark_runtime.fanout import task_items
+from cdcgen.spark_runtime.worker_heap import freeze_once
 
 if TYPE_CHECKING:
     import pyarrow as pa

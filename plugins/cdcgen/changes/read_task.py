@@ -19,8 +19,8 @@ from cdcgen.changes.columns import LakeBatchBuilder, Placement, column_specs, la
 from cdcgen.changes.stream_reads import ReaderFactory, StreamRead
 from cdcgen.core.log_table import LogTable
 from cdcgen.ports import ChangeLogReader
-from cdcgen.spark.fanout import task_items
-from cdcgen.spark.worker_heap import freeze_once
+from cdcgen.spark_runtime.fanout import task_items
+from cdcgen.spark_runtime.worker_heap import freeze_once
 
 if TYPE_CHECKING:
     import pyarrow as pa

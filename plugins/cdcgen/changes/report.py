@@ -5,7 +5,7 @@ watermark and the lag behind it, rows per generation, and every row expectation 
 its offending rows spelled out (a misrouted row appears with its stream, ``cdc$time``,
 ``batch_seq_no`` and base key). It is made from the run's outcome (its status says
 whether the run failed), so the page says what the result file and the DAG's summary
-say; the run (:func:`cdcgen.changes.run.run_changes`) calls :func:`record_changes_run`
+say; the run (:func:`cdcgen.changes.changes_run.run_changes`) calls :func:`record_changes_run`
 at its end, whether the checks passed or not.
 """
 

@@ -1,6 +1,6 @@
 """One changes run of one table as it goes, and the outcome it builds.
 
-The orchestrator (:mod:`.run`) fills an :class:`ExtractionRun` job by job: the row
+The orchestrator (:mod:`.changes_run`) fills an :class:`ExtractionRun` job by job: the row
 checks read the plan from it (which windows to check, over which generations, at which
 lake version), in domain types the run's outcome does not carry. What the run did
 becomes its outcome once, by :meth:`ExtractionRun.outcome`

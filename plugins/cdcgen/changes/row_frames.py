@@ -35,7 +35,7 @@ from cdcgen.core.change_batch import (
 from cdcgen.core.expected_streams import GenerationMapper
 from cdcgen.core.time import to_micros
 from cdcgen.core.windows import Window
-from cdcgen.spark.fanout import fan_out, task_items
+from cdcgen.spark_runtime.fanout import fan_out, task_items
 
 if TYPE_CHECKING:
     import pyarrow as pa

@@ -1,4 +1,4 @@
-"""The row checks of a run, on Spark: the :class:`~.run.RowChecks` the orchestrator calls.
+"""The row checks of a run, on Spark: the :class:`~.changes_run.RowChecks` the orchestrator calls.
 
 Reads back what a job of the run wrote (:meth:`~.lake.DeltaChangesLake.dataset` at the
 job's version; the orchestrator checks each job before checkpointing it), shapes

@@ -3,7 +3,7 @@
 The planner (:func:`cdcgen.core.windows.plan_windows`) decides windows of buckets of
 streams; Spark tasks read single streams. :class:`StreamRead` is that single read, small
 and picklable, carrying where its rows go in the lake. :class:`StreamFanout` is how a
-table's reads spread over Spark tasks (by primary replica, :mod:`cdcgen.spark.fanout`),
+table's reads spread over Spark tasks (by primary replica, :mod:`cdcgen.spark_runtime.fanout`),
 shared by the lake writes and the row checks' source counts, so both query the source
 the same way; it is built once, on the Spark driver, by :mod:`cdcgen.changes.job`.
 """
@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from cdcgen.core.time import MillisBounds, to_millis
 from cdcgen.core.windows import Window
 from cdcgen.ports import ChangeLogReader
-from cdcgen.spark.fanout import Task, min_tasks, plan_tasks
+from cdcgen.spark_runtime.fanout import Task, min_tasks, plan_tasks
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

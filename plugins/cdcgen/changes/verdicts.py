@@ -1,6 +1,6 @@
 """A changes run's row-check verdicts: one per job, combined into the run's result.
 
-The orchestrator (:mod:`.run`) checks each job's rows before checkpointing it; the run's
+The orchestrator (:mod:`.changes_run`) checks each job's rows before checkpointing it; the run's
 result and its report carry one verdict, with one outcome per check over every job.
 """
 

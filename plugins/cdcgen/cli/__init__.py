@@ -37,12 +37,12 @@ if TYPE_CHECKING:
 
 # Group modules, in the order they appear in --help (plugged-in groups follow).
 GROUPS: tuple[str, ...] = (
-    "cdcgen.cli.stream_id",
-    "cdcgen.cli.generation",
-    "cdcgen.cli.generations",
+    "cdcgen.cli.stream_id_commands",
+    "cdcgen.cli.generation_commands",
+    "cdcgen.cli.generations_commands",
     "cdcgen.cli.lake",
-    "cdcgen.cli.changes",
-    "cdcgen.cli.replication",
+    "cdcgen.cli.changes_commands",
+    "cdcgen.cli.replication_commands",
     "cdcgen.cli.check",
 )
 

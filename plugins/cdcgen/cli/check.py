@@ -40,7 +40,7 @@ def register(subparsers: SubParsers) -> None:
 def check_command(args: argparse.Namespace) -> int:
     from cdcgen.config import ConfigError, PipelineConfig
     from cdcgen.pipeline.preflight import check_all
-    from cdcgen.spark.spark_settings import SparkSettings
+    from cdcgen.spark_runtime.spark_settings import SparkSettings
 
     try:
         config = PipelineConfig.from_env()

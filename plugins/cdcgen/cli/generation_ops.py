@@ -26,8 +26,8 @@ if TYPE_CHECKING:
     from cdcgen.config import PipelineConfig
     from cdcgen.core.generation import Generation
     from cdcgen.core.topology import Node, TopologyDescription
-    from cdcgen.extract.description_columns import DescriptionColumns
-    from cdcgen.extract.generation_lake import GenerationArtifact
+    from cdcgen.generation_lake.description_columns import DescriptionColumns
+    from cdcgen.generation_lake.lake_tables import GenerationArtifact
 
 SubParsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 
@@ -243,7 +243,7 @@ def parse_timestamp(text: str) -> datetime:
 def load_columns(path: str) -> DescriptionColumns:
     """A description file as columns: anything representable loads, for validation to judge."""
     from cdcgen.core.topology import InvalidDescription
-    from cdcgen.extract.description_json import read_description_file
+    from cdcgen.generation_lake.description_json import read_description_file
 
     try:
         return read_description_file(path)
@@ -257,7 +257,7 @@ def load_publication(path: str) -> tuple[TopologyDescription, Generation | None]
     """The description to publish and, for a lake partition, the generation it was
     extracted from (checked against its digest); a JSON file names no generation."""
     from cdcgen.core.topology import InvalidDescription
-    from cdcgen.extract.generation_lake import ArtifactError
+    from cdcgen.generation_lake.lake_tables import ArtifactError
 
     try:
         if Path(path).is_dir():
@@ -270,7 +270,7 @@ def load_publication(path: str) -> tuple[TopologyDescription, Generation | None]
 
 def load_artifact(directory: Path) -> GenerationArtifact:
     """The latest extraction of a lake partition folder named on the command line."""
-    from cdcgen.extract.generation_lake import ArtifactError, artifact_at
+    from cdcgen.generation_lake.lake_tables import ArtifactError, artifact_at
 
     try:
         return artifact_at(directory)

@@ -64,8 +64,8 @@ def migrate_command(args: argparse.Namespace) -> int:
             raise CliError(str(exc)) from exc
     from cdcgen.adapters.lake_store import LakeLocation
     from cdcgen.core.lake_uri import LakeUriError
-    from cdcgen.extract.generation_lake import ArtifactError
-    from cdcgen.extract.generation_migration import migrate_generations
+    from cdcgen.generation_lake.generation_migration import migrate_generations
+    from cdcgen.generation_lake.lake_tables import ArtifactError
 
     try:
         location = LakeLocation.of(lake)
@@ -88,7 +88,7 @@ def migrate_command(args: argparse.Namespace) -> int:
     spark = None
     for root in table_roots(lake):
         if spark is None and is_parquet_lake(root):
-            from cdcgen.spark.session import JobKind, job_session
+            from cdcgen.spark_runtime.session import JobKind, job_session
 
             spark = job_session(JobKind.CHANGES_EXTRACT, "cdcgen-lake-migrate")
         print_json_line(migrate_table(spark, root))

@@ -75,7 +75,7 @@ class RowChecks(_Json):
 
 
 class CycleEntry(_Json):
-    """One cycle of a follow (:mod:`cdcgen.core.follow`): every window it wrote ends at
+    """One cycle of a follow (:mod:`cdcgen.core.follow_loop`): every window it wrote ends at
     ``closed_until``, and it was checked and checkpointed at ``finished_at``."""
 
     number: int = 0

@@ -1,6 +1,6 @@
 """What one replication run or bootstrap of one sink table reports: its record, as a model.
 
-The run builds it (:mod:`cdcgen.replication.run`), the report site keeps it under
+The run builds it (:mod:`cdcgen.replication.replication_run`), the report site keeps it under
 ``replication/<sink table>/`` and reads it back for its page, the DAG's apply task
 returns it to XCom, the CLI prints it and the bootstrap job writes it to its result
 file. Each of these is the JSON of :meth:`ReplicationRecord.to_json`, whose keys are
@@ -59,7 +59,7 @@ class BootstrapDone(_Json):
 
 
 class ApplyCycle(_Json):
-    """One cycle of a follow (:mod:`cdcgen.core.follow`): the sink held every change up
+    """One cycle of a follow (:mod:`cdcgen.core.follow_loop`): the sink held every change up
     to ``consistent_until`` at ``finished_at``."""
 
     number: int = 0

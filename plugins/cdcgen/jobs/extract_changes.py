@@ -1,6 +1,6 @@
 """The job behind ``spark/extract_changes.py``: extract one CDC table's closed windows.
 
-With ``--follow-until``, the job follows the table instead (:mod:`cdcgen.changes.follow`):
+With ``--follow-until``, the job follows the table instead (:mod:`cdcgen.changes.table_follow`):
 from ``--interval-start`` on, a cycle every ``--every`` seconds (default
 ``CDCGEN_CHANGES_FOLLOW_EVERY_SECONDS``) extracts the windows closed since the last,
 until that moment; its result adds the cycles up and lists each.
@@ -86,14 +86,14 @@ def _keep_following(
 def main(argv: Sequence[str] | None = None) -> int:
     from cdcgen.adapters.errors import exit_code
     from cdcgen.adapters.read_retries import TransientReadError
-    from cdcgen.changes.follow import follow_changes
+    from cdcgen.changes.changes_run import ChangesRequest
     from cdcgen.changes.job import run_changes_job
-    from cdcgen.changes.run import ChangesRequest
     from cdcgen.changes.settings import ChangesSettings
+    from cdcgen.changes.table_follow import follow_changes
     from cdcgen.config import PipelineConfig
     from cdcgen.core.cdc_log import TableRef
     from cdcgen.core.changes_result import ChangesRunResult
-    from cdcgen.core.follow import FollowPace
+    from cdcgen.core.follow_loop import FollowPace
     from cdcgen.core.windows import DataExpired, Interval, Mode
     from cdcgen.pipeline.result_files import write_result as _write
     from cdcgen.validation.results import ChangesInvalid

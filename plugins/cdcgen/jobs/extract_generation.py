@@ -6,7 +6,7 @@ from ``CDCGEN_*`` variables (the task that submits the job hands over its own wi
 timestamp, id and (tablets) table. The job then reads the description from the source
 itself (it can hold millions of streams, too much for XCom), or from ``--description``.
 Output: one commit of the generations table (partition ``generation_ts=<ms>``, see
-:mod:`cdcgen.extract.generation_lake`), read back by Spark at that version, and one JSON line on
+:mod:`cdcgen.generation_lake.lake_tables`), read back by Spark at that version, and one JSON line on
 stdout describing it (its version, files and digests).
 """
 
@@ -28,10 +28,10 @@ from cdcgen.core.errors import CdcgenError, ExitCode, TerminalError
 from cdcgen.core.generation import CorruptGeneration, Generation
 from cdcgen.core.ring import Ring, ring_from_json, with_left_nodes
 from cdcgen.core.time import InvalidTimestamp, from_millis, parse_moment
-from cdcgen.extract.description_columns import DescriptionColumns
-from cdcgen.extract.description_json import read_description_file
-from cdcgen.extract.generation_lake import ArtifactJson
-from cdcgen.spark.session import JobKind
+from cdcgen.generation_lake.description_columns import DescriptionColumns
+from cdcgen.generation_lake.description_json import read_description_file
+from cdcgen.generation_lake.lake_tables import ArtifactJson
+from cdcgen.spark_runtime.session import JobKind
 
 T = TypeVar("T")
 
@@ -165,9 +165,9 @@ def run(argv: Sequence[str] | None = None, config: PipelineConfig | None = None)
 
     ``config`` defaults to the ``CDCGEN_*`` environment.
     """
-    from cdcgen.extract.ring_records import LakeRingRecords
-    from cdcgen.extract.spark_extract import extract_generation
-    from cdcgen.spark.session import job_session, remote_for
+    from cdcgen.generation_lake.ring_records import LakeRingRecords
+    from cdcgen.generation_lake.spark_extract import extract_generation
+    from cdcgen.spark_runtime.session import job_session, remote_for
 
     args = build_parser().parse_args(argv)
     config = config or PipelineConfig.from_env()

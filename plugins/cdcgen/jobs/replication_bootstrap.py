@@ -1,12 +1,12 @@
 """The job behind ``spark/replication_bootstrap.py``: bootstrap one sink table.
 
 A bootstrap copies the source table into the sink table at a snapshot time and records
-it as the sink's consistency point (:func:`cdcgen.replication.run.bootstrap_sink`); the
+it as the sink's consistency point (:func:`cdcgen.replication.replication_run.bootstrap_sink`); the
 copy is this application's Spark job, spread over the executors by token range, and a
 copy left unfinished by an earlier attempt is resumed. The arguments say which tables;
 how to reach them comes from the environment as the typed configuration, exactly as the
 DAG's tasks saw it: the source's ``CDCGEN_*`` variables, the sink's ``CDCGEN_SINK_*``
-ones (:func:`~cdcgen.replication.run.sink_environment`; the credentials of both as a
+ones (:func:`~cdcgen.replication.replication_run.sink_environment`; the credentials of both as a
 user name and a password file only, which :class:`~cdcgen.airflow.spark_submit.
 CdcSparkSubmitOperator` adds at execute time) and ``CDCGEN_REPLICATION_*``. Prints the
 bootstrap's record and writes it to ``--output``. Exit status
@@ -47,7 +47,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from cdcgen.core.replication_record import ReplicationRecord, ReplicationRunStatus
     from cdcgen.pipeline.result_files import write_result
     from cdcgen.replication.cql_ports import cql_ports
-    from cdcgen.replication.run import (
+    from cdcgen.replication.replication_run import (
         SINK_PREFIX,
         Mode,
         Replication,

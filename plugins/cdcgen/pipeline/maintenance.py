@@ -166,7 +166,7 @@ def vacuum_lake(config: PipelineConfig, retention: timedelta = LAKE_RETENTION) -
     from cdcgen.adapters.delta_tables import delta_table, is_delta
     from cdcgen.adapters.lake_store import LakeLocation
     from cdcgen.changes.layout import table_roots
-    from cdcgen.extract.generation_lake import GENERATIONS_DIR, STREAM_SETS_DIR
+    from cdcgen.generation_lake.lake_tables import GENERATIONS_DIR, STREAM_SETS_DIR
 
     removed: dict[str, int] = {}
     skipped: list[str] = []

@@ -60,7 +60,7 @@ if TYPE_CHECKING:
     from cdcgen.adapters.cql import CqlClient
     from cdcgen.config import PipelineConfig
     from cdcgen.core.cdc_log import CdcTable
-    from cdcgen.spark.spark_settings import SparkSettings
+    from cdcgen.spark_runtime.spark_settings import SparkSettings
 
 log = logging.getLogger(__name__)
 

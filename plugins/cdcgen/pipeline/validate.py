@@ -12,7 +12,7 @@ from dataclasses import replace
 
 from cdcgen.config import PipelineConfig
 from cdcgen.core.generation import Generation
-from cdcgen.extract.generation_lake import read_artifact
+from cdcgen.generation_lake.lake_tables import read_artifact
 from cdcgen.pipeline.outcomes import GenerationRejected, ValidationOutcome, expectation_outcomes
 from cdcgen.pipeline.reporting import record_generation
 

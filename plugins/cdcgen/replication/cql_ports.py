@@ -1,12 +1,12 @@
 """A replication run's ports over cassandra-driver, the Delta lake and Spark: what the
-CLI, the DAG's tasks and the jobs hand :func:`cdcgen.replication.run.replicate`."""
+CLI, the DAG's tasks and the jobs hand :func:`cdcgen.replication.replication_run.replicate`."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
 from cdcgen.adapters.checkpoints import CqlCheckpointStore
-from cdcgen.adapters.clocks import clock_reader_for
+from cdcgen.adapters.clock_reader import clock_reader_for
 from cdcgen.adapters.sink_state import CqlSinkStates
 from cdcgen.adapters.sink_writes import CqlSinkWrites
 from cdcgen.adapters.table_schemas import CqlTableSchemas
@@ -14,7 +14,7 @@ from cdcgen.core.replication_plan import ReplicationError
 from cdcgen.env_settings import ConfigError
 from cdcgen.replication.apply import AppliedHook
 from cdcgen.replication.change_slices import LakeChangeSlices
-from cdcgen.replication.run import Replication, ReplicationPorts
+from cdcgen.replication.replication_run import Replication, ReplicationPorts
 from cdcgen.replication.settings import ReplicationSettings
 from cdcgen.replication.sink_schema import SinkShape
 from cdcgen.replication.spark_apply import ApplyJob, SparkApply
@@ -42,7 +42,7 @@ def cql_ports(
     """The ports of a run of ``config``'s lake between the clusters ``source`` and
     ``sink`` are connected to; ``sink_config``: how Spark tasks reach the sink (default:
     as the source, ``config``); ``spark``: the session of the copy and of an apply on
-    executors (default: the process's for the job, :func:`cdcgen.spark.session.
+    executors (default: the process's for the job, :func:`cdcgen.spark_runtime.session.
     job_session`); ``peer_lake``: where the sink tables' own changes are (default: this
     lake)."""
     settings = settings or ReplicationSettings()
@@ -66,8 +66,9 @@ def cql_ports(
 
 
 class SparkReplicationJobs:
-    """The copy and the apply on Spark (:class:`cdcgen.replication.run.SparkJobs`): their
-    tasks reach the clusters as ``config`` and ``sink_config`` describe them."""
+    """The copy and the apply on Spark
+    (:class:`cdcgen.replication.replication_run.SparkJobs`): their tasks reach the clusters
+    as ``config`` and ``sink_config`` describe them."""
 
     def __init__(
         self,
@@ -90,7 +91,7 @@ class SparkReplicationJobs:
         check_described(self.sink, self.sink_config or self.config, "sink")
 
     def copier(self, job: Replication, shape: SinkShape) -> SparkTableCopy:
-        from cdcgen.spark.session import JobKind, job_session
+        from cdcgen.spark_runtime.session import JobKind, job_session
 
         target = copy_target(
             self.config, self.sink_config or self.config, job.source, job.sink, shape.table,
@@ -102,7 +103,7 @@ class SparkReplicationJobs:
     def slice_apply(self, job: Replication, shape: SinkShape, run_id: str) -> SparkApply | None:
         """The run's slices applied on Spark (``CDCGEN_REPLICATION_APPLY_TASKS`` tasks
         each; unset: None, in the run's process)."""
-        from cdcgen.spark.session import JobKind, job_session
+        from cdcgen.spark_runtime.session import JobKind, job_session
 
         if not self.settings.apply_tasks:
             return None

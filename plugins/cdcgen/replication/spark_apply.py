@@ -40,8 +40,8 @@ from cdcgen.ports import ChangeSlice
 from cdcgen.replication.apply import ApplyOutcome, SinkApplier, SinkClock
 from cdcgen.replication.settings import ReplicationSettings
 from cdcgen.replication.sink_schema import SinkShape
-from cdcgen.spark.fanout import fan_out, job_failure, task_items
-from cdcgen.spark.worker_heap import freeze_once
+from cdcgen.spark_runtime.fanout import fan_out, job_failure, task_items
+from cdcgen.spark_runtime.worker_heap import freeze_once
 
 if TYPE_CHECKING:
     import pyarrow as pa

@@ -3,7 +3,7 @@
 The copy of a table of hundreds of gigabytes needs the distributed engine, as ScyllaDB's
 own migrator uses Spark: the ring is cut into token ranges (at least
 ``CDCGEN_REPLICATION_COPY_SPLITS``, each within one primary replica's share), grouped
-into Spark tasks by that replica (:func:`cdcgen.spark.fanout.plan_tasks`), and each task
+into Spark tasks by that replica (:func:`cdcgen.spark_runtime.fanout.plan_tasks`), and each task
 scans its ranges with cassandra-driver and writes every row into the sink, in the one
 way :class:`~cdcgen.core.snapshot_copy.CopyLayout` says a row is copied (each atomic
 cell with its write time and remaining TTL; one single-partition unlogged batch per row).
@@ -44,14 +44,14 @@ from cdcgen.core.snapshot_copy import CopyLayout
 from cdcgen.core.time import to_micros
 from cdcgen.core.token_ranges import TokenRange, ring_ranges
 from cdcgen.replication.settings import ReplicationSettings
-from cdcgen.spark.fanout import (
+from cdcgen.spark_runtime.fanout import (
     fan_out,
     job_failure,
     min_tasks,
     plan_tasks,
     task_items,
 )
-from cdcgen.spark.worker_heap import freeze_once
+from cdcgen.spark_runtime.worker_heap import freeze_once
 
 if TYPE_CHECKING:
     import pyarrow as pa

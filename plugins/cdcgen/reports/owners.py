@@ -44,8 +44,8 @@ _FOLDERS = {
     GENERATIONS_DIR: frozenset({GENERATIONS_DAG}),
     CHECKS_DIR: frozenset({CHANGES_DAG}),
 }
-#: A generation's Data Docs: ``cdcgen.extract.generation_lake``'s PARTITION_PREFIX and TABLE_PREFIX
-#: (a sibling layer: the test of this module keeps them in step).
+#: A generation's Data Docs: ``cdcgen.generation_lake.lake_tables``'s PARTITION_PREFIX and
+#: TABLE_PREFIX (a sibling layer: the test of this module keeps them in step).
 _FOLDER_PREFIXES = {
     "generation_ts=": frozenset({GENERATIONS_DAG}),
     "table=": frozenset({GENERATIONS_DAG}),

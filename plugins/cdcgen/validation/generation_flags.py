@@ -47,10 +47,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cdcgen.core.ring import Ring
-from cdcgen.extract.description_columns import DescriptionColumns
-from cdcgen.extract.description_json import read_description_file
-from cdcgen.extract.generation_lake import GenerationArtifact
-from cdcgen.extract.streams_table import entries_table, stream_id_table
+from cdcgen.generation_lake.description_columns import DescriptionColumns
+from cdcgen.generation_lake.description_json import read_description_file
+from cdcgen.generation_lake.lake_tables import GenerationArtifact
+from cdcgen.generation_lake.streams_table import entries_table, stream_id_table
 from cdcgen.validation.generation_rules import (
     ENTRY_DERIVED,
     ROW_ORDER,
@@ -217,7 +217,7 @@ def streams_arrow(rows: Rows) -> pa.Table:
 
 def as_frame(spark: SparkSession, rows: Rows) -> DataFrame:
     """The rows as a DataFrame; a partition is read by Spark (it is the artifact)."""
-    from cdcgen.extract.spark_extract import read_streams
+    from cdcgen.generation_lake.spark_extract import read_streams
 
     if isinstance(rows, pa.Table):
         return spark.createDataFrame(rows)

@@ -3,7 +3,7 @@
 Every custom generation expectation (the ``expect_*`` types of
 ``expectations/generation_*.json``) is one :class:`RowRule`: a boolean SQL expression over
 one row of its batch (``streams``: one row per stream; ``entries``: one row per entry,
-see :mod:`cdcgen.extract.streams_table`) and the columns a person needs to find the row.
+see :mod:`cdcgen.generation_lake.streams_table`) and the columns a person needs to find the row.
 Rules that compare a row with others use *derived* columns: window functions
 (:data:`ENTRY_DERIVED`, :data:`STREAM_DERIVED`) and the per-ID counts joined to the
 streams (:data:`STREAM_ID_COUNTS`).

@@ -36,10 +36,10 @@ from typing import TYPE_CHECKING, Literal
 from cdcgen.core.ring import Ring, ring_for
 from cdcgen.core.time import EPOCH
 from cdcgen.core.topology import Node
-from cdcgen.extract.description_columns import DescriptionColumns
-from cdcgen.extract.generation_lake import GenerationArtifact, previous_artifact
-from cdcgen.extract.generation_writes import write_generation
-from cdcgen.extract.streams_table import as_ring, flatten_generation
+from cdcgen.generation_lake.description_columns import DescriptionColumns
+from cdcgen.generation_lake.generation_writes import write_generation
+from cdcgen.generation_lake.lake_tables import GenerationArtifact, previous_artifact
+from cdcgen.generation_lake.streams_table import as_ring, flatten_generation
 from cdcgen.validation import generation_flags as flags
 from cdcgen.validation.generation_flags import (
     Engine,
@@ -233,7 +233,7 @@ def _spark_source(spark: SparkSession | None) -> SparkSource:
         return lambda: session
 
     def start() -> SparkSession:
-        from cdcgen.spark.session import JobKind, job_session
+        from cdcgen.spark_runtime.session import JobKind, job_session
 
         return job_session(JobKind.VALIDATION)
 

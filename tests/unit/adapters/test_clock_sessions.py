@@ -220,7 +220,7 @@ def test_a_reader_that_cannot_be_built_leaves_no_client_open(
 ) -> None:
     """The shared session is read again every interval: a client opened for a reader
     that failed to build must be closed, or each interval leaks a driver Cluster."""
-    import cdcgen.adapters.clocks as clocks
+    import cdcgen.adapters.clock_reader as clocks
     import cdcgen.adapters.cql as cql
     from cdcgen.adapters.clock_sessions import ClockSession
 
@@ -251,7 +251,7 @@ def test_a_reader_that_cannot_be_built_leaves_no_client_open(
 def test_the_clock_client_loads_no_schema(monkeypatch: pytest.MonkeyPatch) -> None:
     """It reads clocks only: a schema loaded, and reloaded at every change another client
     makes on the cluster, would cost the triggerer for nothing."""
-    import cdcgen.adapters.clocks as clocks
+    import cdcgen.adapters.clock_reader as clocks
     import cdcgen.adapters.cql as cql
     from cdcgen.adapters.clock_sessions import ClockSession
 

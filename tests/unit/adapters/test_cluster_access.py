@@ -161,7 +161,7 @@ def test_a_bootstrap_job_gets_the_sink_s_settings_planned_and_its_credentials_pr
     """What the plan hands the job through XCom describes the sink and holds no
     credential; the sink's user and password file come only at execute time, and then
     the job's sink is the sink, not the source (nor the source's credentials)."""
-    from cdcgen.replication.run import sink_environment, sink_variables
+    from cdcgen.replication.replication_run import sink_environment, sink_variables
 
     source = PipelineConfig(
         contact_points=("10.0.0.1",), username="src", password="x" * 8, local_datacenter="a"

@@ -23,7 +23,7 @@ from cdcgen.adapters.stream_routing import (
 )
 from cdcgen.core.cdc_log import LogPartitioner
 from cdcgen.core.stream_id import StreamId
-from cdcgen.spark.fanout import plan_tasks
+from cdcgen.spark_runtime.fanout import plan_tasks
 
 
 def stream(token: int, seed: int = 0) -> StreamId:

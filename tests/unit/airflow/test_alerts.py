@@ -173,7 +173,7 @@ def test_the_deadline_calls_the_notifier_with_the_alerts_connection() -> None:
 
 def test_the_default_dags_tell_every_failure_and_check_lag_after_the_summary() -> None:
     from cdcgen.airflow.connections import ClusterConnections
-    from cdcgen.airflow.dags import (
+    from cdcgen.airflow.dag_factories import (
         cdc_changes_dag,
         cdc_generations_dag,
         cdc_generations_maintenance_dag,

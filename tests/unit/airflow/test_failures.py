@@ -47,7 +47,7 @@ def terminal_errors_of_the_dags() -> list[tuple[TerminalError, str]]:
     from cdcgen.airflow.spark_submit import JobRefused
     from cdcgen.core.replication_plan import ReplicationError
     from cdcgen.pipeline.run_summary import RunIncomplete
-    from cdcgen.replication.run import ChangesRejected
+    from cdcgen.replication.replication_run import ChangesRejected
     from cdcgen.replication.sink_schema import SinkSchemaError
 
     return [
@@ -80,7 +80,7 @@ def test_a_rejected_generation_names_what_it_holds_back() -> None:
 
 
 def test_an_error_whose_message_says_what_to_do_adds_nothing() -> None:
-    from cdcgen.pipeline.changes import NoTables
+    from cdcgen.pipeline.changes_plan import NoTables
 
     with pytest.raises(AirflowFailException) as failed:
         fail_fast(raising)(NoTables("no CDC-enabled table; name tables in the Param"))

@@ -6,9 +6,9 @@ from datetime import timedelta
 
 import pytest
 
-from cdcgen.airflow.dags.changes import cdc_changes_dag
-from cdcgen.airflow.dags.replication import cdc_replication_dag
-from cdcgen.airflow.dags.shared import MAX_FOLLOW
+from cdcgen.airflow.dag_factories.changes_dag import cdc_changes_dag
+from cdcgen.airflow.dag_factories.replication_dag import cdc_replication_dag
+from cdcgen.airflow.dag_factories.shared import MAX_FOLLOW
 
 
 @pytest.mark.parametrize("factory", [cdc_changes_dag, cdc_replication_dag])

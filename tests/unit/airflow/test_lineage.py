@@ -24,9 +24,9 @@ from cdcgen.airflow.spark_submit import (
 from cdcgen.airflow.xcom import to_xcom
 from cdcgen.config import PipelineConfig
 from cdcgen.core.generation import Generation
-from cdcgen.core.lineage import DatasetName
+from cdcgen.core.lineage_names import DatasetName
 from cdcgen.core.time import from_millis
-from cdcgen.replication.run import sink_variables
+from cdcgen.replication.replication_run import sink_variables
 
 GENERATION = Generation(from_millis(1_767_225_660_000), "c0ffee00-0000-1000-8000-000000000001")
 STREAM_SET = Generation(from_millis(1_767_225_660_000), "7a61", "shop.orders")
@@ -169,7 +169,11 @@ def test_every_spark_task_of_the_dags_says_its_lineage() -> None:
     (a plain CdcSparkSubmitOperator would report nothing)."""
     from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 
-    from cdcgen.airflow.dags import cdc_changes_dag, cdc_generations_dag, cdc_replication_dag
+    from cdcgen.airflow.dag_factories import (
+        cdc_changes_dag,
+        cdc_generations_dag,
+        cdc_replication_dag,
+    )
     from cdcgen.airflow.spark_submit import CdcSparkSubmitOperator
 
     spark = {

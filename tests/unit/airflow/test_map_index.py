@@ -10,7 +10,7 @@ import pytest
 from airflow.sdk import DAG
 
 from cdcgen.airflow import map_index
-from cdcgen.airflow.dags import cdc_changes_dag, cdc_generations_dag, cdc_replication_dag
+from cdcgen.airflow.dag_factories import cdc_changes_dag, cdc_generations_dag, cdc_replication_dag
 from cdcgen.airflow.xcom import to_xcom
 from cdcgen.core.generation import Generation
 from cdcgen.core.time import from_millis

@@ -10,7 +10,7 @@ from cdcgen.airflow import metrics
 from cdcgen.airflow.metrics import Kind, MetricPoint
 from cdcgen.core.changes_result import ChangesRunResult
 from cdcgen.core.changes_status import ChangesRunStatus
-from cdcgen.pipeline.changes import ChangesRunSummary
+from cdcgen.pipeline.changes_plan import ChangesRunSummary
 from cdcgen.pipeline.replication_summary import ReplicationRunSummary, TableReplication
 from cdcgen.pipeline.run_summary import GenerationsRunSummary
 
@@ -145,7 +145,7 @@ def test_a_table_s_metrics_its_summary_and_its_report_record_say_the_same() -> N
     """One outcome, three views: the rows and the watermark lag of the metrics are those
     of the table's summary and of its report record, and a failed run is failed in both."""
     from cdcgen.changes.report import changes_report
-    from cdcgen.pipeline.changes import table_summary
+    from cdcgen.pipeline.changes_plan import table_summary
     from cdcgen.reports.records import RunStatus
 
     outcome = ChangesRunResult(

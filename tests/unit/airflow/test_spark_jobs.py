@@ -17,7 +17,7 @@ from cdcgen.airflow.spark_jobs import (
     SparkJob,
     job_file,
 )
-from cdcgen.spark.shipping import package_dir
+from cdcgen.spark_runtime.shipping import package_dir
 from cdcgen_dev.paths import REPO_ROOT
 
 JOBS = (GENERATION_EXTRACT, CHANGES_EXTRACT, REPLICATION_BOOTSTRAP)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from cdcgen.cli import CliError, main
-from cdcgen.cli import generations as generations_cli
+from cdcgen.cli import generations_commands as generations_cli
 from cdcgen.cli.generation_ops import (
     connection_config,
     load_columns,

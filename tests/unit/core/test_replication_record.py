@@ -19,7 +19,7 @@ from cdcgen.core.cdc_log import TableRef
 from cdcgen.core.copy_progress import CopyProgress
 from cdcgen.core.replication_plan import SinkProgress
 from cdcgen.core.replication_record import ReplicationRecord
-from cdcgen.replication.run import Mode, Replication, _finish, _record, needs_bootstrap
+from cdcgen.replication.replication_run import Mode, Replication, _finish, _record, needs_bootstrap
 from cdcgen.reports.replication_records import (
     RECORDS_DIR,
     load_records,

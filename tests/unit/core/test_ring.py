@@ -23,9 +23,9 @@ from cdcgen.core.ring import (
     with_left_nodes,
 )
 from cdcgen.core.topology import InvalidTopology, Node, make_generation
-from cdcgen.extract.description_columns import DescriptionColumns
-from cdcgen.extract.ring_records import LakeRingRecords
-from cdcgen.extract.streams_table import entries_table
+from cdcgen.generation_lake.description_columns import DescriptionColumns
+from cdcgen.generation_lake.ring_records import LakeRingRecords
+from cdcgen.generation_lake.streams_table import entries_table
 from cdcgen.pipeline.detect import detect
 from cdcgen.pipeline.outcomes import ValidationOutcome
 from cdcgen.pipeline.run_summary import ring_verdict

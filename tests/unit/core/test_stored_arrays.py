@@ -23,7 +23,7 @@ from cdcgen.adapters.description_rows import (
 from cdcgen.core.generation import CorruptGeneration
 from cdcgen.core.generation_arrays import GenerationArrays, build_generation_arrays
 from cdcgen.core.topology import InvalidDescription, Node
-from cdcgen.extract.description_columns import DescriptionColumns
+from cdcgen.generation_lake.description_columns import DescriptionColumns
 from cdcgen.reports.adapters import owners_from_nodes, ring_from_arrays, ring_from_description
 
 LABEL = "generation 2026-11-22T00:00:00.000Z"

@@ -59,9 +59,9 @@ def test_the_generations_table_is_vacuumed_and_its_documents_kept(
 
     from cdcgen.core.generation_arrays import build_generation_arrays
     from cdcgen.core.topology import Node
-    from cdcgen.extract.description_columns import DescriptionColumns
-    from cdcgen.extract.generation_lake import read_artifact
-    from cdcgen.extract.generation_writes import write_generation
+    from cdcgen.generation_lake.description_columns import DescriptionColumns
+    from cdcgen.generation_lake.generation_writes import write_generation
+    from cdcgen.generation_lake.lake_tables import read_artifact
 
     config = PipelineConfig(lake_path=lake_root, report_dir=tmp_path / "reports")
     nodes = [Node("a", 2, 0, (0,)), Node("b", 2, 0, (10**17,))]

@@ -26,7 +26,7 @@ from cdcgen.pipeline.preflight import (
     guarded,
     passed,
 )
-from cdcgen.spark.spark_settings import SparkSettings
+from cdcgen.spark_runtime.spark_settings import SparkSettings
 
 
 def test_one_failure_makes_the_report_fail_with_findings_and_names_the_first() -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 from cdcgen.airflow.spark_submit import CdcSparkSubmitOperator
 from cdcgen.config import PipelineConfig
 from cdcgen.core.user_text import file_name
-from cdcgen.pipeline import changes
+from cdcgen.pipeline import changes_plan
 from cdcgen.pipeline.result_files import (
     RESULTS_DIR,
     attempt_path,
@@ -32,13 +32,15 @@ def test_a_rerun_that_dies_is_not_judged_by_the_previous_attempt(tmp_path: Path)
     done(open_attempt(planned, 1), rows=7)
     assert read_result(tmp_path, RUN, "shop.orders").status == "done"  # type: ignore[union-attr]
     open_attempt(planned, 2)  # the task was cleared; its new job dies before writing
-    summary = changes.changes_run_summary(config, RUN, [{"table": "shop.orders"}])
+    summary = changes_plan.changes_run_summary(config, RUN, [{"table": "shop.orders"}])
     assert summary.status == "failed"
     assert summary.problems == (
         "shop.orders: failed: attempt 2 of the extract wrote no result (it died before its end)",
     )
     done(attempt_path(planned, 2), rows=9)  # ... or it ends well: its own result counts
-    assert changes.changes_run_summary(config, RUN, [{"table": "shop.orders"}]).changes_rows == 9
+    assert (
+        changes_plan.changes_run_summary(config, RUN, [{"table": "shop.orders"}]).changes_rows == 9
+    )
 
 
 def test_the_highest_attempt_counts_numerically(tmp_path: Path) -> None:

@@ -11,7 +11,7 @@ import pytest
 from cdcgen.config import PipelineConfig
 from cdcgen.replication.change_slices import batch_chunks
 from cdcgen.replication.peers import Fingerprint, fingerprints
-from cdcgen.replication.run import sink_environment
+from cdcgen.replication.replication_run import sink_environment
 
 WRITTEN = datetime(2026, 11, 24, tzinfo=UTC)
 

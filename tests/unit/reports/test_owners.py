@@ -93,7 +93,7 @@ def test_a_link_is_owned_by_both_ends(tmp_path: Path) -> None:
 
 
 def test_generation_data_docs_folders_are_named_as_the_lake_labels_them() -> None:
-    from cdcgen.extract.generation_lake import PARTITION_PREFIX, TABLE_PREFIX
+    from cdcgen.generation_lake.lake_tables import PARTITION_PREFIX, TABLE_PREFIX
 
     assert owners(f"{PARTITION_PREFIX}1795334400005/index.html") == GEN
     assert owners(f"{TABLE_PREFIX}shop.orders/{PARTITION_PREFIX}1/index.html") == GEN
@@ -104,9 +104,13 @@ def test_the_owners_are_the_dags_of_the_dags_folder() -> None:
     ``dags/`` builds each default DAG with its factory's default id."""
     import inspect
 
-    from cdcgen.airflow import dags
+    from cdcgen.airflow import dag_factories
 
-    factories = {name: getattr(dags, name) for name in dags.__all__ if name.endswith("_dag")}
+    factories = {
+        name: getattr(dag_factories, name)
+        for name in dag_factories.__all__
+        if name.endswith("_dag")
+    }
     dag_ids = set()
     for path in (REPO_ROOT / "dags").glob("*.py"):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):

@@ -36,7 +36,8 @@ def record(
     bootstrapped_at: datetime = T0,
     copied_rows: int | None = None,
 ) -> ReplicationRecord:
-    """A record as ``cdcgen.replication.run`` writes it (``_record`` then ``_finish``)."""
+    """A record as ``cdcgen.replication.replication_run`` writes it (``_record``, then
+    ``_finish``)."""
     result: dict[str, Any] = {
         "kind": kind,
         "source_table": source,
