@@ -27,17 +27,7 @@ from pydantic import (
 from pydantic.config import JsonDict
 from pydantic.fields import FieldInfo
 
-from cdcgen.core.errors import TerminalError
-
-
-class ConfigError(TerminalError, ValueError):
-    """A setting has a value the pipeline cannot use; the message names the setting."""
-
-    summary = "configuration refused"
-    next_step = (
-        "correct what the message names (the connection's field or extra, the CDCGEN_* "
-        "variable or the run's Param; docs/configuration.md), then clear the task"
-    )
+from cdcgen.errors import ConfigError
 
 
 def env(name: str, default: Any = ..., *, connection: str | None = None, **kwargs: Any) -> Any:

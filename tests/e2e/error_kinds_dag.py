@@ -16,8 +16,7 @@ from cdcgen.airflow.connections import SPARK_CONN_ID
 from cdcgen.airflow.failures import fail_fast
 from cdcgen.airflow.sensors import ClockPastSensor
 from cdcgen.airflow.spark_submit import CdcSparkSubmitOperator
-from cdcgen.core.errors import CdcgenError, ExitCode
-from cdcgen.core.generation import CorruptGeneration
+from cdcgen.core.errors import CdcgenError, CorruptGeneration, ExitCode
 
 #: Folder of the Spark applications ``exit_<status>.py`` (written by the test).
 JOBS = os.environ["ERROR_KINDS_JOBS"]

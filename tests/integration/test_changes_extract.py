@@ -57,13 +57,15 @@ from cdcgen.changes.settings import ChangesSettings
 from cdcgen.changes.verdicts import row_checks
 from cdcgen.config import PipelineConfig
 from cdcgen.core.cdc_log import LogPartitioner, TableRef
+from cdcgen.core.errors import DataExpired
 from cdcgen.core.generation import SourceMode
 from cdcgen.core.log_ttls import LogTtls
 from cdcgen.core.watermark import BucketCheckpoint
-from cdcgen.core.windows import DataExpired, Interval, Mode, WindowKind
+from cdcgen.core.windows import Interval, Mode, WindowKind
 from cdcgen.schema import SourceSchema
 from cdcgen.spark_runtime.session import JobKind, job_session
-from cdcgen.validation.results import SUMMARY_ROWS, ChangesInvalid
+from cdcgen.validation.errors import ChangesInvalid
+from cdcgen.validation.results import SUMMARY_ROWS
 from cdcgen_dev.emulator import (
     SandboxCluster,
     WorkloadSpec,

@@ -39,14 +39,15 @@ from replication_world import (
 from cdcgen.adapters.checkpoints import CqlCheckpointStore
 from cdcgen.adapters.cql import CqlClient, connect
 from cdcgen.changes.changes_run import ChangesRequest
+from cdcgen.changes.errors import NothingClosed
 from cdcgen.changes.layout import table_root
-from cdcgen.changes.table_follow import NothingClosed, follow_changes
+from cdcgen.changes.table_follow import follow_changes
 from cdcgen.config import PipelineConfig
 from cdcgen.core.cdc_log import TableRef
 from cdcgen.core.changes_result import ChangesRunResult
+from cdcgen.core.errors import LakeNotStarted
 from cdcgen.core.follow_loop import FollowPace
 from cdcgen.core.generation import SourceMode
-from cdcgen.core.replication_plan import LakeNotStarted
 from cdcgen.core.replication_record import ReplicationRecord
 from cdcgen.core.windows import Interval
 from cdcgen.replication.cql_ports import cql_ports

@@ -31,8 +31,9 @@ from cdcgen.generation_lake.description_json import columns_from_json
 from cdcgen.generation_lake.generation_writes import write_generation
 from cdcgen.generation_lake.spark_extract import extract_generation
 from cdcgen.generation_lake.streams_table import flatten_generation
+from cdcgen.validation.errors import ValidationFailed
 from cdcgen.validation.generation_suite import validate_description, validate_generation
-from cdcgen.validation.results import ValidationFailed, ValidationResult
+from cdcgen.validation.results import ValidationResult
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -13,12 +13,8 @@ from deltalake import DeltaTable
 from lake_files import committed_files, old_generation_partition
 
 from cdcgen.adapters.delta_tables import is_delta
-from cdcgen.changes.layout import (
-    CHANGES_DIR,
-    STATS_COLUMNS,
-    LayoutError,
-    list_windows,
-)
+from cdcgen.changes.errors import LayoutError
+from cdcgen.changes.layout import CHANGES_DIR, STATS_COLUMNS, list_windows
 from cdcgen.cli import main
 from cdcgen.core.change_batch import PARTITION_COLUMNS
 from cdcgen.core.errors import ExitCode

@@ -17,13 +17,9 @@ from typing import Any
 import pytest
 
 from cdcgen.adapters.cql import CqlClient
+from cdcgen.adapters.errors import PublishConflict, PublishError
 from cdcgen.adapters.expiry import expire_superseded, prune_descriptions
-from cdcgen.adapters.publisher import (
-    CqlDescriptionPublisher,
-    PublishConflict,
-    PublishError,
-    rows_of,
-)
+from cdcgen.adapters.publisher import CqlDescriptionPublisher, rows_of
 from cdcgen.adapters.tablet_publisher import TabletsPublisher
 from cdcgen.adapters.v1_rewrite import rewrite_v1
 from cdcgen.core.cdc_log import CdcTable, TableRef

@@ -50,8 +50,9 @@ from cdcgen.adapters.sink_state import CqlSinkState
 from cdcgen.changes.layout import read_delta, table_root
 from cdcgen.config import PipelineConfig
 from cdcgen.core.cdc_log import TableRef
+from cdcgen.core.errors import ReplicationError
 from cdcgen.core.generation import SourceMode
-from cdcgen.core.replication_plan import ApplyPlan, ReplicationError
+from cdcgen.core.replication_plan import ApplyPlan
 from cdcgen.core.replication_record import ReplicationRecord
 from cdcgen.replication.apply import SinkApplier
 from cdcgen.replication.cql_ports import cql_ports

@@ -43,7 +43,7 @@ from cdcgen.adapters.cql import CqlClient, connect
 from cdcgen.adapters.sink_state import CqlSinkState
 from cdcgen.config import PipelineConfig
 from cdcgen.core.cdc_log import TableRef
-from cdcgen.core.replication_plan import ReplicationError
+from cdcgen.core.errors import ReplicationError
 from cdcgen.replication.cql_ports import cql_ports
 from cdcgen.replication.replication_run import (
     Mode,

@@ -40,10 +40,11 @@ from cdcgen.adapters.table_schemas import CqlTableSchemas
 from cdcgen.config import PipelineConfig
 from cdcgen.core.cdc_log import TableRef
 from cdcgen.core.cql_types import ParsedType
+from cdcgen.core.errors import ReplicationError
 from cdcgen.core.generation import SourceMode
 from cdcgen.core.identifiers import quote
-from cdcgen.core.replication_plan import ReplicationError
 from cdcgen.replication.cql_ports import cql_ports
+from cdcgen.replication.errors import SinkSchemaError
 from cdcgen.replication.replication_run import (
     Mode,
     Replication,
@@ -52,7 +53,6 @@ from cdcgen.replication.replication_run import (
     replicate,
 )
 from cdcgen.replication.settings import ReplicationSettings
-from cdcgen.replication.sink_schema import SinkSchemaError
 from cdcgen.spark_runtime.session import JobKind, job_session
 from cdcgen_dev.emulator import SandboxCluster, WorkloadSpec, create_cdc_table, run_workload
 from cdcgen_dev.emulator.log_schema import BaseTableSpec, every_shape_table, user_type_cql

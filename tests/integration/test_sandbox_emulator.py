@@ -31,10 +31,11 @@ from cdcgen.adapters.vnode_sources import (
     RaftGenerationSource,
 )
 from cdcgen.config import PipelineConfig
-from cdcgen.core.generation import CorruptGeneration, Generation, IncompleteGeneration, SourceMode
+from cdcgen.core.errors import CorruptGeneration, GenerationNotLoaded, IncompleteGeneration
+from cdcgen.core.generation import Generation, SourceMode
 from cdcgen.core.ring import GOSSIP_RING, RAFT_RING
 from cdcgen.core.tablets import StreamState
-from cdcgen.core.timeline import GenerationNotLoaded, GenerationTimeline
+from cdcgen.core.timeline import GenerationTimeline
 from cdcgen.schema import (
     CDC_LOCAL_REWRITTEN_KEY,
     GENERATION_TIMESTAMPS_KEY,

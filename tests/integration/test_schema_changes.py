@@ -41,6 +41,7 @@ from cdcgen.core.cdc_extension import CDC_EXTENSION, decode_cdc_extension
 from cdcgen.core.cdc_log import TableRef
 from cdcgen.core.windows import Interval, Mode
 from cdcgen.replication.cql_ports import cql_ports
+from cdcgen.replication.errors import SinkSchemaError
 from cdcgen.replication.replication_run import Mode as ReplicationMode
 from cdcgen.replication.replication_run import (
     Replication,
@@ -49,7 +50,6 @@ from cdcgen.replication.replication_run import (
     replicate,
 )
 from cdcgen.replication.settings import ReplicationSettings
-from cdcgen.replication.sink_schema import SinkSchemaError
 from cdcgen.schema import Table
 from cdcgen.spark_runtime.session import JobKind, job_session
 from cdcgen_dev.emulator import (

@@ -30,13 +30,8 @@ from cdcgen.generation_lake.lake_tables import artifact_at
 from cdcgen.generation_lake.spark_extract import read_streams
 from cdcgen.spark_runtime.connect_server import SPARK_TOKEN_ENV
 from cdcgen.spark_runtime.connect_settings import TOKEN_ENV, TOKEN_FILE_ENV
-from cdcgen.spark_runtime.session import (
-    JobKind,
-    SparkServerMismatch,
-    SparkServerRefused,
-    job_conf,
-    remote_session,
-)
+from cdcgen.spark_runtime.errors import SparkServerMismatch, SparkServerRefused
+from cdcgen.spark_runtime.session import JobKind, job_conf, remote_session
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

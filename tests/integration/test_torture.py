@@ -104,10 +104,9 @@ from torture_world import (
 from cdcgen.adapters.checkpoints import CqlCheckpointStore
 from cdcgen.adapters.cql import connect
 from cdcgen.core.cdc_log import TableRef
+from cdcgen.core.errors import DataExpired, ReplicationError
 from cdcgen.core.generation import SourceMode
 from cdcgen.core.log_ttls import unextracted_ttl
-from cdcgen.core.replication_plan import ReplicationError
-from cdcgen.core.windows import DataExpired
 from cdcgen.replication.cql_ports import cql_ports
 from cdcgen.replication.replication_run import (
     Mode,

@@ -17,11 +17,18 @@ from cassandra import InvalidRequest, OperationTimedOut
 import cdcgen
 from cdcgen.adapters.errors import AccessRefused, ConnectionFailed, exit_code, is_terminal
 from cdcgen.airflow.failures import fail_fast
-from cdcgen.cli import CliError, exit_status
-from cdcgen.core.errors import CdcgenError, ExitCode, TerminalError, TransientError
-from cdcgen.core.generation import CorruptGeneration, IncompleteGeneration
-from cdcgen.env_settings import ConfigError
-from cdcgen.pipeline.run_summary import RunIncomplete
+from cdcgen.cli import exit_status
+from cdcgen.cli.errors import CliError
+from cdcgen.core.errors import (
+    CdcgenError,
+    CorruptGeneration,
+    ExitCode,
+    IncompleteGeneration,
+    TerminalError,
+    TransientError,
+)
+from cdcgen.errors import ConfigError
+from cdcgen.pipeline.errors import RunIncomplete
 
 PACKAGE = Path(cdcgen.__file__).parent
 
@@ -57,6 +64,111 @@ def test_every_error_of_the_package_is_terminal_or_transient_but_for_bases_never
         # A base that only groups errors of both kinds (MetadataError, StreamReadError).
         assert error.__name__ not in raised, f"{where} has no kind and is raised"
         assert any(issubclass(other, error) for other in errors if other is not error), where
+
+
+TERMINAL, TRANSIENT, BASE = "terminal", "transient", "base"
+
+#: Every exception class of the package and its kind, in its package's ``errors`` module.
+#: A new error is listed here, which makes its author say whether another attempt helps;
+#: a ``base`` only groups errors of both kinds and is never raised.
+KINDS: dict[str, str] = {
+    "cdcgen.adapters.errors.AccessRefused": TERMINAL,
+    "cdcgen.adapters.errors.ConnectionFailed": TRANSIENT,
+    "cdcgen.adapters.errors.DeltaLogError": TERMINAL,
+    "cdcgen.adapters.errors.PublishConflict": TERMINAL,
+    "cdcgen.adapters.errors.PublishError": TERMINAL,
+    "cdcgen.adapters.errors.ReplicasUnavailable": TRANSIENT,
+    "cdcgen.adapters.errors.RoutingError": TERMINAL,
+    "cdcgen.adapters.errors.SinkClockUnreadable": TRANSIENT,
+    "cdcgen.adapters.errors.StreamReadError": BASE,
+    "cdcgen.adapters.errors.TerminalReadError": TERMINAL,
+    "cdcgen.adapters.errors.TransientReadError": TRANSIENT,
+    "cdcgen.airflow.errors.ClocksNotPast": TERMINAL,
+    "cdcgen.airflow.errors.JobFileMissing": TERMINAL,
+    "cdcgen.airflow.errors.JobRefused": TERMINAL,
+    "cdcgen.airflow.errors.LagAboveThreshold": TERMINAL,
+    "cdcgen.airflow.errors.PreloadError": TERMINAL,
+    "cdcgen.airflow.errors.SparkMasterRefused": TERMINAL,
+    "cdcgen.changes.errors.LayoutError": TERMINAL,
+    "cdcgen.changes.errors.NothingClosed": TRANSIENT,
+    "cdcgen.changes.errors.OverlappingReads": TERMINAL,
+    "cdcgen.cli.errors.CliError": TERMINAL,
+    "cdcgen.core.errors.ApplyIncomplete": TRANSIENT,
+    "cdcgen.core.errors.BadCdcExtension": TERMINAL,
+    "cdcgen.core.errors.CdcgenError": BASE,
+    "cdcgen.core.errors.ConflictingGeneration": TERMINAL,
+    "cdcgen.core.errors.CopyIncomplete": TRANSIENT,
+    "cdcgen.core.errors.CorruptGeneration": TERMINAL,
+    "cdcgen.core.errors.CqlTypeError": TERMINAL,
+    "cdcgen.core.errors.DataExpired": TERMINAL,
+    "cdcgen.core.errors.GenerationChanged": TERMINAL,
+    "cdcgen.core.errors.GenerationNotLoaded": TERMINAL,
+    "cdcgen.core.errors.GenerationTimestampNotIncreasing": TERMINAL,
+    "cdcgen.core.errors.IncompleteGeneration": TRANSIENT,
+    "cdcgen.core.errors.InvalidDescription": TERMINAL,
+    "cdcgen.core.errors.InvalidName": TERMINAL,
+    "cdcgen.core.errors.InvalidSharding": TERMINAL,
+    "cdcgen.core.errors.InvalidStreamHistory": TERMINAL,
+    "cdcgen.core.errors.InvalidStreamId": TERMINAL,
+    "cdcgen.core.errors.InvalidTimestamp": TERMINAL,
+    "cdcgen.core.errors.InvalidToken": TERMINAL,
+    "cdcgen.core.errors.InvalidTopology": TERMINAL,
+    "cdcgen.core.errors.LakeInconsistent": TERMINAL,
+    "cdcgen.core.errors.LakeNotStarted": TERMINAL,
+    "cdcgen.core.errors.LakeUriError": TERMINAL,
+    "cdcgen.core.errors.LogTableError": TERMINAL,
+    "cdcgen.core.errors.MetadataError": BASE,
+    "cdcgen.core.errors.NoGenerationForWrite": TERMINAL,
+    "cdcgen.core.errors.ReplicationError": TERMINAL,
+    "cdcgen.core.errors.SnapshotClockUnreadable": TRANSIENT,
+    "cdcgen.core.errors.StateMissing": TERMINAL,
+    "cdcgen.core.errors.StreamOrderError": TERMINAL,
+    "cdcgen.core.errors.TerminalError": TERMINAL,
+    "cdcgen.core.errors.TransientError": TRANSIENT,
+    "cdcgen.core.errors.UnknownGeneration": TERMINAL,
+    "cdcgen.core.errors.UnreadableJson": TERMINAL,
+    "cdcgen.core.errors.WriteFromTheFuture": TERMINAL,
+    "cdcgen.core.errors.WriteFromThePast": TERMINAL,
+    "cdcgen.core.errors.WriteRejected": TERMINAL,
+    "cdcgen.core.operations.errors.ReplayError": TERMINAL,
+    "cdcgen.errors.ConfigError": TERMINAL,
+    "cdcgen.generation_lake.errors.ArtifactError": TERMINAL,
+    "cdcgen.jobs.errors.ExtractJobError": TERMINAL,
+    "cdcgen.pipeline.errors.BackfillNotFollowed": TERMINAL,
+    "cdcgen.pipeline.errors.GenerationRejected": TERMINAL,
+    "cdcgen.pipeline.errors.NoTables": TERMINAL,
+    "cdcgen.pipeline.errors.PublicationRefused": TERMINAL,
+    "cdcgen.pipeline.errors.RunIncomplete": TERMINAL,
+    "cdcgen.replication.errors.ChangesRejected": TERMINAL,
+    "cdcgen.replication.errors.SinkSchemaError": TERMINAL,
+    "cdcgen.reports.errors.NotARecord": TERMINAL,
+    "cdcgen.reports.errors.RecordError": TERMINAL,
+    "cdcgen.spark_runtime.errors.ArchiveError": TERMINAL,
+    "cdcgen.spark_runtime.errors.JarError": TERMINAL,
+    "cdcgen.spark_runtime.errors.SparkServerMismatch": TERMINAL,
+    "cdcgen.spark_runtime.errors.SparkServerRefused": TERMINAL,
+    "cdcgen.validation.errors.AssetError": TERMINAL,
+    "cdcgen.validation.errors.ChangesInvalid": TERMINAL,
+    "cdcgen.validation.errors.ReportFolderError": TERMINAL,
+    "cdcgen.validation.errors.SuiteError": TERMINAL,
+    "cdcgen.validation.errors.ValidationFailed": TERMINAL,
+}
+
+
+def _kind(error: type[BaseException]) -> str:
+    if issubclass(error, TerminalError):
+        return TERMINAL
+    return TRANSIENT if issubclass(error, TransientError) else BASE
+
+
+def test_every_error_is_listed_with_its_kind_in_its_package_s_errors_module() -> None:
+    found = {
+        f"{module}.{error.__name__}": _kind(error) for error, module in package_errors().items()
+    }
+    assert found == KINDS
+    for name in found:
+        module = name.rsplit(".", 1)[0]
+        assert module.split(".")[-1] == "errors", f"{name}: not in its package's errors module"
 
 
 @pytest.mark.parametrize(

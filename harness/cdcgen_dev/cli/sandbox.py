@@ -7,7 +7,7 @@ To add a subcommand (join-node, workload, ...), write an ``add_<name>(commands)`
 function that adds its parser with :func:`add_parser` (same help layout as the
 others) and sets ``func``, then append it to :data:`SUBCOMMANDS`. Each subcommand
 is one ``add_*`` function plus one ``*_command`` function taking the parsed
-arguments and returning the exit status. Raise :class:`cdcgen.cli.CliError` for
+arguments and returning the exit status. Raise :class:`cdcgen.cli.errors.CliError` for
 user errors; :func:`sandbox_errors` turns a
 :class:`~cdcgen_dev.cassandra.SandboxError` into one.
 """
@@ -22,7 +22,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TypeAlias
 
-from cdcgen.cli import CliError, decimal, finite
+from cdcgen.cli import decimal, finite
+from cdcgen.cli.errors import CliError
 
 SubParsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 Parser: TypeAlias = argparse.ArgumentParser

@@ -27,7 +27,8 @@ from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-from cdcgen.cli import CliError, decimal, finite
+from cdcgen.cli import decimal, finite
+from cdcgen.cli.errors import CliError
 
 if TYPE_CHECKING:
     from cdcgen.adapters.cql import CqlClient

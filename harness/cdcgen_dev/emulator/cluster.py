@@ -26,13 +26,10 @@ from typing import TYPE_CHECKING
 
 from cdcgen.adapters.description_rows import v1_generation_id
 from cdcgen.core.cdc_log import timeuuid_from_micros
+from cdcgen.core.errors import GenerationTimestampNotIncreasing
 from cdcgen.core.generation import SourceMode
 from cdcgen.core.time import to_micros, truncate_to_millis
-from cdcgen.core.timeline import (
-    GenerationTimeline,
-    GenerationTimestampNotIncreasing,
-    new_generation_timestamp,
-)
+from cdcgen.core.timeline import GenerationTimeline, new_generation_timestamp
 from cdcgen.core.tokens import DEFAULT_IGNORE_MSB, MAX_TOKEN, MIN_TOKEN
 from cdcgen.core.topology import TopologyDescription, make_generation
 from cdcgen.core.topology_json import description_to_json

@@ -41,8 +41,8 @@ def description_from_raw(raw: Sequence[RawRange]) -> TopologyDescription:
     """Parse rows back into a description, keeping their order; raises on invalid data.
 
     Used for what an emulated ScyllaDB node would load from its own (order-preserving)
-    storage: :class:`~cdcgen.core.stream_id.InvalidStreamId` or
-    :class:`~cdcgen.core.topology.InvalidDescription` mean the node cannot load it.
+    storage: :class:`~cdcgen.core.errors.InvalidStreamId` or
+    :class:`~cdcgen.core.errors.InvalidDescription` mean the node cannot load it.
     """
     entries = tuple(
         TokenRange(r.range_end, tuple(StreamId(s) for s in r.streams), r.ignore_msb)

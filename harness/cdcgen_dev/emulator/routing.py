@@ -21,10 +21,11 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Protocol
 
+from cdcgen.core.errors import NoGenerationForWrite, WriteFromTheFuture
 from cdcgen.core.stream_id import StreamId
 from cdcgen.core.tablets import TabletStreamSet
 from cdcgen.core.time import as_utc
-from cdcgen.core.timeline import GenerationTimeline, NoGenerationForWrite, WriteFromTheFuture
+from cdcgen.core.timeline import GenerationTimeline
 
 
 class WriteRouter(Protocol):

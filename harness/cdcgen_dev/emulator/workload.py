@@ -29,9 +29,9 @@ from typing import Any
 from uuid import UUID
 
 from cdcgen.core.cdc_log import timeuuid_from_micros
+from cdcgen.core.errors import WriteRejected
 from cdcgen.core.stream_id import StreamId
 from cdcgen.core.time import from_micros, to_micros
-from cdcgen.core.timeline import WriteRejected
 from cdcgen_dev.emulator.cluster import SandboxCluster, utc_now
 from cdcgen_dev.emulator.cql_util import prepared
 from cdcgen_dev.emulator.log_rows import (

@@ -18,16 +18,16 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
-from cdcgen.core.cdc_extension import BadCdcExtension, cdc_options_of
+from cdcgen.core.cdc_extension import cdc_options_of
 from cdcgen.core.cdc_log import (
     MURMUR3_PARTITIONER,
     CdcTable,
     LogPartitioner,
-    LogTableError,
     TableRef,
     base_table_of,
     micros_of_timeuuid,
 )
+from cdcgen.core.errors import BadCdcExtension, LogTableError
 from cdcgen.core.time import from_micros
 from cdcgen.schema import SourceSchema, Table
 

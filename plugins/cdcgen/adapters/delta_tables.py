@@ -12,18 +12,14 @@ import json
 import uuid
 from typing import TYPE_CHECKING
 
+from cdcgen.adapters.errors import DeltaLogError
 from cdcgen.adapters.lake_store import LakeLocation, LakeRoot
-from cdcgen.core.errors import TerminalError
 
 if TYPE_CHECKING:
     import pyarrow as pa
     from deltalake import DeltaTable
 
 DELTA_LOG = "_delta_log"
-
-
-class DeltaLogError(TerminalError):
-    """Terminal: a table's log does not hold what a write or a reader expects."""
 
 
 def delta_table(root: LakeRoot, version: int | None = None) -> DeltaTable:

@@ -3,7 +3,7 @@
 Every way ScyllaDB stores a generation ends in ``(range_end, streams, ignore_msb)`` rows;
 ``set<blob>`` values come back sorted by bytes, not in shard order, so shard order is
 recovered per range with :func:`cdcgen.core.topology.order_streams_by_shard`. Anything
-that cannot be a valid description raises :class:`~cdcgen.core.generation.CorruptGeneration`
+that cannot be a valid description raises :class:`~cdcgen.core.errors.CorruptGeneration`
 naming the generation and the problem, with the rows as read, so the extract step can
 still show them to the validation.
 """
@@ -16,18 +16,17 @@ from typing import Any
 
 import numpy as np
 
-from cdcgen.core.generation import CorruptGeneration
+from cdcgen.core.errors import (
+    CorruptGeneration,
+    InvalidDescription,
+    InvalidStreamId,
+    StreamOrderError,
+)
 from cdcgen.core.generation_arrays import GenerationArrays
 from cdcgen.core.stored_arrays import arrays_from_stored
-from cdcgen.core.stream_id import STREAM_ID_SIZE, InvalidStreamId, StreamId
+from cdcgen.core.stream_id import STREAM_ID_SIZE, StreamId
 from cdcgen.core.tablets import TabletStreamSet
-from cdcgen.core.topology import (
-    InvalidDescription,
-    StreamOrderError,
-    TokenRange,
-    TopologyDescription,
-    order_streams_by_shard,
-)
+from cdcgen.core.topology import TokenRange, TopologyDescription, order_streams_by_shard
 
 RawRow = tuple[int, Iterable[bytes], int]
 """``(range_end, streams, ignore_msb)`` as read from any description table."""

@@ -169,3 +169,32 @@ def is_terminal(exc: BaseException) -> bool:
 def exit_code(exc: BaseException) -> ExitCode:
     """The exit status of a job or command that ends on ``exc``."""
     return ExitCode.TERMINAL if is_terminal(exc) else ExitCode.TRANSIENT
+
+
+class DeltaLogError(TerminalError):
+    """Terminal: a table's log does not hold what a write or a reader expects."""
+
+
+class PublishError(TerminalError):
+    """A generation the target cannot take as it is (no rows, a range end twice); the
+    base of publication failures."""
+
+
+class PublishConflict(PublishError):
+    """Terminal: the target already holds different streams for this generation."""
+
+
+class StreamReadError(CdcgenError):
+    """A stream window could not be read; the message names the stream and window."""
+
+
+class TransientReadError(TransientError, StreamReadError):
+    """Still failing after every retry; a later attempt (task retry, DAG retry) may work."""
+
+
+class TerminalReadError(TerminalError, StreamReadError):
+    """Retrying cannot help (bad query, missing table, no permission)."""
+
+
+class RoutingError(TerminalError):
+    """The partitioner of a log table could not be determined."""

@@ -27,7 +27,8 @@ from cdcgen.adapters.vnode_sources import (
     RaftGenerationSource,
 )
 from cdcgen.core.cdc_log import TableRef
-from cdcgen.core.generation import Generation, GenerationChanged, SourceMode
+from cdcgen.core.errors import GenerationChanged
+from cdcgen.core.generation import Generation, SourceMode
 from cdcgen.core.time import to_millis
 
 if TYPE_CHECKING:

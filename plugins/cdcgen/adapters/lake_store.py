@@ -32,7 +32,8 @@ from urllib.parse import urlparse
 
 from cdcgen.adapters.files import write_atomic
 from cdcgen.adapters.s3_settings import S3Settings
-from cdcgen.core.lake_uri import S3_SCHEME, LakeUriError, is_local, lake_uri
+from cdcgen.core.errors import LakeUriError
+from cdcgen.core.lake_uri import S3_SCHEME, is_local, lake_uri
 
 if TYPE_CHECKING:
     from obstore.store import ClientConfig, S3Config

@@ -12,7 +12,8 @@ import contextlib
 from typing import TYPE_CHECKING, Any
 
 from cdcgen.adapters.cdc_tables import CdcCatalog
-from cdcgen.core.cdc_log import LogPartitioner, LogTableError, TableRef
+from cdcgen.core.cdc_log import LogPartitioner, TableRef
+from cdcgen.core.errors import LogTableError
 from cdcgen.core.log_table import LogTable
 from cdcgen.schema import SourceSchema
 

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from cdcgen.adapters.errors import PublishConflict, PublishError
 from cdcgen.adapters.writes import DEFAULT_BATCH_BYTES, IdempotentWriter, batches_by_size
-from cdcgen.core.errors import TerminalError
 from cdcgen.core.identifiers import SCYLLA_DISTRIBUTED, check_writable_keyspace
 from cdcgen.core.time import generation_timestamp, naive_as_utc
 from cdcgen.core.topology import TopologyDescription
@@ -51,15 +51,6 @@ STREAMS_V2 = Table.CDC_STREAMS_DESCRIPTIONS_V2.name_only
 TIMESTAMPS = Table.CDC_GENERATION_TIMESTAMPS.name_only
 
 StreamRows = Sequence[tuple[int, Sequence[bytes]]]
-
-
-class PublishError(TerminalError):
-    """A generation the target cannot take as it is (no rows, a range end twice); the
-    base of publication failures."""
-
-
-class PublishConflict(PublishError):
-    """Terminal: the target already holds different streams for this generation."""
 
 
 @dataclass(frozen=True)

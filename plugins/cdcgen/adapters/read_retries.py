@@ -18,24 +18,11 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import TypeVar
 
-from cdcgen.adapters.errors import is_transient, unavailable
-from cdcgen.core.errors import CdcgenError, TerminalError, TransientError
+from cdcgen.adapters.errors import TerminalReadError, TransientReadError, is_transient, unavailable
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
-
-
-class StreamReadError(CdcgenError):
-    """A stream window could not be read; the message names the stream and window."""
-
-
-class TransientReadError(TransientError, StreamReadError):
-    """Still failing after every retry; a later attempt (task retry, DAG retry) may work."""
-
-
-class TerminalReadError(TerminalError, StreamReadError):
-    """Retrying cannot help (bad query, missing table, no permission)."""
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,8 @@ from cdcgen.adapters.generation_sources import source_for
 from cdcgen.adapters.tablet_publisher import TabletsPublisher
 from cdcgen.config import PipelineConfig
 from cdcgen.core.cdc_log import TableRef
-from cdcgen.core.generation import Generation, MetadataError
+from cdcgen.core.errors import MetadataError
+from cdcgen.core.generation import Generation
 from cdcgen.core.time import to_millis
 from cdcgen.core.topology import TopologyDescription
 

@@ -25,8 +25,8 @@ from collections.abc import Callable, Iterator
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
+from cdcgen.adapters.errors import RoutingError
 from cdcgen.core.cdc_log import LOG_SUFFIX, LogPartitioner
-from cdcgen.core.errors import TerminalError
 from cdcgen.core.log_table import LogTable
 from cdcgen.core.stream_id import cdc_partitioner_token
 from cdcgen.core.token_ranges import TokenRange, ring_ranges
@@ -41,10 +41,6 @@ if TYPE_CHECKING:
 
 ANY_REPLICA = "any"
 """Group name for reads whose replicas are unknown (no token map): any node will do."""
-
-
-class RoutingError(TerminalError):
-    """The partitioner of a log table could not be determined."""
 
 
 def murmur3_token(key: bytes) -> int:

@@ -15,7 +15,8 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from cdcgen.adapters.publisher import CqlDescriptionPublisher, PublishConflict, PublishError
+from cdcgen.adapters.errors import PublishConflict, PublishError
+from cdcgen.adapters.publisher import CqlDescriptionPublisher
 from cdcgen.core.tablets import StreamState
 from cdcgen.core.time import generation_timestamp, naive_as_utc
 from cdcgen.schema import TABLET_STREAMS, TABLET_TIMESTAMPS

@@ -17,11 +17,16 @@ from uuid import UUID
 
 from cdcgen.adapters.description_rows import parse_stream, tablets_description
 from cdcgen.core.cdc_log import TableRef, base_table_of
-from cdcgen.core.generation import CorruptGeneration, Generation, IncompleteGeneration
-from cdcgen.core.generation_arrays import GenerationArrays
-from cdcgen.core.stream_id import InvalidStreamId
-from cdcgen.core.tablets import (
+from cdcgen.core.errors import (
+    CorruptGeneration,
+    IncompleteGeneration,
+    InvalidDescription,
     InvalidStreamHistory,
+    InvalidStreamId,
+)
+from cdcgen.core.generation import Generation
+from cdcgen.core.generation_arrays import GenerationArrays
+from cdcgen.core.tablets import (
     StreamHistoryRow,
     StreamSetView,
     StreamState,
@@ -31,7 +36,7 @@ from cdcgen.core.tablets import (
     stream_sets,
 )
 from cdcgen.core.time import naive_as_utc
-from cdcgen.core.topology import InvalidDescription, TopologyDescription
+from cdcgen.core.topology import TopologyDescription
 from cdcgen.core.windows import GenerationSpan, tablet_spans
 from cdcgen.schema import SourceSchema, Table
 

@@ -14,12 +14,8 @@ from typing import TYPE_CHECKING
 from cdcgen.adapters.description_rows import description_from_rows, v1_generation_id
 from cdcgen.adapters.v1_rewrite import is_rewritten
 from cdcgen.adapters.vnode_spans import VnodeGenerations
-from cdcgen.core.generation import (
-    CorruptGeneration,
-    Generation,
-    IncompleteGeneration,
-    SourceMode,
-)
+from cdcgen.core.errors import CorruptGeneration, IncompleteGeneration
+from cdcgen.core.generation import Generation, SourceMode
 from cdcgen.core.time import naive_as_utc
 from cdcgen.core.topology import TopologyDescription
 from cdcgen.schema import SourceSchema, Table

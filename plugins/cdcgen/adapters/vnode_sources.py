@@ -15,9 +15,9 @@ cluster and a sandbox's copies of its tables (design doc section 5):
 * :class:`LegacyGenerationSource`: a cluster coming from ScyllaDB 4.3: its V1 generations
   (:mod:`.v1_sources`) until the 4.3 -> 4.4 rule says V2, re-checked on every listing.
 
-A generation still being written raises :class:`~cdcgen.core.generation.IncompleteGeneration`;
+A generation still being written raises :class:`~cdcgen.core.errors.IncompleteGeneration`;
 one that cannot be a valid description raises
-:class:`~cdcgen.core.generation.CorruptGeneration`. Reads run at the client's metadata
+:class:`~cdcgen.core.errors.CorruptGeneration`. Reads run at the client's metadata
 consistency (QUORUM on multi-node clusters).
 """
 
@@ -36,12 +36,8 @@ from cdcgen.adapters.description_rows import (
 )
 from cdcgen.adapters.v1_sources import V1GenerationSource, detect_legacy_mode, v1_tables_exist
 from cdcgen.adapters.vnode_spans import VnodeGenerations
-from cdcgen.core.generation import (
-    CorruptGeneration,
-    Generation,
-    IncompleteGeneration,
-    SourceMode,
-)
+from cdcgen.core.errors import CorruptGeneration, IncompleteGeneration
+from cdcgen.core.generation import Generation, SourceMode
 from cdcgen.core.generation_arrays import GenerationArrays
 from cdcgen.core.time import naive_as_utc
 from cdcgen.core.topology import TopologyDescription

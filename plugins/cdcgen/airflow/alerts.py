@@ -32,13 +32,13 @@ from typing import Any, TypedDict
 from airflow.sdk import BaseNotifier
 
 from cdcgen.airflow.connections import ALERTS_CONN_ID
+from cdcgen.airflow.errors import LagAboveThreshold
 from cdcgen.airflow.metrics import LAGS, MetricPoint
-from cdcgen.core.errors import TerminalError
 
 log = logging.getLogger(__name__)
 
 #: The setting a lag is held against (its name, for the messages).
-LAG_SETTING = "CDCGEN_ALERT_LAG_SECONDS"
+LAG_SETTING = LagAboveThreshold.setting
 
 #: Seconds a webhook may take to answer before the alert is logged as not delivered.
 WEBHOOK_TIMEOUT_SECONDS = 10
@@ -68,16 +68,6 @@ class DeadlineMissed(TypedDict):
 
 #: What a notifier sends; ``text`` is the line the log shows.
 Alert = TaskFailed | DeadlineMissed
-
-
-class LagAboveThreshold(TerminalError):
-    """A table lags more than the alert threshold; the message names each one."""
-
-    summary = "lag above the alert threshold"
-    next_step = (
-        "find what holds the table back (its extract or apply tasks in the last runs, the "
-        f"cluster's health); a lag that is expected calls for a larger {LAG_SETTING}"
-    )
 
 
 def lags_above(points: Sequence[MetricPoint], threshold: timedelta) -> list[str]:

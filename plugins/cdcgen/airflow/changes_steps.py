@@ -56,7 +56,7 @@ def changes_summary(
 
     from cdcgen.airflow import metrics
     from cdcgen.pipeline import changes_plan
-    from cdcgen.pipeline.run_summary import RunIncomplete
+    from cdcgen.pipeline.errors import RunIncomplete
 
     summary = changes_plan.changes_run_summary(
         run_config(params, connections.source), run_id, planned

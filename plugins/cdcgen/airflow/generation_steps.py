@@ -117,7 +117,7 @@ def validate(
 ) -> ValidationOutcome:
     """Validate; on failure record the outcome (Data Docs path) and fail (a rejection is
     terminal: the same description fails the same checks)."""
-    from cdcgen.pipeline.outcomes import GenerationRejected
+    from cdcgen.pipeline.errors import GenerationRejected
     from cdcgen.pipeline.validate import validate as validate_generation
 
     try:
@@ -228,13 +228,9 @@ def summarize_run(
     from datetime import UTC
 
     from cdcgen.airflow import metrics
+    from cdcgen.pipeline.errors import RunIncomplete
     from cdcgen.pipeline.publish import PublicationOutcome
-    from cdcgen.pipeline.run_summary import (
-        SUMMARIES_DIR,
-        RunIncomplete,
-        generations_run_summary,
-        write_summary,
-    )
+    from cdcgen.pipeline.run_summary import SUMMARIES_DIR, generations_run_summary, write_summary
 
     config = run_config(params, connections.source)
     pulled = ti.xcom_pull(task_ids="publish")

@@ -22,7 +22,8 @@ from airflow.sdk import BaseHook
 from cdcgen.access_settings import AccessSettings
 from cdcgen.airflow.connections import PASS_THROUGH_EXTRAS, SOURCE_CONN_ID
 from cdcgen.config import ConfigError, PipelineConfig, env_text
-from cdcgen.core.lake_uri import LakeUriError, run_lake
+from cdcgen.core.errors import LakeUriError
+from cdcgen.core.lake_uri import run_lake
 
 if TYPE_CHECKING:
     from cdcgen.adapters.cql import CqlClient

@@ -18,7 +18,7 @@ import importlib
 import threading
 import time
 
-from cdcgen.core.errors import TerminalError
+from cdcgen.airflow.errors import PreloadError
 
 #: Imported by name, so this module sits above none of them in the layers.
 TASK_MODULES: tuple[str, ...] = (
@@ -36,10 +36,6 @@ TASK_MODULES: tuple[str, ...] = (
     "cdcgen.pipeline.publish",
     "cdcgen.pipeline.reporting",
 )
-
-
-class PreloadError(TerminalError, RuntimeError):
-    """An import started a thread: forking the process would copy it half-done."""
 
 
 def preload() -> float:

@@ -29,7 +29,7 @@ from cdcgen.airflow.failures import fail_fast
 from cdcgen.airflow.generation_steps import run_config
 from cdcgen.airflow.hooks import CdcSourceHook
 from cdcgen.airflow.run_params import RunParams
-from cdcgen.env_settings import ConfigError
+from cdcgen.errors import ConfigError
 
 if TYPE_CHECKING:
     from cdcgen.config import PipelineConfig
@@ -188,13 +188,8 @@ def replicate_table(
     from cdcgen.airflow.assets import replicated_table
     from cdcgen.core.follow_loop import FollowPace
     from cdcgen.replication.cql_ports import cql_ports
-    from cdcgen.replication.replication_run import (
-        ChangesRejected,
-        Mode,
-        Replication,
-        ReplicationRequest,
-        replicate,
-    )
+    from cdcgen.replication.errors import ChangesRejected
+    from cdcgen.replication.replication_run import Mode, Replication, ReplicationRequest, replicate
     from cdcgen.replication.settings import ReplicationSettings
     from cdcgen.replication.sink_follow import follow_replication
 
@@ -256,8 +251,9 @@ def replication_summary(
 
     from cdcgen.airflow import metrics
     from cdcgen.core.replication_record import ReplicationRecord
+    from cdcgen.pipeline.errors import RunIncomplete
     from cdcgen.pipeline.replication_summary import SUMMARIES_DIR, replication_run_summary
-    from cdcgen.pipeline.run_summary import RunIncomplete, write_summary
+    from cdcgen.pipeline.run_summary import write_summary
 
     config = run_config(params, connections.source)
     pulled = ti.xcom_pull(task_ids=["table.apply"], key=RECORD_KEY) or []

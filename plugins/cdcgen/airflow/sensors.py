@@ -31,12 +31,12 @@ from airflow.sdk.exceptions import AirflowException
 from cdcgen.adapters.clock_sessions import read_clocks_once
 from cdcgen.adapters.errors import is_transient
 from cdcgen.airflow.connections import SOURCE_CONN_ID
+from cdcgen.airflow.errors import ClocksNotPast
 from cdcgen.airflow.failures import fail_fast
 from cdcgen.airflow.hooks import CdcSourceHook
 from cdcgen.airflow.triggers import STARTED, ClockEvent, ClockPastTrigger, clock_settings
 from cdcgen.airflow.xcom import from_xcom
 from cdcgen.core.clocks import ClockCheck, generation_started_at, window_closes_at
-from cdcgen.core.errors import TerminalError
 from cdcgen.core.generation import Generation
 from cdcgen.core.time import from_millis, to_millis
 
@@ -51,17 +51,6 @@ _DEFER_MARGIN = timedelta(minutes=1)
 #: Every wait's ``retries`` (see the module doc): not for the clocks, which end the wait
 #: with a terminal error, but for the scheduler's race on a resumed deferral.
 WAIT_RETRIES = 1
-
-
-class ClocksNotPast(TerminalError):
-    """The wait ended before every node's clock was past its target: a node down,
-    unreachable or with its clock behind, named in the message."""
-
-    summary = "node clocks not past the target"
-    next_step = (
-        "bring back or fix the nodes named above, then clear the task: nothing after "
-        "the wait ran, so nothing is half done"
-    )
 
 
 class ClockPastSensor(BaseSensorOperator):

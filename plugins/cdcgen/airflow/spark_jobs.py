@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib.util import find_spec
 
-from cdcgen.core.errors import TerminalError
+from cdcgen.airflow.errors import JobFileMissing
 from cdcgen.env_settings import EnvSettings
 from cdcgen.spark_runtime.session import JobKind, submit_conf, submit_env
 
@@ -25,11 +25,6 @@ class SparkJob:
     application: str
     conf: Mapping[str, str]
     name: str
-
-
-class JobFileMissing(TerminalError):
-    """The package lacks a job's source file (an install without sources): spark-submit
-    takes a Python application only as a ``.py`` file."""
 
 
 def job_file(module: str) -> str:

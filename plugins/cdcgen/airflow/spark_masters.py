@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
-from cdcgen.env_settings import ConfigError
+from cdcgen.airflow.errors import SparkMasterRefused
 
 if TYPE_CHECKING:
     from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
@@ -40,13 +40,6 @@ _ADVICE = (
     "to client): the driver then runs in the task and gets its settings and credentials "
     "from spark-submit's environment, never its command line"
 )
-
-
-class SparkMasterRefused(ConfigError):
-    """Terminal: the Spark connection would run the driver where the job's settings and
-    credentials cannot reach it without a command line; the message says what to set."""
-
-    summary = "spark-submit refused"
 
 
 def client_conf(conf: Mapping[str, str]) -> dict[str, str]:

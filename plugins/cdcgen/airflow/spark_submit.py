@@ -48,12 +48,13 @@ from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOpe
 from cdcgen.access_settings import AccessSettings
 from cdcgen.adapters.cluster_access import access_for
 from cdcgen.airflow.connections import SOURCE_CONN_ID
+from cdcgen.airflow.errors import JobRefused
 from cdcgen.airflow.failures import fail_fast
 from cdcgen.airflow.hooks import CdcSourceHook
 from cdcgen.airflow.lake_connection import lake_connection_env, use_lake_connection
 from cdcgen.airflow.spark_masters import client_conf, client_mode_hook
 from cdcgen.config import PipelineConfig
-from cdcgen.core.errors import ExitCode, TerminalError
+from cdcgen.core.errors import ExitCode
 from cdcgen.pipeline.result_files import open_attempt
 from cdcgen.spark_runtime.class_archive import with_class_archive
 from cdcgen.spark_runtime.connect_settings import TOKEN_ENV as CONNECT_TOKEN_ENV
@@ -65,17 +66,6 @@ if TYPE_CHECKING:
     from openlineage.client.event_v2 import Dataset
 
     from cdcgen.core.lineage_names import DatasetName
-
-
-class JobRefused(TerminalError):
-    """The Spark job ended on a terminal error (its exit status says so); its output, in
-    the task's log, names it. Not retried: the job would meet it again."""
-
-    summary = "the Spark job refused"
-    next_step = (
-        "fix what the job's error names (its output is in this task's log), then clear "
-        "the task; a later run of the DAG meets the same error until then"
-    )
 
 
 class CdcSparkSubmitOperator(SparkSubmitOperator):

@@ -23,9 +23,9 @@ How the ``cdc_changes`` DAG uses it, per table and data interval:
 2. run ``spark/extract_changes.py --table ks.t --interval-start .. --interval-end ..``
    (the configuration comes from the ``CDCGEN_*`` environment); ``--mode backfill``
    for backfills;
-3. treat exit 3 (row checks failed, :class:`~cdcgen.core.windows.DataExpired`, another
+3. treat exit 3 (row checks failed, :class:`~cdcgen.core.errors.DataExpired`, another
    terminal error) as terminal, exit 4
-   (:class:`~cdcgen.adapters.read_retries.TransientReadError`, no node answered) as
+   (:class:`~cdcgen.adapters.errors.TransientReadError`, no node answered) as
    retryable (:class:`~cdcgen.core.errors.ExitCode`).
 
 Spark, Great Expectations and ``cassandra.cluster`` are imported inside functions only,

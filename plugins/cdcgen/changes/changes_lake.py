@@ -27,13 +27,10 @@ from collections.abc import Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from cdcgen.adapters.delta_tables import (
-    DeltaLogError,
-    commit_marker,
-    commit_version,
-    table_version,
-)
+from cdcgen.adapters.delta_tables import commit_marker, commit_version, table_version
+from cdcgen.adapters.errors import DeltaLogError
 from cdcgen.adapters.lake_store import LakeLocation, LakeRoot
+from cdcgen.changes.errors import OverlappingReads
 from cdcgen.changes.layout import (
     STATS_COLUMNS,
     STATS_DEFAULT,
@@ -45,7 +42,7 @@ from cdcgen.changes.range_reads import RangeFanout
 from cdcgen.changes.range_task import read_ranges
 from cdcgen.changes.read_task import ReadJob, read_changes
 from cdcgen.changes.stream_reads import StreamFanout, StreamRead, stream_reads
-from cdcgen.changes.window_index import OverlappingReads, WindowIndex
+from cdcgen.changes.window_index import WindowIndex
 from cdcgen.core.change_batch import PARTITION_COLUMNS
 from cdcgen.core.lake_buckets import LakeBuckets
 from cdcgen.core.read_strategy import ReadStrategy, choose_read, job_shape

@@ -26,8 +26,8 @@ one table and one interval:
 5. record the run, and the checks' verdicts, on the report site.
 
 A backfill re-extracts acknowledged windows exactly and never moves checkpoints or
-the watermark. Errors keep their classes: :class:`~cdcgen.core.windows.DataExpired` and
-:class:`~cdcgen.validation.results.ChangesInvalid` are terminal, a transient read error is worth a
+the watermark. Errors keep their classes: :class:`~cdcgen.core.errors.DataExpired` and
+:class:`~cdcgen.validation.errors.ChangesInvalid` are terminal, a transient read error is worth a
 retry (:mod:`cdcgen.adapters.read_retries`).
 """
 
@@ -48,12 +48,14 @@ from cdcgen.changes.verdicts import combined, row_checks
 from cdcgen.config import PipelineConfig
 from cdcgen.core.cdc_log import TableRef
 from cdcgen.core.changes_result import ChangesRunResult
+from cdcgen.core.errors import DataExpired
 from cdcgen.core.log_ttls import recorded_after_run, unextracted_ttl
 from cdcgen.core.watermark import BucketCheckpoint, consistency_watermark
-from cdcgen.core.windows import DataExpired, Interval, Mode, Window, WindowPolicy, plan_windows
+from cdcgen.core.windows import Interval, Mode, Window, WindowPolicy, plan_windows
 from cdcgen.ports import ChangesLake, CheckpointStore, ClockReader, GenerationSource, LakeCommit
 from cdcgen.progress import Progress
-from cdcgen.validation.results import ChangesInvalid, ValidationResult
+from cdcgen.validation.errors import ChangesInvalid
+from cdcgen.validation.results import ValidationResult
 
 log = logging.getLogger(__name__)
 

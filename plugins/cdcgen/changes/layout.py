@@ -36,6 +36,7 @@ import pyarrow as pa
 from cdcgen.adapters.delta_tables import DELTA_LOG, committed_files, delta_table, is_delta
 from cdcgen.adapters.lake_store import LakeLocation, LakeRoot
 from cdcgen.adapters.stream_routing import token_function
+from cdcgen.changes.errors import LayoutError
 from cdcgen.core.cdc_log import LogPartitioner, TableRef
 from cdcgen.core.change_batch import (
     BUCKET,
@@ -45,7 +46,6 @@ from cdcgen.core.change_batch import (
     WINDOW,
     WRITE_TIME,
 )
-from cdcgen.core.errors import TerminalError
 from cdcgen.core.lake_buckets import BucketRule, LakeBuckets
 from cdcgen.core.windows import LakeWindow, parse_window_label
 
@@ -67,10 +67,6 @@ PARTITION_TYPES = {
 #: The partition columns as ``CONVERT TO DELTA`` declares them for a Parquet lake.
 PARTITION_SCHEMA = "date STRING, generation STRING, window STRING, bucket INT"
 _LABEL = re.compile(r"[0-9A-Za-z._:-]+")
-
-
-class LayoutError(TerminalError):
-    """Terminal: the lake directory does not look like this project wrote it."""
 
 
 def table_root(lake: LakeRoot, table: TableRef) -> LakeLocation:

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from cdcgen.adapters.read_retries import TerminalReadError
+from cdcgen.adapters.errors import TerminalReadError
 from cdcgen.changes.columns import LakeBatchBuilder, Placement, column_specs, lake_schema
 from cdcgen.changes.stream_reads import ReaderFactory, StreamRead
 from cdcgen.core.log_table import LogTable

@@ -34,17 +34,17 @@ from cdcgen.adapters.checkpoints import CqlCheckpointStore
 from cdcgen.adapters.cql import open_client
 from cdcgen.adapters.errors import is_terminal
 from cdcgen.changes.changes_run import ChangesRequest, run_changes
+from cdcgen.changes.errors import NothingClosed
 from cdcgen.changes.job import table_adapters
 from cdcgen.changes.settings import ChangesSettings
 from cdcgen.config import PipelineConfig
 from cdcgen.core.changes_result import ChangesRunResult, CycleEntry
 from cdcgen.core.changes_status import ChangesRunStatus
 from cdcgen.core.clocks import ClockCheck, closed_until, window_closes_at
-from cdcgen.core.errors import TransientError
 from cdcgen.core.follow_loop import FollowPace, follow
 from cdcgen.core.windows import Interval, Mode
 from cdcgen.spark_runtime.session import JobKind, job_session
-from cdcgen.validation.results import ChangesInvalid
+from cdcgen.validation.errors import ChangesInvalid
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -103,12 +103,6 @@ class FollowTotals:
             rows_per_generation=dict(self.rows_per_generation),
             cycles=tuple(self.cycles),
         )
-
-
-class NothingClosed(TransientError):
-    """A follow closed no window for the clock wait timeout: a node's clock cannot be
-    read, or stands still. Transient, as the scheduled mode's wait that times out: the
-    node may come back."""
 
 
 def follow_changes(

@@ -23,17 +23,13 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from cdcgen.changes.errors import OverlappingReads
 from cdcgen.changes.stream_reads import StreamRead
-from cdcgen.core.errors import TerminalError
 
 IntArray = npt.NDArray[np.int64]
 
 #: Placement code of a row that belongs to no planned read.
 DROPPED = -1
-
-
-class OverlappingReads(TerminalError, ValueError):
-    """A stream has two reads whose times overlap: a row could not go to one only."""
 
 
 def stream_keys(streams: Sequence[bytes]) -> npt.NDArray[np.void]:

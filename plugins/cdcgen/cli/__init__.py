@@ -28,8 +28,9 @@ from collections.abc import Iterable, Sequence
 from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from cdcgen.core.errors import ExitCode, TerminalError
-from cdcgen.core.user_text import UnreadableJson, echo, load_json, parse_decimal
+from cdcgen.cli.errors import CliError
+from cdcgen.core.errors import ExitCode, UnreadableJson
+from cdcgen.core.user_text import echo, load_json, parse_decimal
 from cdcgen.extensions import CLI_GROUPS, registered
 
 if TYPE_CHECKING:
@@ -48,11 +49,6 @@ GROUPS: tuple[str, ...] = (
 
 
 _NUMBER = re.compile(r"-?[0-9]{1,15}(\.[0-9]{1,15})?([eE][-+]?[0-9]{1,3})?")
-
-
-class CliError(TerminalError):
-    """A user-facing error: printed to stderr as one line. Its exit status is its cause's
-    kind (:func:`exit_status`): a value the command was given is a usage error."""
 
 
 #: reST roles (``:mod:`x```, ``:func:`~a.b```) and inline literals (````x````) in docstrings.

@@ -18,7 +18,8 @@ import argparse
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, TypeAlias
 
-from cdcgen.cli import CliError, add_json_flag, plain_text, print_model, print_table
+from cdcgen.cli import add_json_flag, plain_text, print_model, print_table
+from cdcgen.cli.errors import CliError
 
 if TYPE_CHECKING:
     from cdcgen.core.pipeline_status import ChangesStatus

@@ -22,7 +22,8 @@ from __future__ import annotations
 import argparse
 from typing import TypeAlias
 
-from cdcgen.cli import CliError, add_json_flag, plain_text, print_model
+from cdcgen.cli import add_json_flag, plain_text, print_model
+from cdcgen.cli.errors import CliError
 
 SubParsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 

@@ -21,10 +21,12 @@ from typing import TypeAlias
 
 from pydantic import BaseModel
 
-from cdcgen.cli import CliError, add_json_flag, decimal, print_model, read_json_file
+from cdcgen.cli import add_json_flag, decimal, print_model, read_json_file
+from cdcgen.cli.errors import CliError
+from cdcgen.core.errors import InvalidDescription, InvalidToken, InvalidTopology
 from cdcgen.core.generation_arrays import build_generation_arrays
-from cdcgen.core.tokens import InvalidToken, parse_token
-from cdcgen.core.topology import InvalidDescription, InvalidTopology, TopologyDescription
+from cdcgen.core.tokens import parse_token
+from cdcgen.core.topology import TopologyDescription
 from cdcgen.core.topology_json import description_from_json, nodes_from_json
 
 SubParsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"

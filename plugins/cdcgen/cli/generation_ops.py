@@ -19,7 +19,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-from cdcgen.cli import CliError, decimal, read_json_file
+from cdcgen.cli import decimal, read_json_file
+from cdcgen.cli.errors import CliError
 from cdcgen.core.errors import ExitCode
 
 if TYPE_CHECKING:
@@ -77,7 +78,8 @@ def validate_command(args: argparse.Namespace) -> int:
     """Validate a description file; Spark starts only if the Spark engine is chosen
     (``CDCGEN_VALIDATION_ENGINE``; by default only for descriptions too big for SQLite)."""
     from cdcgen.config import PipelineConfig
-    from cdcgen.validation.docs_folder import ReportFolderError, check_docs_folder
+    from cdcgen.validation.docs_folder import check_docs_folder
+    from cdcgen.validation.errors import ReportFolderError
     from cdcgen.validation.generation_suite import validate_description
     from cdcgen.validation.gx_runner import start_gx_import
 
@@ -154,11 +156,12 @@ def add_publish(commands: SubParsers) -> None:
 def publish_command(args: argparse.Namespace) -> int:
     """The DAG's rules decide (:func:`~cdcgen.pipeline.publish.publish_named`): consumers
     cannot tell a generation published by hand from one the DAG published."""
-    from cdcgen.adapters.errors import ConnectionFailed
+    from cdcgen.adapters.errors import ConnectionFailed, PublishError
     from cdcgen.adapters.generation_sources import connected_generation_ports
-    from cdcgen.adapters.publisher import PublishError, rows_of
-    from cdcgen.core.generation import MetadataError
-    from cdcgen.pipeline.publish import PublicationRefused, publish_named
+    from cdcgen.adapters.publisher import rows_of
+    from cdcgen.core.errors import MetadataError
+    from cdcgen.pipeline.errors import PublicationRefused
+    from cdcgen.pipeline.publish import publish_named
 
     timestamp = parse_timestamp(args.timestamp)
     config = connection_config(args)
@@ -232,7 +235,8 @@ def connection_config(args: argparse.Namespace) -> PipelineConfig:
 
 def parse_timestamp(text: str) -> datetime:
     """An ISO timestamp (``Z`` allowed; naive means UTC) or milliseconds since the epoch."""
-    from cdcgen.core.time import InvalidTimestamp, generation_timestamp, parse_moment
+    from cdcgen.core.errors import InvalidTimestamp
+    from cdcgen.core.time import generation_timestamp, parse_moment
 
     try:
         return generation_timestamp(parse_moment(text, "timestamp"))
@@ -242,7 +246,7 @@ def parse_timestamp(text: str) -> datetime:
 
 def load_columns(path: str) -> DescriptionColumns:
     """A description file as columns: anything representable loads, for validation to judge."""
-    from cdcgen.core.topology import InvalidDescription
+    from cdcgen.core.errors import InvalidDescription
     from cdcgen.generation_lake.description_json import read_description_file
 
     try:
@@ -256,7 +260,7 @@ def load_columns(path: str) -> DescriptionColumns:
 def load_publication(path: str) -> tuple[TopologyDescription, Generation | None]:
     """The description to publish and, for a lake partition, the generation it was
     extracted from (checked against its digest); a JSON file names no generation."""
-    from cdcgen.core.topology import InvalidDescription
+    from cdcgen.core.errors import InvalidDescription
     from cdcgen.generation_lake.lake_tables import ArtifactError
 
     try:
@@ -279,7 +283,7 @@ def load_artifact(directory: Path) -> GenerationArtifact:
 
 
 def load_nodes(path: str) -> tuple[Node, ...]:
-    from cdcgen.core.topology import InvalidTopology
+    from cdcgen.core.errors import InvalidTopology
     from cdcgen.core.topology_json import nodes_from_json
 
     try:

@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Literal, TypeAlias, TypedDict
 
 from pydantic import BaseModel
 
-from cdcgen.cli import CliError, add_json_flag, decimal
+from cdcgen.cli import add_json_flag, decimal
+from cdcgen.cli.errors import CliError
 from cdcgen.cli.generation_ops import connection_config, print_json_line
 from cdcgen.core.time import iso_millis, to_millis
 
@@ -85,7 +86,7 @@ def list_command(args: argparse.Namespace) -> int:
 
     from cdcgen.adapters.cql import client_for
     from cdcgen.adapters.errors import ConnectionFailed
-    from cdcgen.core.generation import MetadataError
+    from cdcgen.core.errors import MetadataError
 
     config = connection_config(args)
     try:

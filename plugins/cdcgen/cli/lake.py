@@ -22,7 +22,8 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, TypeAlias, TypedDict
 
-from cdcgen.cli import CliError, plain_text
+from cdcgen.cli import plain_text
+from cdcgen.cli.errors import CliError
 from cdcgen.cli.generation_ops import print_json_line
 
 if TYPE_CHECKING:
@@ -63,7 +64,7 @@ def migrate_command(args: argparse.Namespace) -> int:
         except (ConfigError, ValueError) as exc:
             raise CliError(str(exc)) from exc
     from cdcgen.adapters.lake_store import LakeLocation
-    from cdcgen.core.lake_uri import LakeUriError
+    from cdcgen.core.errors import LakeUriError
     from cdcgen.generation_lake.generation_migration import migrate_generations
     from cdcgen.generation_lake.lake_tables import ArtifactError
 

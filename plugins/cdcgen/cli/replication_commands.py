@@ -34,7 +34,8 @@ import sys
 import uuid
 from typing import TYPE_CHECKING, TypeAlias
 
-from cdcgen.cli import CliError, add_json_flag, decimal, plain_text, print_model, print_table
+from cdcgen.cli import add_json_flag, decimal, plain_text, print_model, print_table
+from cdcgen.cli.errors import CliError
 from cdcgen.cli.generation_ops import print_json_line
 from cdcgen.core.errors import ExitCode
 
@@ -97,9 +98,9 @@ def register(subparsers: SubParsers) -> None:
 def run_command(args: argparse.Namespace) -> int:
     from cdcgen.adapters.cql import client_for
     from cdcgen.config import ConfigError, PipelineConfig
-    from cdcgen.core.cdc_log import LogTableError
-    from cdcgen.core.replication_plan import ApplyIncomplete, CopyIncomplete, ReplicationError
+    from cdcgen.core.errors import ApplyIncomplete, CopyIncomplete, LogTableError, ReplicationError
     from cdcgen.replication.cql_ports import cql_ports
+    from cdcgen.replication.errors import SinkSchemaError
     from cdcgen.replication.replication_run import (
         SINK_PREFIX,
         Mode,
@@ -110,7 +111,6 @@ def run_command(args: argparse.Namespace) -> int:
         sink_environment,
     )
     from cdcgen.replication.settings import ReplicationSettings
-    from cdcgen.replication.sink_schema import SinkSchemaError
 
     try:
         job = Replication.of(args.table, args.sink_table, args.sink_keyspace)
@@ -155,8 +155,7 @@ def status_command(args: argparse.Namespace) -> int:
     from cdcgen.adapters.cql import client_for
     from cdcgen.cli.changes_commands import lag, moment
     from cdcgen.config import ConfigError, PipelineConfig
-    from cdcgen.core.errors import CdcgenError
-    from cdcgen.core.pipeline_status import StateMissing
+    from cdcgen.core.errors import CdcgenError, StateMissing
     from cdcgen.pipeline.status import read_replication_status, sink_keyspaces
     from cdcgen.replication.replication_run import SINK_PREFIX, sink_environment
 

@@ -11,9 +11,11 @@ import argparse
 
 from pydantic import BaseModel
 
-from cdcgen.cli import CliError, add_json_flag, decimal, print_model
-from cdcgen.core.stream_id import InvalidStreamId, StreamId
-from cdcgen.core.tokens import DEFAULT_IGNORE_MSB, InvalidSharding, check_sharding, shard_of
+from cdcgen.cli import add_json_flag, decimal, print_model
+from cdcgen.cli.errors import CliError
+from cdcgen.core.errors import InvalidSharding, InvalidStreamId
+from cdcgen.core.stream_id import StreamId
+from cdcgen.core.tokens import DEFAULT_IGNORE_MSB, check_sharding, shard_of
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -15,15 +15,11 @@ from __future__ import annotations
 import struct
 from collections.abc import Mapping
 
-from cdcgen.core.errors import TerminalError
+from cdcgen.core.errors import BadCdcExtension
 
 #: The key of the CDC options in ``system_schema.tables.extensions``.
 CDC_EXTENSION = "cdc"
 _U32 = struct.Struct("<I")
-
-
-class BadCdcExtension(TerminalError, ValueError):
-    """The bytes are not a serialized ``map<sstring, sstring>``."""
 
 
 def encode_cdc_extension(options: Mapping[str, str]) -> bytes:

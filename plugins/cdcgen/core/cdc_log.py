@@ -21,8 +21,8 @@ from uuid import UUID
 import numpy as np
 import numpy.typing as npt
 
-from cdcgen.core.errors import TerminalError
-from cdcgen.core.identifiers import InvalidName, check_identifier
+from cdcgen.core.errors import InvalidName, LogTableError
+from cdcgen.core.identifiers import check_identifier
 
 LOG_SUFFIX = "_scylla_cdc_log"
 
@@ -65,10 +65,6 @@ SCYLLA_CDC_PARTITIONER = "com.scylladb.dht.CDCPartitioner"
 MURMUR3_PARTITIONER = "org.apache.cassandra.dht.Murmur3Partitioner"
 
 _COLUMN = re.compile(r"^[a-z][a-z0-9_$]{0,96}$")
-
-
-class LogTableError(TerminalError):
-    """Terminal: the table is not CDC-enabled, or its log does not have ScyllaDB's shape."""
 
 
 DELETED_PREFIX = "cdc$deleted_"

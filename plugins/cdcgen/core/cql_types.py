@@ -10,11 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from cdcgen.core.errors import TerminalError
-
-
-class CqlTypeError(TerminalError, ValueError):
-    """Terminal: text that is not a CQL type; the message quotes it."""
+from cdcgen.core.errors import CqlTypeError
 
 
 @dataclass(frozen=True)

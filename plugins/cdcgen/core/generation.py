@@ -12,16 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
-from typing import Any
 
-from cdcgen.core.errors import CdcgenError, TerminalError, TransientError
-from cdcgen.core.time import (
-    InvalidTimestamp,
-    generation_timestamp,
-    iso_millis,
-    parse_moment,
-    to_millis,
-)
+from cdcgen.core.errors import InvalidTimestamp
+from cdcgen.core.time import generation_timestamp, iso_millis, parse_moment, to_millis
 
 
 class SourceMode(StrEnum):
@@ -39,33 +32,6 @@ class StreamLayout(StrEnum):
 
     VNODES = "vnodes"
     TABLETS = "tablets"
-
-
-class MetadataError(CdcgenError):
-    """Base class: the source's generation metadata cannot be used as it is."""
-
-
-class IncompleteGeneration(TransientError, MetadataError):
-    """Transient: a generation is being written (e.g. rows < num_ranges); read again later."""
-
-
-class GenerationChanged(TerminalError, MetadataError):
-    """The source's stream set of a generation is no longer the one validated: the
-    generation must be extracted and validated again, which a retry of the task that
-    met it does not do."""
-
-
-class CorruptGeneration(TerminalError, MetadataError):
-    """Terminal: the metadata is wrong (bad stream IDs, unknown version, ...).
-
-    ``stored_rows``: the ``(range_end, streams, ignore_msb)`` rows as read, when the
-    reader got that far; the extract step then still puts them in the lake, so the
-    validation can name what is wrong in its report instead of the run only failing.
-    """
-
-    def __init__(self, message: str, stored_rows: list[tuple[Any, Any, Any]] | None = None):
-        super().__init__(message)
-        self.stored_rows = stored_rows
 
 
 @dataclass(frozen=True, order=True)

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from cdcgen.core.errors import InvalidDescription
 from cdcgen.core.stream_id import (
     INDEX_SHIFT,
     RANDOM_BITS,
@@ -31,13 +32,7 @@ from cdcgen.core.stream_id import (
     StreamId,
 )
 from cdcgen.core.token_arrays import Int64Array, find_first_token_for_shard_array
-from cdcgen.core.topology import (
-    InvalidDescription,
-    Node,
-    TokenRange,
-    TopologyDescription,
-    generation_ring,
-)
+from cdcgen.core.topology import Node, TokenRange, TopologyDescription, generation_ring
 from cdcgen.core.topology_json import DescriptionJson, EntryJson
 
 ByteMatrix = npt.NDArray[np.uint8]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from cdcgen.core.errors import TerminalError
+from cdcgen.core.errors import InvalidName
 
 _IDENTIFIER = re.compile(r"[a-z][a-z0-9_]{0,47}")
 
@@ -21,11 +21,6 @@ _IDENTIFIER = re.compile(r"[a-z][a-z0-9_]{0,47}")
 SCYLLA_DISTRIBUTED = "system_distributed"
 #: Where the changes pipeline's state lives when not in the target keyspace.
 STATE_KEYSPACE_SETTING = "CDCGEN_STATE_KEYSPACE"
-
-
-class InvalidName(TerminalError, ValueError):
-    """A keyspace, table or column name the pipeline does not place into CQL, or may
-    not write to; the message quotes it."""
 
 
 def check_identifier(name: str, what: str = "identifier") -> str:

@@ -13,13 +13,9 @@ from pathlib import PurePosixPath
 from typing import Any
 from urllib.parse import unquote, urlparse
 
-from cdcgen.core.errors import TerminalError
+from cdcgen.core.errors import LakeUriError
 
 S3_SCHEME = "s3://"
-
-
-class LakeUriError(TerminalError, ValueError):
-    """A lake location that cannot be used (a scheme not supported, no bucket)."""
 
 
 def lake_uri(value: str | os.PathLike[str] | Any) -> str:

@@ -19,10 +19,10 @@ from cdcgen.core.cdc_log import (
     STREAM_ID,
     TIME,
     LogPartitioner,
-    LogTableError,
     TableRef,
     quote_column,
 )
+from cdcgen.core.errors import LogTableError
 
 _TOKEN = f'token("{STREAM_ID}")'
 _RANGE = (

@@ -21,10 +21,11 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
+from cdcgen.core.errors import InvalidToken
 from cdcgen.core.generation_arrays import GenerationArrays
 from cdcgen.core.stream_id import StreamId
 from cdcgen.core.token_arrays import Int64Array, bias_array, unbias_array, zero_based_shard_of_array
-from cdcgen.core.tokens import MAX_TOKEN, InvalidToken
+from cdcgen.core.tokens import MAX_TOKEN
 from cdcgen.core.topology import TopologyDescription
 
 BLOCK_SIZE = 1 << 16

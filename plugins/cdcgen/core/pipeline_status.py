@@ -27,16 +27,8 @@ from enum import StrEnum
 from pydantic import BaseModel, ConfigDict
 
 from cdcgen.core.copy_progress import CopyProgress
-from cdcgen.core.errors import TerminalError
 from cdcgen.core.replication_plan import SinkProgress
 from cdcgen.core.watermark import BucketCheckpoint, TableProgress
-
-
-class StateMissing(TerminalError):
-    """Terminal: the keyspace or table the state is read from does not exist (no run has
-    saved state there, or a setting names the wrong keyspace): the message names which."""
-
-    summary = "no pipeline state"
 
 
 class ChangesOutcome(StrEnum):

@@ -34,47 +34,12 @@ from datetime import datetime, timedelta
 
 from cdcgen.core.cdc_log import TableRef
 from cdcgen.core.clocks import NodeClock
-from cdcgen.core.errors import TerminalError, TransientError
+from cdcgen.core.errors import (
+    LakeNotStarted,
+    ReplicationError,
+    SnapshotClockUnreadable,
+)
 from cdcgen.core.time import iso_millis
-
-
-class ReplicationError(TerminalError):
-    """Terminal: the sink cannot be brought forward as it stands; the message says why
-    and what to run."""
-
-    next_step = (
-        "until then no change reaches this sink table. In Airflow, a replication DAG run "
-        "with the Param mode=bootstrap does what the command without --replace does, "
-        "mode=bootstrap-replace what it does with --replace (dry_run first shows what it "
-        "would truncate)"
-    )
-
-
-class LakeNotStarted(ReplicationError):
-    """The lake has no watermark of the source table yet: a run has nothing to apply
-    (terminal: its retries would find the same), a follow waits for the first one."""
-
-    next_step = (
-        "until then no change reaches this sink table. Run the cdc_changes DAG for the "
-        "table (or let its follow finish its first cycle); replication applies from its "
-        "first watermark on"
-    )
-
-
-class CopyIncomplete(TransientError):
-    """Transient: a bootstrap's copy stopped part-way (a node, an executor, a timeout).
-    The ranges it recorded stay done; the next bootstrap resumes with the others."""
-
-
-class ApplyIncomplete(TransientError):
-    """Transient: a run's apply on Spark stopped part-way (an executor, a node, a
-    timeout). The consistency point stays before the slice; the next run applies it
-    again, which writes the same cells at the same times."""
-
-
-class SnapshotClockUnreadable(TransientError):
-    """Transient: a source node's clock could not be read, so no snapshot time is safe
-    (that node may be behind and still accept writes stamped before it)."""
 
 
 @dataclass(frozen=True)

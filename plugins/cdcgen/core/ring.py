@@ -25,15 +25,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypedDict
 
+from cdcgen.core.errors import InvalidSharding, InvalidToken, InvalidTopology
 from cdcgen.core.time import from_millis, to_millis
-from cdcgen.core.tokens import (
-    InvalidSharding,
-    InvalidToken,
-    check_sharding,
-    check_token,
-    parse_token,
-)
-from cdcgen.core.topology import InvalidTopology, Node
+from cdcgen.core.tokens import check_sharding, check_token, parse_token
+from cdcgen.core.topology import Node
 
 #: Where a ring was read from.
 RAFT_RING = "system.topology"

@@ -20,10 +20,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from cdcgen.core.errors import InvalidDescription
 from cdcgen.core.generation_arrays import ByteMatrix, GenerationArrays
 from cdcgen.core.stream_id import STREAM_ID_SIZE, VERSION_1
 from cdcgen.core.token_arrays import Int64Array, UInt64Array, expected_first_tokens
-from cdcgen.core.topology import InvalidDescription
 
 _VERSION_MASK = 0x0F
 _ROW = np.dtype((np.void, STREAM_ID_SIZE))

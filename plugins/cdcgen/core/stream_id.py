@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass
 from typing import Self
 
-from cdcgen.core.errors import TerminalError
+from cdcgen.core.errors import InvalidStreamId
 from cdcgen.core.tokens import MIN_TOKEN, check_token
 
 STREAM_ID_SIZE = 16
@@ -32,10 +32,6 @@ MAX_INDEX = (1 << INDEX_BITS) - 1
 MAX_RANDOM = (1 << RANDOM_BITS) - 1
 
 _HEX = re.compile(r"[0-9a-fA-F]*")
-
-
-class InvalidStreamId(TerminalError, ValueError):
-    """Bytes or text that cannot be a CDC stream ID."""
 
 
 @dataclass(frozen=True, order=True, slots=True, repr=False)

@@ -25,14 +25,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from enum import IntEnum
 
-from cdcgen.core.errors import TerminalError
+from cdcgen.core.errors import InvalidStreamHistory
 from cdcgen.core.stream_id import StreamId, new_stream_id
 from cdcgen.core.time import generation_timestamp
 from cdcgen.core.tokens import check_token
-
-
-class InvalidStreamHistory(TerminalError, ValueError):
-    """State and history rows that do not describe a consistent sequence of stream sets."""
 
 
 class StreamState(IntEnum):

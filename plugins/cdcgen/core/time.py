@@ -11,15 +11,11 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from cdcgen.core.errors import TerminalError
+from cdcgen.core.errors import InvalidTimestamp
 from cdcgen.core.user_text import echo, parse_decimal
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _LABEL_FORMAT = "%Y%m%dT%H%M%S."
-
-
-class InvalidTimestamp(TerminalError, ValueError):
-    """A naive datetime, or a generation timestamp finer than the millisecond."""
 
 
 def as_utc(value: datetime, what: str = "timestamp") -> datetime:

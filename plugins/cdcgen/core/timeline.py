@@ -28,9 +28,18 @@ from datetime import datetime, timedelta
 from functools import total_ordering
 from uuid import UUID
 
-from cdcgen.core.errors import TerminalError
+from cdcgen.core.errors import (
+    ConflictingGeneration,
+    GenerationNotLoaded,
+    GenerationTimestampNotIncreasing,
+    InvalidTimestamp,
+    NoGenerationForWrite,
+    UnknownGeneration,
+    WriteFromTheFuture,
+    WriteFromThePast,
+)
 from cdcgen.core.stream_id import StreamId
-from cdcgen.core.time import InvalidTimestamp, as_utc, generation_timestamp, truncate_to_millis
+from cdcgen.core.time import as_utc, generation_timestamp, truncate_to_millis
 from cdcgen.core.topology import TopologyDescription
 
 DEFAULT_LEEWAY = timedelta(seconds=5)
@@ -38,38 +47,6 @@ DEFAULT_LEEWAY = timedelta(seconds=5)
 
 DEFAULT_RING_DELAY = timedelta(seconds=30)
 """ScyllaDB's default ``ring_delay_ms``."""
-
-
-class UnknownGeneration(TerminalError, LookupError):
-    """A generation timestamp the timeline has never heard of."""
-
-
-class ConflictingGeneration(TerminalError, ValueError):
-    """Two different descriptions offered for the same generation timestamp."""
-
-
-class GenerationTimestampNotIncreasing(TerminalError, ValueError):
-    """A new generation timestamp that does not come after the last committed one."""
-
-
-class WriteRejected(TerminalError):
-    """Base class: the timeline cannot give a stream for this write."""
-
-
-class WriteFromTheFuture(WriteRejected):
-    """``W > C + L``; ScyllaDB answers the client with an invalid-request error."""
-
-
-class WriteFromThePast(WriteRejected):
-    """``W <= C - L`` outside the current generation; an invalid-request error too."""
-
-
-class NoGenerationForWrite(WriteRejected):
-    """``W`` precedes every known generation (ScyllaDB: runtime error, "no stream")."""
-
-
-class GenerationNotLoaded(WriteRejected):
-    """The generation operating at ``W`` is known but its description is not loaded."""
 
 
 @total_ordering

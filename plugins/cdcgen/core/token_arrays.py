@@ -12,12 +12,11 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
+from cdcgen.core.errors import InvalidSharding, InvalidToken
 from cdcgen.core.tokens import (
     MAX_IGNORE_MSB,
     MAX_TOKEN,
     MIN_TOKEN,
-    InvalidSharding,
-    InvalidToken,
     check_sharding,
     effective_ignore_msb,
     shard_start_table,

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from cdcgen.core.errors import TerminalError
+from cdcgen.core.errors import InvalidSharding, InvalidToken
 from cdcgen.core.user_text import echo, parse_decimal
 
 MIN_TOKEN = -(2**63)
@@ -35,14 +35,6 @@ mistake, and a generation built for it would need gigabytes before anything chec
 
 _TWO_64 = 2**64
 _MASK_64 = _TWO_64 - 1
-
-
-class InvalidToken(TerminalError, ValueError):
-    """A value that is not a signed 64-bit token."""
-
-
-class InvalidSharding(TerminalError, ValueError):
-    """A shard count, shard number or ignore_msb value no ScyllaDB node could have."""
 
 
 def check_token(token: int, what: str = "token") -> int:

@@ -18,28 +18,15 @@ import random
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
-from cdcgen.core.errors import TerminalError
-from cdcgen.core.stream_id import MAX_INDEX, StreamId, new_stream_id
-from cdcgen.core.tokens import (
+from cdcgen.core.errors import (
+    InvalidDescription,
     InvalidSharding,
     InvalidToken,
-    check_sharding,
-    check_token,
-    find_first_token_for_shard,
-    shard_of,
+    InvalidTopology,
+    StreamOrderError,
 )
-
-
-class InvalidTopology(TerminalError, ValueError):
-    """Nodes and tokens from which no generation can be built."""
-
-
-class InvalidDescription(TerminalError, ValueError):
-    """A topology description that breaks the rules ScyllaDB's lookup depends on."""
-
-
-class StreamOrderError(InvalidDescription):
-    """A stream set whose IDs do not fit the range and shard count they were stored with."""
+from cdcgen.core.stream_id import MAX_INDEX, StreamId, new_stream_id
+from cdcgen.core.tokens import check_sharding, check_token, find_first_token_for_shard, shard_of
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,8 +3,8 @@
 A description is ``{"entries": [{"token_range_end": int, "sharding_ignore_msb": int,
 "streams": ["<32 hex>", ...]}]}``; a ring is ``{"nodes": [{"name": str, "shard_count":
 int, "ignore_msb": int, "tokens": [int, ...]}]}``. Reading checks every field and names
-the one that is wrong (:class:`~cdcgen.core.topology.InvalidDescription`,
-:class:`~cdcgen.core.topology.InvalidTopology`).
+the one that is wrong (:class:`~cdcgen.core.errors.InvalidDescription`,
+:class:`~cdcgen.core.errors.InvalidTopology`).
 """
 
 from __future__ import annotations
@@ -12,14 +12,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, TypedDict
 
-from cdcgen.core.stream_id import InvalidStreamId, StreamId
-from cdcgen.core.topology import (
-    InvalidDescription,
-    InvalidTopology,
-    Node,
-    TokenRange,
-    TopologyDescription,
-)
+from cdcgen.core.errors import InvalidDescription, InvalidStreamId, InvalidTopology
+from cdcgen.core.stream_id import StreamId
+from cdcgen.core.topology import Node, TokenRange, TopologyDescription
 
 
 class EntryJson(TypedDict):

@@ -15,7 +15,7 @@ import json
 import re
 from typing import IO, Any
 
-from cdcgen.core.errors import TerminalError
+from cdcgen.core.errors import UnreadableJson
 
 #: Digits of the widest value parsed here: a signed 64-bit token has at most 19.
 MAX_DIGITS = 20
@@ -39,10 +39,6 @@ def parse_decimal(text: str, what: str) -> int:
             f"(ASCII digits, an optional '-', at most {MAX_DIGITS} digits)"
         )
     return int(text)
-
-
-class UnreadableJson(TerminalError, ValueError):
-    """A file that is not JSON a description or topology could be, said in one line."""
 
 
 def load_json(handle: IO[str], where: str) -> Any:

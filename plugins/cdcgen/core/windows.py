@@ -37,24 +37,13 @@ from functools import cached_property
 
 from cdcgen.core.cdc_log import TableRef
 from cdcgen.core.clocks import ClockCheck, NodeClock, window_closes_at
-from cdcgen.core.errors import TerminalError
+from cdcgen.core.errors import DataExpired, LakeInconsistent
 from cdcgen.core.lake_buckets import LakeBuckets
 from cdcgen.core.log_ttls import LogTtls
 from cdcgen.core.stream_id import StreamId
 from cdcgen.core.tablets import TabletStreamSet
 from cdcgen.core.time import as_utc, floor_ms, parse_time_label, time_label
 from cdcgen.core.topology import TopologyDescription
-
-
-class DataExpired(TerminalError):
-    """Terminal: a window starts before ``now - CDC TTL``; its rows are gone from the log.
-
-    Retrying cannot help. The message says what to do: re-bootstrap the table.
-    """
-
-
-class LakeInconsistent(TerminalError):
-    """Terminal: the lake holds a window that the checkpoints cannot explain."""
 
 
 class Mode(StrEnum):

@@ -19,16 +19,13 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from cdcgen.core.errors import InvalidDescription
 from cdcgen.core.gc_pause import paused_collections
 from cdcgen.core.generation_arrays import GenerationArrays
 from cdcgen.core.stored_arrays import arrays_from_stored
 from cdcgen.core.stream_id import STREAM_ID_SIZE, StreamId
 from cdcgen.core.tokens import MAX_TOKEN, MIN_TOKEN
-from cdcgen.core.topology import (
-    InvalidDescription,
-    TokenRange,
-    TopologyDescription,
-)
+from cdcgen.core.topology import TokenRange, TopologyDescription
 from cdcgen.core.user_text import echo
 
 Int64Array = npt.NDArray[np.int64]

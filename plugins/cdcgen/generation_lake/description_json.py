@@ -16,10 +16,10 @@ from typing import Any
 
 import numpy as np
 
+from cdcgen.core.errors import InvalidDescription, UnreadableJson
 from cdcgen.core.stream_id import STREAM_ID_SIZE
-from cdcgen.core.topology import InvalidDescription
 from cdcgen.core.topology_json import DescriptionJson, EntryJson
-from cdcgen.core.user_text import UnreadableJson, load_json
+from cdcgen.core.user_text import load_json
 from cdcgen.generation_lake.description_columns import (
     DescriptionColumns,
     hex_matrix,

@@ -19,16 +19,12 @@ from dataclasses import fields
 import numpy as np
 
 from cdcgen.adapters.lake_store import LakeLocation, LakeRoot
-from cdcgen.core.errors import TerminalError
 from cdcgen.core.gc_pause import paused_collections
 from cdcgen.generation_lake.description_columns import DescriptionColumns
 from cdcgen.generation_lake.description_json import columns_from_bytes
+from cdcgen.generation_lake.errors import ArtifactError
 
 DOCUMENTS_DIR = "documents"
-
-
-class ArtifactError(TerminalError):
-    """Terminal: a generation that is not extracted, or altered since extraction."""
 
 
 def document_path(lake: LakeRoot, digest: str) -> LakeLocation:

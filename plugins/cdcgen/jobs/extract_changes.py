@@ -84,8 +84,7 @@ def _keep_following(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from cdcgen.adapters.errors import exit_code
-    from cdcgen.adapters.read_retries import TransientReadError
+    from cdcgen.adapters.errors import TransientReadError, exit_code
     from cdcgen.changes.changes_run import ChangesRequest
     from cdcgen.changes.job import run_changes_job
     from cdcgen.changes.settings import ChangesSettings
@@ -93,10 +92,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     from cdcgen.config import PipelineConfig
     from cdcgen.core.cdc_log import TableRef
     from cdcgen.core.changes_result import ChangesRunResult
+    from cdcgen.core.errors import DataExpired
     from cdcgen.core.follow_loop import FollowPace
-    from cdcgen.core.windows import DataExpired, Interval, Mode
+    from cdcgen.core.windows import Interval, Mode
     from cdcgen.pipeline.result_files import write_result as _write
-    from cdcgen.validation.results import ChangesInvalid
+    from cdcgen.validation.errors import ChangesInvalid
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     args = parse_args(argv)

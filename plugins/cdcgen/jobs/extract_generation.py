@@ -24,13 +24,19 @@ from typing import Any, TypeVar
 
 from cdcgen.adapters.lake_store import LakeLocation
 from cdcgen.config import PipelineConfig
-from cdcgen.core.errors import CdcgenError, ExitCode, TerminalError
-from cdcgen.core.generation import CorruptGeneration, Generation
+from cdcgen.core.errors import (
+    CdcgenError,
+    CorruptGeneration,
+    ExitCode,
+    InvalidTimestamp,
+)
+from cdcgen.core.generation import Generation
 from cdcgen.core.ring import Ring, ring_from_json, with_left_nodes
-from cdcgen.core.time import InvalidTimestamp, from_millis, parse_moment
+from cdcgen.core.time import from_millis, parse_moment
 from cdcgen.generation_lake.description_columns import DescriptionColumns
 from cdcgen.generation_lake.description_json import read_description_file
 from cdcgen.generation_lake.lake_tables import ArtifactJson
+from cdcgen.jobs.errors import ExtractJobError
 from cdcgen.spark_runtime.session import JobKind
 
 T = TypeVar("T")
@@ -47,10 +53,6 @@ class ExtractSummary(ArtifactJson):
     seconds_spark_wait: float
     seconds_extract: float
     peak_rss_mb: float
-
-
-class ExtractJobError(TerminalError):
-    """The job's inputs are unusable (message says which)."""
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -46,8 +46,8 @@ from cdcgen.config import PipelineConfig
 from cdcgen.core.cdc_log import TableRef
 from cdcgen.core.changes_result import ChangesRunResult
 from cdcgen.core.changes_status import ChangesRunStatus
-from cdcgen.core.errors import TerminalError
 from cdcgen.core.time import floor_ms, to_millis
+from cdcgen.pipeline.errors import BackfillNotFollowed, NoTables
 from cdcgen.pipeline.result_files import read_result, result_path
 from cdcgen.pipeline.run_summary import RunSummary, write_summary
 from cdcgen.spark_runtime.session import submit_env
@@ -59,14 +59,6 @@ SUMMARIES_DIR = "summaries/changes"
 
 #: ``DagRun.run_type`` values (``airflow.utils.types.DagRunType``).
 BACKFILL, SCHEDULED = "backfill", "scheduled"
-
-
-class BackfillNotFollowed(TerminalError):
-    """A backfill run of the continuous changes DAG: a follow only reads forward."""
-
-
-class NoTables(TerminalError):
-    """Nothing to extract: no CDC table configured or found; the message says where to look."""
 
 
 class PlannedTable(TypedDict):

@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from cdcgen.core.errors import TerminalError
 from cdcgen.core.generation import Generation
 from cdcgen.reports.records import ExpectationOutcome
 from cdcgen.validation.results import CheckOutcome, row_text
@@ -35,28 +34,6 @@ class ValidationOutcome:
     #: publication reads that version and refuses any other description.
     lake_version: int | None = None
     description_sha256: str | None = None
-
-
-class GenerationRejected(TerminalError):
-    """Terminal: validation failed; the generation must not be published."""
-
-    summary = "validation failed"
-
-    def __init__(self, message: str, outcome: ValidationOutcome) -> None:
-        super().__init__(message)
-        self.outcome = outcome
-
-    def what_next(self) -> str:
-        """Consumers take generations in timestamp order, so this one holds back its
-        lane; the Param that re-does it alone is named."""
-        generation = self.outcome.generation
-        lane = f"of {generation.table} " if generation.table else ""
-        return (
-            f"every newer generation {lane}waits behind it, unpublished. Its report page "
-            "lists the failed checks; once their cause is fixed (a new extraction, the "
-            "ring recorded for it), trigger the DAG with the Param "
-            f"generation_id={generation.iso} to extract, validate and publish it again"
-        )
 
 
 #: Offending rows quoted per check in the record (its Data Docs list them all).

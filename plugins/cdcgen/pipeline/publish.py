@@ -18,11 +18,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from cdcgen.core.errors import TerminalError
 from cdcgen.core.generation import Generation
 from cdcgen.core.publication import publication_plan, select_generations
 from cdcgen.core.time import generation_timestamp, iso_millis, to_millis
-from cdcgen.pipeline.outcomes import GenerationRejected, ValidationOutcome
+from cdcgen.pipeline.errors import GenerationRejected, PublicationRefused
+from cdcgen.pipeline.outcomes import ValidationOutcome
 from cdcgen.ports import DescriptionPublisher, GenerationLake, GenerationSource, StreamRows
 
 log = logging.getLogger(__name__)
@@ -118,13 +118,6 @@ def publish_in_order(
             log.error("not published: %s: %s", step.generation.label, step.held_back)
             held_back.append(HeldBack(step.generation, step.held_back))
     return PublicationOutcome(tuple(published), tuple(held_back))
-
-
-class PublicationRefused(TerminalError):
-    """Terminal: the named generation may not go public; the message names it and why.
-
-    Trying again meets the same answer until the source, the target or the input changes.
-    """
 
 
 def publish_named(

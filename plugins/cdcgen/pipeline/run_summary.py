@@ -17,7 +17,6 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, JsonValue, computed_field
 
 from cdcgen.adapters.files import write_atomic
-from cdcgen.core.errors import TerminalError
 from cdcgen.core.generation import Generation
 from cdcgen.core.user_text import file_name
 from cdcgen.pipeline.outcomes import ValidationOutcome
@@ -25,19 +24,6 @@ from cdcgen.pipeline.publish import PublicationOutcome
 
 #: Under the report directory: one summary per generations run.
 SUMMARIES_DIR = "summaries"
-
-
-class RunIncomplete(TerminalError):
-    """The run did not do all it had to; the message lists every problem. Terminal for
-    the task that says so: it reads what the run's other tasks left, and a retry of it
-    alone reads the same."""
-
-    summary = "run incomplete"
-    next_step = (
-        "each failed task's message ends with what resolves it; the next run takes up "
-        "whatever this one left (unpublished generations, checkpoints and consistency "
-        "timestamps stand)"
-    )
 
 
 def validation_verdict(

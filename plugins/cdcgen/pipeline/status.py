@@ -23,11 +23,11 @@ from cdcgen.adapters.sink_state import PROGRESS as SINK_PROGRESS
 from cdcgen.adapters.sink_state import REJECTS as SINK_REJECTS
 from cdcgen.core.cdc_log import TableRef
 from cdcgen.core.copy_progress import CopiedRange, CopyProgress
+from cdcgen.core.errors import StateMissing
 from cdcgen.core.identifiers import check_identifier
 from cdcgen.core.pipeline_status import (
     ChangesStatus,
     ReplicationStatus,
-    StateMissing,
     changes_status,
     replication_status,
 )

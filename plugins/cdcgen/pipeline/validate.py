@@ -2,7 +2,7 @@
 
 What the suites decide travels to the publish step as a
 :class:`~cdcgen.pipeline.outcomes.ValidationOutcome` (the Airflow edge turns it into
-XCom); a failed one raises :class:`~cdcgen.pipeline.outcomes.GenerationRejected` carrying
+XCom); a failed one raises :class:`~cdcgen.pipeline.errors.GenerationRejected` carrying
 the same outcome, so the run can record why without parsing a message.
 """
 
@@ -13,7 +13,8 @@ from dataclasses import replace
 from cdcgen.config import PipelineConfig
 from cdcgen.core.generation import Generation
 from cdcgen.generation_lake.lake_tables import read_artifact
-from cdcgen.pipeline.outcomes import GenerationRejected, ValidationOutcome, expectation_outcomes
+from cdcgen.pipeline.errors import GenerationRejected
+from cdcgen.pipeline.outcomes import ValidationOutcome, expectation_outcomes
 from cdcgen.pipeline.reporting import record_generation
 
 

@@ -36,7 +36,8 @@ from typing import Protocol
 
 from cdcgen.core.cdc_log import TableRef
 from cdcgen.core.copy_progress import CopyProgress
-from cdcgen.core.replication_plan import CopyIncomplete, ReplicationError, bootstrap_command
+from cdcgen.core.errors import CopyIncomplete, ReplicationError
+from cdcgen.core.replication_plan import bootstrap_command
 from cdcgen.core.time import iso_millis
 from cdcgen.core.token_ranges import TokenRange
 from cdcgen.ports import SinkState

@@ -10,8 +10,8 @@ from cdcgen.adapters.clock_reader import clock_reader_for
 from cdcgen.adapters.sink_state import CqlSinkStates
 from cdcgen.adapters.sink_writes import CqlSinkWrites
 from cdcgen.adapters.table_schemas import CqlTableSchemas
-from cdcgen.core.replication_plan import ReplicationError
-from cdcgen.env_settings import ConfigError
+from cdcgen.core.errors import ReplicationError
+from cdcgen.errors import ConfigError
 from cdcgen.replication.apply import AppliedHook
 from cdcgen.replication.change_slices import LakeChangeSlices
 from cdcgen.replication.replication_run import Replication, ReplicationPorts

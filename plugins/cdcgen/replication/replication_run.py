@@ -28,16 +28,9 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Protocol
 
 from cdcgen.core.cdc_log import TableRef
-from cdcgen.core.errors import TerminalError
+from cdcgen.core.errors import ReplicationError, SnapshotClockUnreadable
 from cdcgen.core.identifiers import check_writable_keyspace
-from cdcgen.core.replication_plan import (
-    LakeCoverage,
-    ReplicationError,
-    SinkProgress,
-    SnapshotClockUnreadable,
-    plan_apply,
-    snapshot_time,
-)
+from cdcgen.core.replication_plan import LakeCoverage, SinkProgress, plan_apply, snapshot_time
 from cdcgen.core.replication_record import (
     BootstrapDone,
     RejectedEntry,
@@ -78,21 +71,6 @@ if TYPE_CHECKING:
     from cdcgen.core.copy_progress import CopyProgress
 
 log = logging.getLogger(__name__)
-
-
-class ChangesRejected(TerminalError):
-    """The sink refused some of the run's changes; each is recorded with its reason in
-    the sink keyspace's ``cdc_replication_rejects``. Terminal: a retry would not apply
-    them either; the message names the first few."""
-
-    summary = "changes not applied"
-    next_step = (
-        "the sink table's consistency timestamp has moved past them, each kept with its "
-        "reason in the sink keyspace's cdc_replication_rejects and on the report's "
-        "replication page: fix what refused them on the sink, then re-copy the table with "
-        "a replication DAG run with the Param mode=bootstrap-replace (dry_run first shows "
-        "what it truncates)"
-    )
 
 
 class Mode(StrEnum):

@@ -20,8 +20,8 @@ from datetime import UTC, datetime
 
 from cdcgen.adapters.errors import is_terminal
 from cdcgen.config import PipelineConfig
+from cdcgen.core.errors import LakeNotStarted
 from cdcgen.core.follow_loop import FollowPace, follow
-from cdcgen.core.replication_plan import LakeNotStarted
 from cdcgen.core.replication_record import ApplyCycle, ReplicationRecord
 from cdcgen.replication.replication_run import Mode, ReplicationPorts, ReplicationRequest, replicate
 

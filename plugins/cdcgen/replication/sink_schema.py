@@ -35,24 +35,16 @@ from cdcgen.changes.codec import (
 )
 from cdcgen.core.cdc_log import TableRef, deleted_elements_column
 from cdcgen.core.change_batch import ChangeBatch
-from cdcgen.core.cql_types import CqlTypeError, ParsedType
-from cdcgen.core.errors import TerminalError
+from cdcgen.core.cql_types import ParsedType
+from cdcgen.core.errors import CqlTypeError
 from cdcgen.core.operations.table import ColumnKind, TableShape
 from cdcgen.core.table_definition import TableDefinition, UserTypes
+from cdcgen.replication.errors import SinkSchemaError
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
 _COLLECTIONS = ("set", "list", "map")
-
-
-class SinkSchemaError(TerminalError):
-    """Terminal: the sink table cannot receive the source table's changes."""
-
-    next_step = (
-        "no change reaches this sink table until it can take them: create or alter it "
-        "to the source table's definition (docs/replication.md), then clear the task"
-    )
 
 
 def is_udt(kind: ParsedType, udts: UserTypes) -> bool:

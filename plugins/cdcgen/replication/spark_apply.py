@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 from cdcgen.adapters.sink_state import CqlSinkState
 from cdcgen.adapters.sink_writes import CqlSinkWrites
 from cdcgen.core.cdc_log import TableRef
-from cdcgen.core.replication_plan import ApplyIncomplete, ReplicationError
+from cdcgen.core.errors import ApplyIncomplete, ReplicationError
 from cdcgen.core.replication_record import RejectedEntry
 from cdcgen.ports import ChangeSlice
 from cdcgen.replication.apply import ApplyOutcome, SinkApplier, SinkClock

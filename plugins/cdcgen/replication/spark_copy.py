@@ -38,8 +38,8 @@ from cdcgen.adapters.sink_state import CqlSinkState
 from cdcgen.adapters.sink_writes import execute_all
 from cdcgen.adapters.stream_routing import ANY_REPLICA, host_name, replicas_for_token
 from cdcgen.core.cdc_log import LogPartitioner, TableRef
+from cdcgen.core.errors import CopyIncomplete, ReplicationError
 from cdcgen.core.operations.table import TableShape
-from cdcgen.core.replication_plan import CopyIncomplete, ReplicationError
 from cdcgen.core.snapshot_copy import CopyLayout
 from cdcgen.core.time import to_micros
 from cdcgen.core.token_ranges import TokenRange, ring_ranges

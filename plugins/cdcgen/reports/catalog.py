@@ -25,7 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from cdcgen.adapters.files import write_atomic
-from cdcgen.reports.record_json import NotARecord, RecordError, from_json
+from cdcgen.reports.errors import NotARecord, RecordError
+from cdcgen.reports.record_json import from_json
 from cdcgen.reports.record_store import RING_FILE, RUNS_DIR, read_record_json
 from cdcgen.reports.records import RunRecord
 

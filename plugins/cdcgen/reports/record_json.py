@@ -14,8 +14,8 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any, TypedDict
 
-from cdcgen.core.errors import TerminalError
 from cdcgen.core.time import naive_as_utc
+from cdcgen.reports.errors import NotARecord, RecordError
 from cdcgen.reports.records import (
     ChangesReport,
     ExpectationOutcome,
@@ -30,14 +30,6 @@ from cdcgen.reports.records import (
 
 #: Bumped when a field changes meaning; readers refuse records from the future.
 SCHEMA_VERSION = 1
-
-
-class RecordError(TerminalError, ValueError):
-    """A run record that cannot be read (bad JSON, missing field, newer schema)."""
-
-
-class NotARecord(RecordError):
-    """JSON that is not a run record at all (no ``kind``): skipped, not reported."""
 
 
 def _time(value: datetime | None) -> str | None:

@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from cdcgen.adapters.files import write_atomic
-from cdcgen.reports.record_json import NotARecord, RecordError, decode, encode, from_json, to_json
+from cdcgen.reports.errors import NotARecord, RecordError
+from cdcgen.reports.record_json import decode, encode, from_json, to_json
 from cdcgen.reports.records import GenerationReport, RunRecord, record_key
 
 RUNS_DIR = "runs"

@@ -29,8 +29,8 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
-from cdcgen.core.errors import TerminalError
 from cdcgen.spark_runtime.delta import pyspark_jars
+from cdcgen.spark_runtime.errors import ArchiveError
 from cdcgen.spark_runtime.spark_settings import SparkSettings
 
 PREFIX = "cdcgen-classes-"
@@ -89,10 +89,6 @@ def build_archive(home: Path | None = None) -> Path | None:
         if old != target:
             old.unlink()
     return target
-
-
-class ArchiveError(TerminalError):
-    """The archive could not be written or the JVM would not map it."""
 
 
 def _run_exercise(home: Path, java_options: str) -> None:

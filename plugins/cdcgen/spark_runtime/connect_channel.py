@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import SecretStr
 
-from cdcgen.env_settings import ConfigError
+from cdcgen.errors import ConfigError
 from cdcgen.spark_runtime.connect_settings import REMOTE_ENV, TOKEN_ENV
 
 if TYPE_CHECKING:

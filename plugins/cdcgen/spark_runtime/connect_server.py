@@ -38,7 +38,7 @@ from pydantic import SecretStr
 
 from cdcgen.adapters.lake_store import S3Access
 from cdcgen.core.errors import ExitCode
-from cdcgen.env_settings import ConfigError
+from cdcgen.errors import ConfigError
 from cdcgen.spark_runtime.class_archive import spark_home, with_class_archive
 from cdcgen.spark_runtime.connect_settings import SparkConnectSettings
 from cdcgen.spark_runtime.s3a import s3a_conf

@@ -19,7 +19,8 @@ from typing import ClassVar, Self
 
 from pydantic import SecretStr, field_validator, model_validator
 
-from cdcgen.env_settings import ConfigError, EnvSettings, env
+from cdcgen.env_settings import EnvSettings, env
+from cdcgen.errors import ConfigError
 from cdcgen.spark_runtime.spark_settings import SparkSettings
 
 #: The server the Connect kinds of job run on (``sc://host:port``; see

@@ -33,7 +33,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from cdcgen.core.errors import TerminalError
+from cdcgen.spark_runtime.errors import JarError
 
 DELTA_VERSION = "4.4.0"
 #: Where downloaded jars are kept (the installer's ``--cache``), checked by their SHA-256
@@ -84,10 +84,6 @@ JARS = (
     ),
 )
 """Delta for Spark 4.1 (Scala 2.13) and its log store; Spark provides the rest."""
-
-
-class JarError(TerminalError):
-    """A jar that could not be fetched, or whose content is not the pinned one."""
 
 
 def pyspark_jars() -> Path:

@@ -16,8 +16,9 @@ import sys
 from pathlib import Path
 
 from cdcgen.spark_runtime import delta, s3a
-from cdcgen.spark_runtime.class_archive import ArchiveError, build_archive
-from cdcgen.spark_runtime.delta import JarError, install_jars
+from cdcgen.spark_runtime.class_archive import build_archive
+from cdcgen.spark_runtime.delta import install_jars
+from cdcgen.spark_runtime.errors import ArchiveError, JarError
 from cdcgen.spark_runtime.log_store import build_log_store
 
 

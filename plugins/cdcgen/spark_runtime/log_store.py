@@ -28,7 +28,8 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-from cdcgen.spark_runtime.delta import DELTA_VERSION, JarError, pyspark_jars
+from cdcgen.spark_runtime.delta import DELTA_VERSION, pyspark_jars
+from cdcgen.spark_runtime.errors import JarError
 from cdcgen.spark_runtime.spark_settings import SparkSettings
 
 LOG_STORE_CLASS = "cdcgen.delta.ConditionalPutLogStore"

@@ -36,14 +36,13 @@ from typing import TYPE_CHECKING, Any, cast
 
 from pydantic import SecretStr
 
-from cdcgen.adapters.errors import AccessRefused
 from cdcgen.adapters.lake_store import S3Access
-from cdcgen.core.errors import TerminalError
 from cdcgen.spark_runtime.class_archive import with_class_archive
 from cdcgen.spark_runtime.connect_channel import channel_builder
 from cdcgen.spark_runtime.connect_settings import REMOTE_ENV as REMOTE_ENV
 from cdcgen.spark_runtime.connect_settings import TOKEN_ENV, TOKEN_FILE_ENV, SparkConnectSettings
 from cdcgen.spark_runtime.delta import SESSION_CONF as DELTA_CONF
+from cdcgen.spark_runtime.errors import SparkServerMismatch, SparkServerRefused
 from cdcgen.spark_runtime.s3a import s3a_conf
 from cdcgen.spark_runtime.shipping import ship_package
 from cdcgen.spark_runtime.spark_settings import SparkSettings
@@ -97,18 +96,6 @@ _KIND_CONF: Mapping[JobKind, Mapping[str, str]] = {
 
 #: The kinds a Spark Connect server can run (SQL, reads and Arrow results only).
 CONNECT_KINDS: frozenset[JobKind] = frozenset({JobKind.GENERATION_EXTRACT, JobKind.VALIDATION})
-
-
-class SparkServerMismatch(TerminalError):
-    """The Spark Connect server lacks a setting the job needs (the message says which)."""
-
-
-class SparkServerRefused(AccessRefused):
-    """Terminal: the Spark Connect server refused this client's token (or its lack of
-    one); another attempt with the same settings meets the same answer, so the Airflow
-    edge fails the task at once (:func:`cdcgen.airflow.failures.fail_fast`)."""
-
-    summary = "the Spark Connect server refused access"
 
 
 _APP_NAMES: Mapping[JobKind, str] = {

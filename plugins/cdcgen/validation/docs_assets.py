@@ -28,7 +28,7 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-from cdcgen.core.errors import TerminalError
+from cdcgen.validation.errors import AssetError
 
 log = logging.getLogger(__name__)
 
@@ -134,10 +134,6 @@ _EXTERNAL_LOAD = re.compile(
     r"|url\(['\"]?https?://[^)]*\)",
     re.IGNORECASE,
 )
-
-
-class AssetError(TerminalError, RuntimeError):
-    """A vendored package could not be fetched, or is not the pinned one."""
 
 
 def installed(assets: Path = ASSETS_DIR) -> bool:

@@ -12,16 +12,12 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from cdcgen.core.errors import TerminalError
 from cdcgen.reports.run_files import MARKER
+from cdcgen.validation.errors import ReportFolderError
 
 __all__ = ["MARKER", "ReportFolderError", "check_docs_folder", "replace_docs_folder"]
 #: What a GX filesystem Data Docs site holds (``SiteBuilder`` with its index builder).
 _DATA_DOCS_ENTRIES = frozenset({"index.html", "static", "validations", "expectations"})
-
-
-class ReportFolderError(TerminalError, ValueError):
-    """The folder holds files no validation wrote: it is never deleted."""
 
 
 def check_docs_folder(folder: Path) -> None:

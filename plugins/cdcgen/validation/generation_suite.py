@@ -19,7 +19,7 @@ no longer grows with the generation, and a small validation starts no JVM at all
 :func:`validate_generation` is what the pipeline calls for an extracted partition;
 :func:`validate_description` is the same for a description file (the CLI). Each
 returns the one :class:`~cdcgen.validation.results.ValidationResult`; the pipeline
-turns a failure into :class:`~cdcgen.pipeline.outcomes.GenerationRejected`, which carries
+turns a failure into :class:`~cdcgen.pipeline.errors.GenerationRejected`, which carries
 the outcome the report shows.
 """
 

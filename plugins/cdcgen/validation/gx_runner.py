@@ -31,8 +31,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 from cdcgen.progress import Progress
 from cdcgen.validation.docs_assets import vendor_data_docs
 from cdcgen.validation.docs_folder import replace_docs_folder
+from cdcgen.validation.errors import SuiteError
 from cdcgen.validation.results import CheckOutcome, Row
-from cdcgen.validation.suites import SuiteError, SuiteSpec, check_name
+from cdcgen.validation.suites import SuiteSpec, check_name
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame

@@ -12,12 +12,9 @@ Plain data only (no GX, no Spark), so DAG-facing code and the report site can us
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-
-from cdcgen.core.changes_result import ChangesRunResult
-from cdcgen.core.errors import TerminalError
 
 #: Offending rows per failed check printed in a summary (the reports show more).
 SUMMARY_ROWS = 5
@@ -93,31 +90,12 @@ class ValidationResult:
         """The checks that did not pass (or could not run), in suite order."""
         return [check for check in self.checks if not check.passed]
 
-    def raise_if_failed(self, error: type[ValidationFailed]) -> ValidationResult:
-        """``self`` if every check passed; else raise ``error`` (which gate failed)."""
+    def raise_if_failed(self, error: Callable[[ValidationResult], Exception]) -> ValidationResult:
+        """``self`` if every check passed; else raise ``error`` (which gate failed: a
+        :class:`~cdcgen.validation.errors.ValidationFailed` class)."""
         if not self.passed:
             raise error(self)
         return self
-
-
-class ValidationFailed(TerminalError):
-    """Terminal: the data broke at least one rule. The message is the result's summary."""
-
-    def __init__(self, result: ValidationResult) -> None:
-        super().__init__(result.summary)
-        self.result = result
-
-
-class ChangesInvalid(ValidationFailed):
-    """The rows a changes run wrote broke a rule; the message names the offending rows.
-
-    Terminal for the run (retrying reads the same rows again): the Spark job exits 3.
-    """
-
-    def __init__(self, result: ValidationResult) -> None:
-        super().__init__(result)
-        #: The run's result (rows written, windows, checks) when raised by ``run_changes``.
-        self.output: ChangesRunResult | None = None
 
 
 def summary_text(

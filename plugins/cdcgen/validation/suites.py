@@ -35,8 +35,8 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from cdcgen.core.errors import TerminalError
 from cdcgen.env_settings import EnvSettings, env
+from cdcgen.validation.errors import SuiteError
 
 #: The suites the package ships (package data; the repository's ``expectations/`` is a
 #: link to this folder, so the suites exist once).
@@ -73,10 +73,6 @@ CHANGE_SUITES = SuiteFamily(
     ("changes_rows.json", "changes_counts.json"),
     frozenset({"changes_rows", "changes_stream_counts"}),
 )
-
-
-class SuiteError(TerminalError, ValueError):
-    """A suite file that cannot be used (missing, bad JSON, unknown batch or requirement)."""
 
 
 @dataclass(frozen=True)

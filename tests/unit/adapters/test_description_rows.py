@@ -12,9 +12,10 @@ from cdcgen.adapters.description_rows import (
     tablets_description,
     v1_generation_id,
 )
-from cdcgen.core.generation import CorruptGeneration, Generation
+from cdcgen.core.errors import CorruptGeneration, InvalidTimestamp
+from cdcgen.core.generation import Generation
 from cdcgen.core.tablets import TabletStreamSet
-from cdcgen.core.time import InvalidTimestamp, naive_as_utc
+from cdcgen.core.time import naive_as_utc
 from cdcgen.core.tokens import MAX_TOKEN, MIN_TOKEN
 from cdcgen.core.topology import Node, make_generation
 from cdcgen_dev.emulator.faults import FaultKind, GenerationFault, apply_row_faults

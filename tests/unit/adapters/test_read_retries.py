@@ -11,18 +11,13 @@ from cassandra import InvalidRequest, ReadTimeout, Unavailable
 from cassandra.cluster import NoHostAvailable
 
 from cdcgen.adapters.change_log import CqlChangeLogReader
-from cdcgen.adapters.errors import is_transient
-from cdcgen.adapters.read_retries import (
-    Backoff,
-    ReadStats,
-    TerminalReadError,
-    TransientReadError,
-    with_retries,
-)
+from cdcgen.adapters.errors import TerminalReadError, TransientReadError, is_transient
+from cdcgen.adapters.read_retries import Backoff, ReadStats, with_retries
 from cdcgen.changes.job import read_options
 from cdcgen.changes.settings import ChangesSettings
 from cdcgen.config import ConfigError
-from cdcgen.core.cdc_log import LogPartitioner, LogTableError, TableRef, quote_column
+from cdcgen.core.cdc_log import LogPartitioner, TableRef, quote_column
+from cdcgen.core.errors import LogTableError
 from cdcgen.core.log_table import LogTable
 
 LOG = LogTable(

@@ -13,9 +13,9 @@ from cassandra.policies import HostDistance
 from hypothesis import given
 from hypothesis import strategies as st
 
+from cdcgen.adapters.errors import RoutingError
 from cdcgen.adapters.stream_routing import (
     ANY_REPLICA,
-    RoutingError,
     log_token,
     murmur3_token,
     primary_replica,

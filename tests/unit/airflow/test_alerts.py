@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 
 from cdcgen.airflow import alerts
-from cdcgen.airflow.alerts import AlertNotifier, LagAboveThreshold
+from cdcgen.airflow.alerts import AlertNotifier
+from cdcgen.airflow.errors import LagAboveThreshold
 from cdcgen.airflow.metrics import Kind, MetricPoint
 
 ORDERS = {"cluster": "cdc_source", "table": "shop.orders"}

@@ -8,7 +8,7 @@ from airflow.sdk.exceptions import AirflowFailException
 from cdcgen.adapters.errors import AccessRefused, ConnectionFailed
 from cdcgen.airflow.failures import fail_fast
 from cdcgen.core.errors import TerminalError
-from cdcgen.env_settings import ConfigError
+from cdcgen.errors import ConfigError
 
 
 def raising(error: Exception) -> None:
@@ -35,7 +35,8 @@ def test_a_transient_failure_is_left_to_the_task_s_retries() -> None:
 def generation_rejected() -> TerminalError:
     from cdcgen.core.generation import Generation
     from cdcgen.core.time import from_millis
-    from cdcgen.pipeline.outcomes import GenerationRejected, ValidationOutcome
+    from cdcgen.pipeline.errors import GenerationRejected
+    from cdcgen.pipeline.outcomes import ValidationOutcome
 
     generation = Generation(from_millis(1_767_225_660_000), "c0ffee00-0000-1000-8000-000000000001")
     outcome = ValidationOutcome(generation, passed=False, summary="stream IDs unique: failed")
@@ -44,11 +45,10 @@ def generation_rejected() -> TerminalError:
 
 def terminal_errors_of_the_dags() -> list[tuple[TerminalError, str]]:
     """The terminal errors the DAGs' tasks meet, each with what its next step must name."""
-    from cdcgen.airflow.spark_submit import JobRefused
-    from cdcgen.core.replication_plan import ReplicationError
-    from cdcgen.pipeline.run_summary import RunIncomplete
-    from cdcgen.replication.replication_run import ChangesRejected
-    from cdcgen.replication.sink_schema import SinkSchemaError
+    from cdcgen.airflow.errors import JobRefused
+    from cdcgen.core.errors import ReplicationError
+    from cdcgen.pipeline.errors import RunIncomplete
+    from cdcgen.replication.errors import ChangesRejected, SinkSchemaError
 
     return [
         (AccessRefused("127.0.0.9:9042: authentication refused"), "connection's login"),
@@ -80,7 +80,7 @@ def test_a_rejected_generation_names_what_it_holds_back() -> None:
 
 
 def test_an_error_whose_message_says_what_to_do_adds_nothing() -> None:
-    from cdcgen.pipeline.changes_plan import NoTables
+    from cdcgen.pipeline.errors import NoTables
 
     with pytest.raises(AirflowFailException) as failed:
         fail_fast(raising)(NoTables("no CDC-enabled table; name tables in the Param"))

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from cdcgen.airflow.errors import JobFileMissing
 from cdcgen.airflow.spark_jobs import (
     CHANGES_EXTRACT,
     GENERATION_EXTRACT,
     REPLICATION_BOOTSTRAP,
-    JobFileMissing,
     SparkJob,
     job_file,
 )

@@ -43,21 +43,16 @@ from cdcgen.changes.settings import ChangesSettings
 from cdcgen.config import PipelineConfig
 from cdcgen.core.cdc_log import TableRef
 from cdcgen.core.changes_result import ChangesRunResult
+from cdcgen.core.errors import DataExpired
 from cdcgen.core.lake_buckets import LakeBuckets
 from cdcgen.core.log_ttls import LogTtls
 from cdcgen.core.stream_id import StreamId
 from cdcgen.core.topology import Node, TopologyDescription, make_generation
 from cdcgen.core.watermark import BucketCheckpoint
-from cdcgen.core.windows import (
-    DataExpired,
-    GenerationSpan,
-    Interval,
-    Mode,
-    WindowKind,
-    generation_spans,
-)
+from cdcgen.core.windows import GenerationSpan, Interval, Mode, WindowKind, generation_spans
 from cdcgen.ports import CheckpointStore
-from cdcgen.validation.results import ChangesInvalid, CheckOutcome, ValidationResult
+from cdcgen.validation.errors import ChangesInvalid
+from cdcgen.validation.results import CheckOutcome, ValidationResult
 
 T0 = datetime(2026, 11, 22, 10, 0, tzinfo=UTC)
 SWITCH = T0 + timedelta(minutes=30)  # the second generation starts here

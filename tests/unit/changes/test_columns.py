@@ -13,7 +13,8 @@ import pytest
 from cassandra import cqltypes
 from cassandra.metadata import Murmur3Token
 
-from cdcgen.adapters.delta_tables import DeltaLogError, commit_version
+from cdcgen.adapters.delta_tables import commit_version
+from cdcgen.adapters.errors import DeltaLogError
 from cdcgen.changes.base_tokens import BaseKeyHasher
 from cdcgen.changes.columns import (
     LakeBatchBuilder,
@@ -23,9 +24,9 @@ from cdcgen.changes.columns import (
     lake_schema,
 )
 from cdcgen.changes.derived_columns import day_label
+from cdcgen.changes.errors import LayoutError
 from cdcgen.changes.layout import (
     LAYOUT_FILE,
-    LayoutError,
     is_parquet_lake,
     lake_buckets,
     list_windows,

@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from cdcgen.changes.errors import OverlappingReads
 from cdcgen.changes.stream_reads import StreamRead
-from cdcgen.changes.window_index import DROPPED, OverlappingReads, WindowIndex, stream_keys
+from cdcgen.changes.window_index import DROPPED, WindowIndex, stream_keys
 
 A, B, C = bytes([1] * 16), bytes([2] * 16), bytes([3] * 16)
 

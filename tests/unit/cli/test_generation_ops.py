@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from cdcgen.cli import CliError, main
 from cdcgen.cli import generations_commands as generations_cli
+from cdcgen.cli import main
+from cdcgen.cli.errors import CliError
 from cdcgen.cli.generation_ops import (
     connection_config,
     load_columns,

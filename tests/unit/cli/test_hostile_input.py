@@ -11,11 +11,12 @@ from typing import Any
 import pytest
 
 from cdcgen.cli import main
+from cdcgen.core.errors import InvalidTimestamp, InvalidToken, InvalidTopology
 from cdcgen.core.generation_arrays import build_generation_arrays
 from cdcgen.core.ring import ring_from_rows
-from cdcgen.core.time import InvalidTimestamp, parse_moment
-from cdcgen.core.tokens import InvalidToken, parse_token
-from cdcgen.core.topology import InvalidTopology, Node, make_generation
+from cdcgen.core.time import parse_moment
+from cdcgen.core.tokens import parse_token
+from cdcgen.core.topology import Node, make_generation
 from cdcgen.core.topology_json import nodes_from_json
 
 THOUSANDS_OF_DIGITS = "9" * 5000

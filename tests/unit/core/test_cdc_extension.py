@@ -6,12 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cdcgen.core.cdc_extension import (
-    BadCdcExtension,
-    cdc_options_of,
-    decode_cdc_extension,
-    encode_cdc_extension,
-)
+from cdcgen.core.cdc_extension import cdc_options_of, decode_cdc_extension, encode_cdc_extension
+from cdcgen.core.errors import BadCdcExtension
 
 
 def le32(n: int) -> bytes:

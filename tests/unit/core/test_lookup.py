@@ -10,16 +10,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cdcgen.core import lookup as lookup_module
+from cdcgen.core.errors import InvalidDescription, InvalidToken, InvalidTopology
 from cdcgen.core.generation_arrays import GenerationArrays, build_generation_arrays
 from cdcgen.core.lookup import StreamLookup
-from cdcgen.core.tokens import MAX_TOKEN, MIN_TOKEN, InvalidToken
-from cdcgen.core.topology import (
-    InvalidDescription,
-    InvalidTopology,
-    Node,
-    TopologyDescription,
-    make_generation,
-)
+from cdcgen.core.tokens import MAX_TOKEN, MIN_TOKEN
+from cdcgen.core.topology import Node, TopologyDescription, make_generation
 from cdcgen.core.topology_json import description_to_json
 
 tokens = st.integers(min_value=MIN_TOKEN, max_value=MAX_TOKEN)

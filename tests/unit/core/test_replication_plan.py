@@ -9,14 +9,8 @@ import pytest
 
 from cdcgen.core.cdc_log import TableRef
 from cdcgen.core.clocks import NodeClock
-from cdcgen.core.replication_plan import (
-    LakeCoverage,
-    ReplicationError,
-    SinkProgress,
-    SnapshotClockUnreadable,
-    plan_apply,
-    snapshot_time,
-)
+from cdcgen.core.errors import ReplicationError, SnapshotClockUnreadable
+from cdcgen.core.replication_plan import LakeCoverage, SinkProgress, plan_apply, snapshot_time
 from cdcgen.core.watermark import TableProgress
 
 T0 = datetime(2026, 11, 24, 6, 0, tzinfo=UTC)

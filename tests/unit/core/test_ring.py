@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from cdcgen.core.errors import InvalidTopology
 from cdcgen.core.generation import Generation
 from cdcgen.core.ring import (
     GOSSIP_RING,
@@ -22,7 +23,7 @@ from cdcgen.core.ring import (
     ring_to_json,
     with_left_nodes,
 )
-from cdcgen.core.topology import InvalidTopology, Node, make_generation
+from cdcgen.core.topology import Node, make_generation
 from cdcgen.generation_lake.description_columns import DescriptionColumns
 from cdcgen.generation_lake.ring_records import LakeRingRecords
 from cdcgen.generation_lake.streams_table import entries_table

@@ -20,9 +20,9 @@ from cdcgen.adapters.description_rows import (
     arrays_from_rows,
     description_from_rows,
 )
-from cdcgen.core.generation import CorruptGeneration
+from cdcgen.core.errors import CorruptGeneration, InvalidDescription
 from cdcgen.core.generation_arrays import GenerationArrays, build_generation_arrays
-from cdcgen.core.topology import InvalidDescription, Node
+from cdcgen.core.topology import Node
 from cdcgen.generation_lake.description_columns import DescriptionColumns
 from cdcgen.reports.adapters import owners_from_nodes, ring_from_arrays, ring_from_description
 

@@ -9,12 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cdcgen.core.stream_id import (
-    InvalidStreamId,
-    StreamId,
-    cdc_partitioner_token,
-    new_stream_id,
-)
+from cdcgen.core.errors import InvalidStreamId
+from cdcgen.core.stream_id import StreamId, cdc_partitioner_token, new_stream_id
 from cdcgen.core.tokens import MAX_TOKEN, MIN_TOKEN
 
 tokens = st.integers(min_value=MIN_TOKEN, max_value=MAX_TOKEN)

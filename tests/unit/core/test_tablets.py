@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from cdcgen.core.errors import InvalidStreamHistory
 from cdcgen.core.stream_id import StreamId
 from cdcgen.core.tablets import (
-    InvalidStreamHistory,
     StreamHistoryRow,
     StreamSetDiff,
     StreamState,

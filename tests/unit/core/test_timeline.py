@@ -10,20 +10,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cdcgen.core.time import InvalidTimestamp
-from cdcgen.core.timeline import (
+from cdcgen.core.errors import (
     ConflictingGeneration,
-    GenerationId,
     GenerationNotLoaded,
-    GenerationTimeline,
     GenerationTimestampNotIncreasing,
+    InvalidTimestamp,
     NoGenerationForWrite,
     UnknownGeneration,
     WriteFromTheFuture,
     WriteFromThePast,
     WriteRejected,
-    new_generation_timestamp,
 )
+from cdcgen.core.timeline import GenerationId, GenerationTimeline, new_generation_timestamp
 from cdcgen.core.topology import Node, TopologyDescription, make_generation
 
 EPOCH = datetime(2026, 1, 1, tzinfo=UTC)

@@ -18,13 +18,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from cdcgen.core.errors import InvalidSharding, InvalidToken
 from cdcgen.core.token_arrays import find_first_token_for_shard_array, shard_of_array
 from cdcgen.core.tokens import (
     DEFAULT_IGNORE_MSB,
     MAX_TOKEN,
     MIN_TOKEN,
-    InvalidSharding,
-    InvalidToken,
     bias,
     find_first_token_for_shard,
     shard_of,

@@ -10,13 +10,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from cdcgen.core.errors import InvalidDescription, InvalidTopology, StreamOrderError
 from cdcgen.core.stream_id import StreamId
 from cdcgen.core.tokens import MAX_TOKEN, MIN_TOKEN
 from cdcgen.core.topology import (
-    InvalidDescription,
-    InvalidTopology,
     Node,
-    StreamOrderError,
     TokenRange,
     TopologyDescription,
     is_optimal,

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from cdcgen.core.cdc_log import TableRef
 from cdcgen.core.clocks import ClockCheck, NodeClock, window_closes_at
+from cdcgen.core.errors import DataExpired, LakeInconsistent
 from cdcgen.core.lake_buckets import LakeBuckets
 from cdcgen.core.stream_id import StreamId
 from cdcgen.core.tablets import TabletStreamSet
@@ -19,10 +20,8 @@ from cdcgen.core.time import floor_ms, parse_time_label, time_label
 from cdcgen.core.topology import Node, make_generation
 from cdcgen.core.watermark import consistency_watermark
 from cdcgen.core.windows import (
-    DataExpired,
     GenerationSpan,
     Interval,
-    LakeInconsistent,
     LakeWindow,
     Mode,
     TableState,

@@ -9,8 +9,8 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
+from cdcgen.core.errors import InvalidDescription
 from cdcgen.core.tokens import MAX_TOKEN, MIN_TOKEN
-from cdcgen.core.topology import InvalidDescription
 from cdcgen.generation_lake.description_columns import DescriptionColumns
 from cdcgen.generation_lake.description_json import (
     _compact_columns,

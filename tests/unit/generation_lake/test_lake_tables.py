@@ -32,13 +32,8 @@ from cdcgen.generation_lake.lake_tables import (
     read_artifact,
 )
 from cdcgen.generation_lake.streams_table import STREAMS_SCHEMA, flatten_generation
-from cdcgen.validation.suites import (
-    GENERATION_SUITES,
-    SuiteError,
-    expectations_dir,
-    load_suite,
-    load_suites,
-)
+from cdcgen.validation.errors import SuiteError
+from cdcgen.validation.suites import GENERATION_SUITES, expectations_dir, load_suite, load_suites
 
 WHEN = datetime(2026, 11, 22, 8, 0, 0, 5000, tzinfo=UTC)
 NODES = [Node("a", 4, 12, (-(10**18), 10**17)), Node("b", 2, 0, (5 * 10**17,))]

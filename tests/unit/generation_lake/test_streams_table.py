@@ -18,18 +18,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from cdcgen.core.errors import InvalidDescription, InvalidSharding
 from cdcgen.core.generation_arrays import build_generation_arrays
 from cdcgen.core.stream_id import StreamId
 from cdcgen.core.token_arrays import expected_first_tokens
 from cdcgen.core.tokens import (
     MAX_TOKEN,
     MIN_TOKEN,
-    InvalidSharding,
     find_first_token_for_shard,
     shard_of,
     shard_start_table,
 )
-from cdcgen.core.topology import InvalidDescription, Node, make_generation
+from cdcgen.core.topology import Node, make_generation
 from cdcgen.core.topology_json import description_to_json
 from cdcgen.generation_lake.description_columns import DescriptionColumns
 from cdcgen.generation_lake.description_json import columns_from_json, columns_to_json

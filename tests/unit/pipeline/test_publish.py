@@ -12,14 +12,9 @@ import pytest
 
 from cdcgen.core.generation import Generation
 from cdcgen.pipeline.detect import detect
-from cdcgen.pipeline.outcomes import GenerationRejected, ValidationOutcome
-from cdcgen.pipeline.publish import (
-    Publication,
-    PublicationOutcome,
-    PublicationRefused,
-    publish_in_order,
-    publish_named,
-)
+from cdcgen.pipeline.errors import GenerationRejected, PublicationRefused
+from cdcgen.pipeline.outcomes import ValidationOutcome
+from cdcgen.pipeline.publish import Publication, PublicationOutcome, publish_in_order, publish_named
 from cdcgen.pipeline.run_summary import generations_run_summary
 from unit.generation_fakes import Crash, FakeLake, FakePublisher, FakeSource, rows_for
 

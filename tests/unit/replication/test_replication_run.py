@@ -12,8 +12,9 @@ from replication_fakes import SINK, SOURCE, T0, LogRows, Ports, at
 
 from cdcgen.config import PipelineConfig
 from cdcgen.core.cdc_log import Operation
-from cdcgen.core.replication_plan import LakeNotStarted, ReplicationError
+from cdcgen.core.errors import LakeNotStarted, ReplicationError
 from cdcgen.core.replication_record import ReplicationRunStatus
+from cdcgen.replication.errors import SinkSchemaError
 from cdcgen.replication.replication_run import (
     Mode,
     Replication,
@@ -22,7 +23,6 @@ from cdcgen.replication.replication_run import (
     replicate,
 )
 from cdcgen.replication.settings import ReplicationSettings
-from cdcgen.replication.sink_schema import SinkSchemaError
 from unit.table_definitions import definition
 
 JOB = Replication(SOURCE, SINK)

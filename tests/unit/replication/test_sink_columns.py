@@ -9,12 +9,13 @@ import pytest
 
 from cdcgen.core.cdc_log import TableRef
 from cdcgen.core.table_definition import add_column_cql
+from cdcgen.replication.errors import SinkSchemaError
 from cdcgen.replication.sink_columns import (
     columns_to_add,
     with_columns,
     with_dropped_columns,
 )
-from cdcgen.replication.sink_schema import SinkSchemaError, sink_shape
+from cdcgen.replication.sink_schema import sink_shape
 from unit.table_definitions import definition
 
 SOURCE, SINK = TableRef("shop", "orders"), TableRef("shop_dr", "orders")

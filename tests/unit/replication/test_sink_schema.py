@@ -12,10 +12,12 @@ from cassandra.util import Duration
 
 from cdcgen.changes.codec import batch_of_columns
 from cdcgen.core.cdc_log import TableRef, deleted_elements_column
-from cdcgen.core.cql_types import CqlTypeError, ParsedType
+from cdcgen.core.cql_types import ParsedType
+from cdcgen.core.errors import CqlTypeError
 from cdcgen.core.operations.table import ColumnKind
 from cdcgen.core.table_definition import TableDefinition
-from cdcgen.replication.sink_schema import SinkSchemaError, SinkShape, column_kind, sink_shape
+from cdcgen.replication.errors import SinkSchemaError
+from cdcgen.replication.sink_schema import SinkShape, column_kind, sink_shape
 from unit.table_definitions import ADDRESS, definition
 
 SOURCE, SINK = TableRef("shop", "orders"), TableRef("shop_dr", "orders")

@@ -171,8 +171,8 @@ def test_the_bootstrap_task_skips_a_table_planned_without_one_and_never_retries_
 
 def test_a_failed_copy_job_stays_terminal_when_refused_and_is_resumable_otherwise() -> None:
     from cdcgen.core.cdc_log import TableRef
+    from cdcgen.core.errors import CopyIncomplete, ReplicationError
     from cdcgen.core.operations.table import TableShape
-    from cdcgen.core.replication_plan import CopyIncomplete, ReplicationError
     from cdcgen.replication.spark_copy import CopyTarget, task_failure
 
     target = CopyTarget(
@@ -182,7 +182,7 @@ def test_a_failed_copy_job_stays_terminal_when_refused_and_is_resumable_otherwis
     refused = Exception(
         "Job aborted ... PythonException:\n  Traceback (most recent call last):\n"
         '  File "spark_copy.py", line 9, in _refused\n'
-        "cdcgen.core.replication_plan.ReplicationError: dr.orders: a copied row was refused: "
+        "cdcgen.core.errors.ReplicationError: dr.orders: a copied row was refused: "
         "the sink refused it: Invalid\n\tat org.apache.spark..."
     )
     failure = task_failure(refused, target)
@@ -233,12 +233,12 @@ def test_the_outcomes_of_spark_tasks_add_up_keeping_the_first_rejects() -> None:
 
 
 def test_a_failed_apply_job_stays_terminal_when_refused_and_is_retried_otherwise() -> None:
-    from cdcgen.core.replication_plan import ApplyIncomplete, ReplicationError
+    from cdcgen.core.errors import ApplyIncomplete, ReplicationError
     from cdcgen.replication.spark_apply import task_failure
 
     refused = Exception(
         "Job aborted ... PythonException:\n  Traceback (most recent call last):\n"
-        "cdcgen.core.replication_plan.ReplicationError: dr.orders: not writable\n\tat org..."
+        "cdcgen.core.errors.ReplicationError: dr.orders: not writable\n\tat org..."
     )
     failure = task_failure(refused, "apply shop.orders")
     assert isinstance(failure, ReplicationError) and str(failure) == "dr.orders: not writable"

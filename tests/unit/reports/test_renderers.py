@@ -17,9 +17,10 @@ from cdcgen.core.topology import Node, make_generation
 from cdcgen.reports.adapters import expectations_from_gx, ring_from_arrays, ring_from_description
 from cdcgen.reports.changes_page import render_changes_page
 from cdcgen.reports.checks_page import ROWS_SHOWN, checks_page_path, write_checks_page
+from cdcgen.reports.errors import RecordError
 from cdcgen.reports.generation_page import render_generation_page
 from cdcgen.reports.index_page import render_index
-from cdcgen.reports.record_json import RecordError, dumps, loads
+from cdcgen.reports.record_json import dumps, loads
 from cdcgen.reports.records import (
     ChangesReport,
     ExpectationOutcome,

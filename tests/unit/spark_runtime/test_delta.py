@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from cdcgen.spark_runtime import delta
-from cdcgen.spark_runtime.delta import Jar, JarError, install_jars
+from cdcgen.spark_runtime.delta import Jar, install_jars
+from cdcgen.spark_runtime.errors import JarError
 
 CONTENT = b"PK\x03\x04 a jar"
 JAR = Jar("org.example", "example", "1.0", hashlib.sha256(CONTENT).hexdigest())

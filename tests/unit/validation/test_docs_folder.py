@@ -6,12 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from cdcgen.validation.docs_folder import (
-    MARKER,
-    ReportFolderError,
-    check_docs_folder,
-    replace_docs_folder,
-)
+from cdcgen.validation.docs_folder import MARKER, check_docs_folder, replace_docs_folder
+from cdcgen.validation.errors import ReportFolderError
 
 
 def tree(folder: Path) -> list[str]:

@@ -7,22 +7,15 @@ from pathlib import Path
 
 import pytest
 
+from cdcgen.validation.errors import ChangesInvalid, SuiteError, ValidationFailed
 from cdcgen.validation.results import (
     SUMMARY_ROWS,
-    ChangesInvalid,
     CheckOutcome,
-    ValidationFailed,
     ValidationResult,
     row_text,
     summary_text,
 )
-from cdcgen.validation.suites import (
-    CHANGE_SUITES,
-    GENERATION_SUITES,
-    SuiteError,
-    load_suite,
-    load_suites,
-)
+from cdcgen.validation.suites import CHANGE_SUITES, GENERATION_SUITES, load_suite, load_suites
 
 INDEX = Path("/reports/gen/index.html")
 # Keys in an order unlike the one shown: row_text must reorder them.

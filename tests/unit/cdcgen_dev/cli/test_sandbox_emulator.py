@@ -6,7 +6,7 @@ import argparse
 
 import pytest
 
-from cdcgen.cli import CliError
+from cdcgen.cli.errors import CliError
 from cdcgen_dev.cli.sandbox_emulator import SUBCOMMANDS, register_subcommands
 
 

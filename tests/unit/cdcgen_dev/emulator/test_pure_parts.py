@@ -11,15 +11,16 @@ import pytest
 from cassandra.util import unix_time_from_uuid1
 
 from cdcgen.core.cdc_log import micros_of_timeuuid, timeuuid_from_micros
-from cdcgen.core.stream_id import InvalidStreamId, StreamId
-from cdcgen.core.tablets import TabletStreamSet
-from cdcgen.core.time import from_micros, to_micros
-from cdcgen.core.timeline import (
-    GenerationTimeline,
+from cdcgen.core.errors import (
+    InvalidStreamId,
     NoGenerationForWrite,
     WriteFromTheFuture,
     WriteFromThePast,
 )
+from cdcgen.core.stream_id import StreamId
+from cdcgen.core.tablets import TabletStreamSet
+from cdcgen.core.time import from_micros, to_micros
+from cdcgen.core.timeline import GenerationTimeline
 from cdcgen.core.tokens import MAX_TOKEN, MIN_TOKEN
 from cdcgen.core.topology import Node, make_generation
 from cdcgen_dev.emulator import partition
