@@ -145,7 +145,12 @@ def apply_once(root: Path, rows: int, tasks: int = 0) -> dict[str, Any]:
     try:
         job = Replication(SOURCE, SINK)
         config = PipelineConfig.from_env(
-            {"CDCGEN_CONTACT_POINTS": "127.0.0.1", "CDCGEN_LAKE_PATH": str(root.parent.parent)}
+            {
+                "CDCGEN_CONTACT_POINTS": "127.0.0.1",
+                "CDCGEN_LAKE_PATH": str(root.parent.parent),
+                # the ports hold the lake's checkpoints, which the apply alone never reads
+                "CDCGEN_STATE_KEYSPACE": KEYSPACE,
+            }
         )
         settings = ReplicationSettings.from_env().with_overrides(apply_tasks=tasks)
         ports = cql_ports(config, client, client, settings, sink_config=config)
@@ -296,9 +301,11 @@ def main() -> int:
                 client.session.execute(f"TRUNCATE {SINK}", timeout=300)
                 command = [sys.executable, __file__, "--rows", str(rows), "--child", str(root)]
                 done = subprocess.run(
-                    [*command, "--spark-tasks", str(tasks)],
-                    capture_output=True, text=True, check=True,
-                )  # fmt: skip
+                    [*command, "--spark-tasks", str(tasks)], capture_output=True, text=True
+                )
+                if done.returncode != 0:  # its error, not only its exit status
+                    sys.stderr.write(done.stderr)
+                    raise SystemExit(f"the apply of {rows} rows failed (exit {done.returncode})")
                 runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
                 print(json.dumps(runs[-1]), flush=True)
             results["apply"] = [run for run in runs if not run["spark_tasks"]]
