@@ -50,11 +50,12 @@ from cdcgen.adapters.read_sessions import SessionKey, shared_session
 from cdcgen.changes.changes_run import ChangesRequest, extract_changes
 from cdcgen.changes.columns import LakeBatchBuilder, Placement, column_specs, lake_schema
 from cdcgen.changes.job import read_options, table_adapters
-from cdcgen.changes.layout import PARTITION_COLUMNS, lake_buckets, table_root
+from cdcgen.changes.layout import lake_buckets, table_root
 from cdcgen.changes.result import ExtractionRun
 from cdcgen.changes.settings import ChangesSettings
 from cdcgen.config import PipelineConfig
 from cdcgen.core.cdc_log import TableRef, timeuuid_from_micros
+from cdcgen.core.change_batch import PARTITION_COLUMNS
 from cdcgen.core.clocks import NodeClock
 from cdcgen.core.generation import SourceMode
 from cdcgen.core.log_table import LogTable

@@ -34,7 +34,6 @@ from cdcgen.core.lake_uri import lake_uri
 from cdcgen.env_settings import EnvSettings as EnvSettings
 from cdcgen.env_settings import env as env
 from cdcgen.env_settings import env_text as env_text
-from cdcgen.errors import ConfigError as ConfigError
 from cdcgen.extensions import clock_sources
 from cdcgen.schema import SourceSchema
 

@@ -1,6 +1,7 @@
-"""Every exception class cdcgen raises, in one place: a reader looks here for what can
-go wrong in the package and whether another attempt helps (each is terminal or
-transient, :mod:`cdcgen.core.errors`; tests/unit/test_error_kinds.py lists them)."""
+"""The errors of the package's top-level modules (the settings: :mod:`cdcgen.config`,
+:mod:`cdcgen.env_settings`...); each package below has an ``errors`` module of its own
+(each error terminal or transient, :mod:`cdcgen.core.errors`; tests/unit/test_error_kinds.py
+lists them all)."""
 
 from __future__ import annotations
 

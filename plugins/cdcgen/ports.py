@@ -5,6 +5,12 @@ these protocols only;
 :mod:`cdcgen.adapters` implements them over cassandra-driver (and Spark, for the lake),
 and tests implement them in memory to check the orchestration's decisions fast. Each
 port says what the orchestration needs, in the domain's words, and nothing more.
+
+Three of replication's ports speak of replication's own types (a job, a sink's shape)
+and so live beside them, below this module's callers but above it: the Spark jobs
+(:class:`cdcgen.replication.replication_run.SparkJobs`), a slice's apply elsewhere
+(:class:`cdcgen.replication.apply.SliceApply`) and a bootstrap's copy
+(:class:`cdcgen.replication.bootstrap.TableCopy`).
 """
 
 from __future__ import annotations

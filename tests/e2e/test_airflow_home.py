@@ -17,8 +17,8 @@ from cdcgen.airflow.connections import (
     source_connection,
 )
 from cdcgen.airflow.hooks import config_from_connection
-from cdcgen.config import ConfigError
 from cdcgen.core.generation import SourceMode
+from cdcgen.errors import ConfigError
 from cdcgen_dev.airflow_home import airflow_env, write_config
 from cdcgen_dev.paths import REPO_ROOT
 

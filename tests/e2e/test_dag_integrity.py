@@ -60,7 +60,7 @@ def test_bad_settings_fail_runs_not_the_parsing_of_dag_files(
     airflow_template_home: Path, dag_file: str
 ) -> None:
     from cdcgen.airflow.generation_steps import run_config
-    from cdcgen.config import ConfigError
+    from cdcgen.errors import ConfigError
 
     env = {**airflow_env(airflow_template_home), **BAD_SETTINGS}
     result = subprocess.run(

@@ -23,7 +23,8 @@ from cdcgen.core.ring import Ring
 from cdcgen.core.topology import Node
 from cdcgen.core.windows import LakeWindow, window_label
 from cdcgen.generation_lake.description_columns import DescriptionColumns
-from cdcgen.generation_lake.lake_tables import ArtifactError, list_artifacts
+from cdcgen.generation_lake.errors import ArtifactError
+from cdcgen.generation_lake.lake_tables import list_artifacts
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -10,11 +10,12 @@ import pytest
 
 from cdcgen.adapters.checkpoints import CqlCheckpointStore
 from cdcgen.adapters.publisher import CqlDescriptionPublisher
-from cdcgen.config import ConfigError, PipelineConfig
+from cdcgen.config import PipelineConfig
 from cdcgen.core.cdc_log import TableRef
 from cdcgen.core.errors import LakeUriError
 from cdcgen.core.identifiers import check_identifier, is_system_keyspace
 from cdcgen.core.lake_uri import run_lake
+from cdcgen.errors import ConfigError
 from cdcgen.schema import create_keyspace_cql
 
 NO_CLIENT = cast(Any, None)  # refused before any I/O: the constructors never touch it

@@ -83,7 +83,7 @@ def _emulator(args: argparse.Namespace) -> Iterator[SandboxCluster]:
 
     from cdcgen.adapters.cql import connect
     from cdcgen.adapters.errors import ConnectionFailed
-    from cdcgen.config import ConfigError
+    from cdcgen.errors import ConfigError
     from cdcgen_dev.emulator.cluster import SandboxCluster
     from cdcgen_dev.emulator.faults import FaultError
     from cdcgen_dev.emulator.state import EmulatorError

@@ -95,8 +95,25 @@ def clock_reader_for(client: CqlClient, config: PipelineConfig) -> ClockReader:
     return reader
 
 
+class ClockReaderOnDemand:
+    """:func:`clock_reader_for`, built at the first reading: a run that never reads the
+    clocks (an apply; only a bootstrap's snapshot does) neither loads a clock plugin nor
+    meets a clock source it cannot use."""
+
+    def __init__(self, client: CqlClient, config: PipelineConfig) -> None:
+        self._client = client
+        self._config = config
+        self._reader: ClockReader | None = None
+
+    def read_clocks(self) -> list[NodeClock]:
+        if self._reader is None:
+            self._reader = clock_reader_for(self._client, self._config)
+        return self._reader.read_clocks()
+
+
 __all__ = [
     "CLOCK_QUERY",
+    "ClockReaderOnDemand",
     "CqlClockReader",
     "clock_reader_for",
     "clock_skews",

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, TypedDict
 
 from pydantic import SecretStr
 
-from cdcgen.config import ConfigError
+from cdcgen.errors import ConfigError
 
 if TYPE_CHECKING:
     from cassandra.auth import PlainTextAuthProvider

@@ -36,6 +36,7 @@ from cdcgen.adapters.errors import (
 
 if TYPE_CHECKING:
     from cassandra.cluster import Cluster, Session
+    from cassandra.query import PreparedStatement
 
     from cdcgen.config import PipelineConfig
 
@@ -71,7 +72,7 @@ class CqlClient:
 
     cluster: Cluster
     session: Session
-    _prepared: dict[str, Any] = field(default_factory=dict, repr=False)
+    _prepared: dict[str, PreparedStatement] = field(default_factory=dict, repr=False)
     local_datacenter: str | None = None
 
     def prepared(self, cql: str) -> Any:

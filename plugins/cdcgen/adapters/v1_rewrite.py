@@ -16,7 +16,7 @@ tables, then mark the source ``rewritten``. ScyllaDB's own procedure, step by st
 6. write ``key = 'rewritten'`` with the newest V1 timestamp, whatever step 5 gave up on.
 
 Readers switch from V1 to V2 on the marker
-(:func:`cdcgen.adapters.generation_sources.detect_legacy_mode`). The same procedure
+(:func:`cdcgen.adapters.v1_sources.detect_legacy_mode`). The same procedure
 serves the maintenance DAG (publishing into the target keyspace) and a sandbox that
 plays a ScyllaDB node (publishing into its own copy of ``system_distributed``).
 """

@@ -18,7 +18,8 @@ import logging
 from airflow.sdk import Asset, AssetAlias
 
 from cdcgen.airflow.connections import SOURCE_CONN_ID
-from cdcgen.config import ConfigError, PipelineConfig
+from cdcgen.config import PipelineConfig
+from cdcgen.errors import ConfigError
 
 log = logging.getLogger(__name__)
 

@@ -21,9 +21,10 @@ from airflow.sdk import BaseHook
 
 from cdcgen.access_settings import AccessSettings
 from cdcgen.airflow.connections import PASS_THROUGH_EXTRAS, SOURCE_CONN_ID
-from cdcgen.config import ConfigError, PipelineConfig, env_text
+from cdcgen.config import PipelineConfig, env_text
 from cdcgen.core.errors import LakeUriError
 from cdcgen.core.lake_uri import run_lake
+from cdcgen.errors import ConfigError
 
 if TYPE_CHECKING:
     from cdcgen.adapters.cql import CqlClient

@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from cdcgen.adapters.s3_settings import S3Settings
-from cdcgen.config import ConfigError
+from cdcgen.errors import ConfigError
 
 #: The connection holding the lake's object-store credentials (type aws).
 LAKE_CONN_ID = "cdcgen_lake"

@@ -2,7 +2,7 @@
 
 The job's settings reach it as ``CDCGEN_*`` variables planned by an upstream task, so
 they pass through XCom and the task's rendered fields: they must not hold credentials
-(:meth:`cdcgen.config.EnvSettings.to_env` leaves them out). This operator adds them at
+(:meth:`cdcgen.env_settings.EnvSettings.to_env` leaves them out). This operator adds them at
 execute time only: the username as ``CDCGEN_USERNAME`` and the password as a file
 readable by this user alone (``CDCGEN_PASSWORD_FILE``), deleted when spark-submit ends.
 Neither the password nor its file's content is in argv, the environment, a log or XCom;

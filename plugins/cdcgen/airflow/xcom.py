@@ -1,7 +1,7 @@
 """Typed records in and out of XCom: the one place they become JSON.
 
 The pipeline passes typed values (:class:`~cdcgen.core.generation.Generation`,
-:class:`~cdcgen.pipeline.validate.ValidationOutcome`, ...); Airflow stores task results as
+:class:`~cdcgen.pipeline.outcomes.ValidationOutcome`, ...); Airflow stores task results as
 JSON. pydantic's ``TypeAdapter`` converts both ways and validates on the way in (a
 generation timestamp finer than the millisecond is refused, as everywhere else). A
 record with a JSON form of its own (a run's summary, a replication record: the same

@@ -54,7 +54,6 @@ __all__ = [
     "ColumnSpec",
     "LakeBatchBuilder",
     "Placement",
-    "arrow_type_and_converter",
     "column_specs",
     "lake_schema",
     "text_columns",

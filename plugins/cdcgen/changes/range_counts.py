@@ -26,6 +26,7 @@ from cdcgen.changes.row_frames import SOURCE_COUNTS_SCHEMA
 from cdcgen.changes.stream_reads import ReaderFactory
 from cdcgen.changes.window_index import WindowIndex, stream_keys
 from cdcgen.core.cdc_log import micros_of_timeuuids, timeuuid_bytes
+from cdcgen.core.change_batch import BUCKET, GENERATION, WINDOW, WINDOW_COLUMNS
 from cdcgen.spark_runtime.fanout import fan_out, task_items
 
 if TYPE_CHECKING:
@@ -60,7 +61,7 @@ def _range_count_task(
             keep = code >= 0
             codes.append(code[keep])
             streams.append(keys[keep])
-    out: dict[str, list[Any]] = {k: [] for k in ("generation", "window", "bucket")}
+    out: dict[str, list[Any]] = {k: [] for k in WINDOW_COLUMNS}
     out |= {"stream_hex": [], "source_rows": []}
     if codes:
         # One row per (placement, stream): unique over the pair, as 24 raw bytes.
@@ -77,9 +78,9 @@ def _range_count_task(
         distinct, counts = np.unique(pairs, return_counts=True)
         for pair, count in zip(distinct.tolist(), counts.tolist(), strict=True):
             generation, window, bucket = windows.placements[int.from_bytes(pair[:8], "big")]
-            out["generation"].append(generation)
-            out["window"].append(window)
-            out["bucket"].append(bucket)
+            out[GENERATION].append(generation)
+            out[WINDOW].append(window)
+            out[BUCKET].append(bucket)
             out["stream_hex"].append(pair[8:].hex())
             out["source_rows"].append(count)
     yield pa.RecordBatch.from_pydict(out, schema=_schema())
@@ -90,9 +91,9 @@ def _schema() -> pa.Schema:
 
     return pa.schema(
         [
-            ("generation", pa.string()),
-            ("window", pa.string()),
-            ("bucket", pa.int32()),
+            (GENERATION, pa.string()),
+            (WINDOW, pa.string()),
+            (BUCKET, pa.int32()),
             ("stream_hex", pa.string()),
             ("source_rows", pa.int64()),
         ]

@@ -41,10 +41,10 @@ GROUPS: tuple[str, ...] = (
     "cdcgen.cli.stream_id_commands",
     "cdcgen.cli.generation_commands",
     "cdcgen.cli.generations_commands",
-    "cdcgen.cli.lake",
+    "cdcgen.cli.lake_commands",
     "cdcgen.cli.changes_commands",
     "cdcgen.cli.replication_commands",
-    "cdcgen.cli.check",
+    "cdcgen.cli.check_commands",
 )
 
 

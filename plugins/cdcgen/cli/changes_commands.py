@@ -58,9 +58,10 @@ def status_command(args: argparse.Namespace) -> int:
     from cassandra import DriverException
 
     from cdcgen.adapters.cql import client_for
-    from cdcgen.config import ConfigError, PipelineConfig
+    from cdcgen.config import PipelineConfig
     from cdcgen.core.cdc_log import TableRef
     from cdcgen.core.errors import CdcgenError
+    from cdcgen.errors import ConfigError
     from cdcgen.pipeline.status import read_changes_status
 
     try:

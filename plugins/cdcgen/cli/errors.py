@@ -9,4 +9,4 @@ from cdcgen.core.errors import TerminalError
 
 class CliError(TerminalError):
     """A user-facing error: printed to stderr as one line. Its exit status is its cause's
-    kind (:func:`exit_status`): a value the command was given is a usage error."""
+    kind (:func:`cdcgen.cli.exit_status`): a value the command was given is a usage error."""

@@ -216,7 +216,8 @@ def require_named_target(args: argparse.Namespace, config: PipelineConfig) -> No
 
 def connection_config(args: argparse.Namespace) -> PipelineConfig:
     """``PipelineConfig.from_env()`` with the command line's connection options applied."""
-    from cdcgen.config import ConfigError, PipelineConfig
+    from cdcgen.config import PipelineConfig
+    from cdcgen.errors import ConfigError
 
     try:
         config = PipelineConfig.from_env()
@@ -261,7 +262,7 @@ def load_publication(path: str) -> tuple[TopologyDescription, Generation | None]
     """The description to publish and, for a lake partition, the generation it was
     extracted from (checked against its digest); a JSON file names no generation."""
     from cdcgen.core.errors import InvalidDescription
-    from cdcgen.generation_lake.lake_tables import ArtifactError
+    from cdcgen.generation_lake.errors import ArtifactError
 
     try:
         if Path(path).is_dir():
@@ -274,7 +275,8 @@ def load_publication(path: str) -> tuple[TopologyDescription, Generation | None]
 
 def load_artifact(directory: Path) -> GenerationArtifact:
     """The latest extraction of a lake partition folder named on the command line."""
-    from cdcgen.generation_lake.lake_tables import ArtifactError, artifact_at
+    from cdcgen.generation_lake.errors import ArtifactError
+    from cdcgen.generation_lake.lake_tables import artifact_at
 
     try:
         return artifact_at(directory)

@@ -97,8 +97,9 @@ def register(subparsers: SubParsers) -> None:
 
 def run_command(args: argparse.Namespace) -> int:
     from cdcgen.adapters.cql import client_for
-    from cdcgen.config import ConfigError, PipelineConfig
+    from cdcgen.config import PipelineConfig
     from cdcgen.core.errors import ApplyIncomplete, CopyIncomplete, LogTableError, ReplicationError
+    from cdcgen.errors import ConfigError
     from cdcgen.replication.cql_ports import cql_ports
     from cdcgen.replication.errors import SinkSchemaError
     from cdcgen.replication.replication_run import (
@@ -154,8 +155,9 @@ def status_command(args: argparse.Namespace) -> int:
 
     from cdcgen.adapters.cql import client_for
     from cdcgen.cli.changes_commands import lag, moment
-    from cdcgen.config import ConfigError, PipelineConfig
+    from cdcgen.config import PipelineConfig
     from cdcgen.core.errors import CdcgenError, StateMissing
+    from cdcgen.errors import ConfigError
     from cdcgen.pipeline.status import read_replication_status, sink_keyspaces
     from cdcgen.replication.replication_run import SINK_PREFIX, sink_environment
 

@@ -36,6 +36,9 @@ class ReplicationRunStatus(StrEnum):
     REFUSED = "refused"
     #: The bootstrap job failed part-way (its result file only).
     INCOMPLETE = "incomplete"
+    #: No record at all: the table's bootstrap or apply task failed before writing one
+    #: (the run's summary only).
+    NOT_REPLICATED = "not replicated"
 
 
 class _Json(BaseModel):

@@ -195,7 +195,7 @@ class GenerationTimeline:
         self, write_ts: datetime, now: datetime, leeway: timedelta = DEFAULT_LEEWAY
     ) -> datetime:
         """The generation a coordinator at clock ``now`` puts a write stamped ``write_ts`` in,
-        or the :class:`WriteRejected` subclass saying why it refuses the write.
+        or the :class:`~cdcgen.core.errors.WriteRejected` subclass saying why it refuses the write.
         """
         write = as_utc(write_ts, "write timestamp")
         clock = as_utc(now, "now")

@@ -193,7 +193,7 @@ def _not_text(entries: list[Any]) -> str:
 
 
 def columns_to_json(columns: DescriptionColumns) -> DescriptionJson:
-    """The same JSON as :func:`cdcgen.core.topology.description_to_json`."""
+    """The same JSON as :func:`cdcgen.core.topology_json.description_to_json`."""
     hexes = columns.stream_hex()
     offsets = columns.offsets.tolist()
     return DescriptionJson(

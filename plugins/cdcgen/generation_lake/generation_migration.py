@@ -17,8 +17,9 @@ from typing import TypedDict
 from cdcgen.core.ring import ring_from_json
 from cdcgen.core.time import from_millis
 from cdcgen.generation_lake.description_json import columns_from_json
+from cdcgen.generation_lake.errors import ArtifactError
 from cdcgen.generation_lake.generation_writes import write_extraction
-from cdcgen.generation_lake.lake_tables import ArtifactError, parquet_partitions
+from cdcgen.generation_lake.lake_tables import parquet_partitions
 
 OLD_MANIFEST = "_manifest.json"
 OLD_DESCRIPTION = "description.json"

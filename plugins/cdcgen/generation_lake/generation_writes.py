@@ -48,11 +48,11 @@ from cdcgen.core.topology import Node
 from cdcgen.generation_lake.description_columns import DescriptionColumns
 from cdcgen.generation_lake.description_json import description_bytes
 from cdcgen.generation_lake.documents import write_document
+from cdcgen.generation_lake.errors import ArtifactError
 from cdcgen.generation_lake.lake_tables import (
     MANIFEST_KEY,
     TABLE_COLUMN,
     TIMESTAMP_COLUMN,
-    ArtifactError,
     GenerationArtifact,
     check_layout,
     partition_values,

@@ -35,7 +35,7 @@ from cdcgen.core.ring import Ring, ring_from_json
 from cdcgen.core.time import from_millis
 from cdcgen.generation_lake.description_columns import DescriptionColumns
 from cdcgen.generation_lake.documents import document_path, read_description_document, read_document
-from cdcgen.generation_lake.errors import ArtifactError as ArtifactError
+from cdcgen.generation_lake.errors import ArtifactError
 
 GENERATIONS_DIR = "generations"
 STREAM_SETS_DIR = "stream_sets"

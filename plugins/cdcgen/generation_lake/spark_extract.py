@@ -22,8 +22,9 @@ from cdcgen.adapters.lake_store import LakeRoot
 from cdcgen.core.ring import Ring
 from cdcgen.core.topology import Node
 from cdcgen.generation_lake.description_columns import DescriptionColumns
+from cdcgen.generation_lake.errors import ArtifactError
 from cdcgen.generation_lake.generation_writes import write_generation
-from cdcgen.generation_lake.lake_tables import ArtifactError, GenerationArtifact
+from cdcgen.generation_lake.lake_tables import GenerationArtifact
 from cdcgen.generation_lake.streams_table import STREAMS_SCHEMA
 
 if TYPE_CHECKING:

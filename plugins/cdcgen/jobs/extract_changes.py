@@ -7,7 +7,7 @@ until that moment; its result adds the cycles up and lists each.
 
 The arguments say what to extract; how (nodes, keyspaces, lake, reports, read tuning)
 comes from the ``CDCGEN_*`` environment as the typed configuration, exactly as the DAG's
-tasks saw it (:meth:`~cdcgen.config.EnvSettings.to_env`), the same way the generation
+tasks saw it (:meth:`~cdcgen.env_settings.EnvSettings.to_env`), the same way the generation
 extract job receives it. Calls :func:`cdcgen.changes.job.run_changes_job`, prints the
 run's JSON on stdout and writes it to ``--output``. Exit status
 (:class:`~cdcgen.core.errors.ExitCode`): 0 done, 3 terminal (the row checks failed, the

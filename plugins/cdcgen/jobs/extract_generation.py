@@ -2,7 +2,7 @@
 
 Configuration comes as every job's does: the typed :class:`~cdcgen.config.PipelineConfig`
 from ``CDCGEN_*`` variables (the task that submits the job hands over its own with
-:meth:`~cdcgen.config.EnvSettings.to_env`). The arguments say only which generation: its
+:meth:`~cdcgen.env_settings.EnvSettings.to_env`). The arguments say only which generation: its
 timestamp, id and (tablets) table. The job then reads the description from the source
 itself (it can hold millions of streams, too much for XCom), or from ``--description``.
 Output: one commit of the generations table (partition ``generation_ts=<ms>``, see

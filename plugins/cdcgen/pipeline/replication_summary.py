@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict
 
-from cdcgen.core.replication_record import ReplicationRecord
+from cdcgen.core.replication_record import ReplicationRecord, ReplicationRunStatus
 from cdcgen.pipeline.run_summary import RunSummary
 
 #: Under the report directory: one summary per replication run.
@@ -25,7 +25,7 @@ class TableReplication(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    status: str
+    status: ReplicationRunStatus
     sink_table: str | None = None
     consistent_until: str | None = None
     lag_seconds: float | None = None
@@ -64,7 +64,7 @@ def replication_run_summary(
         record = by_table.get(table)
         if record is None:
             problems.append(f"{table}: not replicated (its bootstrap or apply task failed)")
-            tables[table] = TableReplication(status="not replicated")
+            tables[table] = TableReplication(status=ReplicationRunStatus.NOT_REPLICATED)
             continue
         tables[table] = TableReplication.of(record)
         if record.rejected_count:

@@ -17,7 +17,8 @@ from pathlib import Path
 from cdcgen.adapters.lake_store import LakeRoot
 from cdcgen.config import PipelineConfig
 from cdcgen.core.generation import Generation
-from cdcgen.generation_lake.lake_tables import ArtifactError, read_artifact
+from cdcgen.generation_lake.errors import ArtifactError
+from cdcgen.generation_lake.lake_tables import read_artifact
 from cdcgen.pipeline.outcomes import ValidationOutcome
 from cdcgen.reports.adapters import owners_from_nodes, ring_from_arrays
 from cdcgen.reports.records import (

@@ -178,7 +178,8 @@ def read_replication_status(
 def _copies(
     client: CqlClient, keyspace: str
 ) -> tuple[dict[tuple[str, str, str], CopyProgress], dict[tuple[str, str, str], datetime]]:
-    """The unfinished copies (:meth:`CqlSinkState.copy_progress`, every table's at once)
+    """The unfinished copies (:meth:`cdcgen.adapters.sink_state.CqlSinkState.copy_progress`,
+    every table's at once)
     and when each started."""
     if not client.table_exists(f"{keyspace}.{SINK_COPY}"):
         return {}, {}

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from cdcgen.adapters.checkpoints import CqlCheckpointStore
-from cdcgen.adapters.clock_reader import clock_reader_for
+from cdcgen.adapters.clock_reader import ClockReaderOnDemand
 from cdcgen.adapters.sink_state import CqlSinkStates
 from cdcgen.adapters.sink_writes import CqlSinkWrites
 from cdcgen.adapters.table_schemas import CqlTableSchemas
@@ -58,7 +58,7 @@ def cql_ports(
             spill_dir=settings.spill_dir,
         ),
         checkpoints=CqlCheckpointStore(source, config.checkpoint_keyspace),
-        source_clocks=clock_reader_for(source, config),
+        source_clocks=ClockReaderOnDemand(source, config),
         spark=SparkReplicationJobs(config, source, sink, settings, sink_config, spark),
         settings=settings,
         on_applied=on_applied,

@@ -12,9 +12,11 @@ values it had, and keeps receiving the changes of it the lake holds from before 
 (:func:`with_dropped_columns`); dropping it on the sink is the operator's call, since
 the sink may serve readers of it.
 
-``ADD`` is idempotent here: the sink's definition is read again and only the columns it
+``ADD`` is idempotent: the sink's definition is read again and only the columns it
 still lacks are added, one statement each, so a run killed between two of them adds the
-rest on its next start, and a column another run added meanwhile is left as it is.
+rest on its next start, and a column another run added meanwhile is left as it is (the adapter,
+:meth:`cdcgen.adapters.table_schemas.CqlTableSchemas.add_column`, takes "already
+exists" for done).
 """
 
 from __future__ import annotations

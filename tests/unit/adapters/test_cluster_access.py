@@ -14,7 +14,8 @@ from cdcgen.adapters.cluster_access import ClusterAccess, access_for
 from cdcgen.airflow.connections import source_connection_for
 from cdcgen.airflow.hooks import config_from_connection
 from cdcgen.airflow.spark_submit import credentials_env, without_inherited_secrets
-from cdcgen.config import ConfigError, PipelineConfig
+from cdcgen.config import PipelineConfig
+from cdcgen.errors import ConfigError
 
 SECRET = "pa55-w0rd-xyz"
 

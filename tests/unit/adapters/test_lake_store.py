@@ -10,8 +10,9 @@ import pytest
 
 from cdcgen.adapters.lake_store import LakeLocation, S3Access
 from cdcgen.airflow.lake_connection import lake_connection_env, lake_environment
-from cdcgen.config import ConfigError, PipelineConfig
+from cdcgen.config import PipelineConfig
 from cdcgen.core.errors import LakeUriError
+from cdcgen.errors import ConfigError
 
 
 def test_a_lake_is_an_absolute_folder_or_an_s3_prefix(

@@ -15,10 +15,10 @@ from cdcgen.adapters.errors import TerminalReadError, TransientReadError, is_tra
 from cdcgen.adapters.read_retries import Backoff, ReadStats, with_retries
 from cdcgen.changes.job import read_options
 from cdcgen.changes.settings import ChangesSettings
-from cdcgen.config import ConfigError
 from cdcgen.core.cdc_log import LogPartitioner, TableRef, quote_column
 from cdcgen.core.errors import LogTableError
 from cdcgen.core.log_table import LogTable
+from cdcgen.errors import ConfigError
 
 LOG = LogTable(
     table=TableRef("shop", "orders"),

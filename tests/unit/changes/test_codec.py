@@ -22,11 +22,10 @@ from cassandra import cqltypes
 from cassandra.util import Date, Duration, Time
 
 from cdcgen.adapters.delta_tables import stored_schema
-from cdcgen.changes.codec import FrozenMap, driver_converter, driver_value
+from cdcgen.changes.codec import FrozenMap, arrow_type_and_converter, driver_converter, driver_value
 from cdcgen.changes.columns import (
     LakeBatchBuilder,
     Placement,
-    arrow_type_and_converter,
     column_specs,
     lake_schema,
     text_columns,

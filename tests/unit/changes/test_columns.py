@@ -16,13 +16,8 @@ from cassandra.metadata import Murmur3Token
 from cdcgen.adapters.delta_tables import commit_version
 from cdcgen.adapters.errors import DeltaLogError
 from cdcgen.changes.base_tokens import BaseKeyHasher
-from cdcgen.changes.columns import (
-    LakeBatchBuilder,
-    Placement,
-    arrow_type_and_converter,
-    column_specs,
-    lake_schema,
-)
+from cdcgen.changes.codec import arrow_type_and_converter
+from cdcgen.changes.columns import LakeBatchBuilder, Placement, column_specs, lake_schema
 from cdcgen.changes.derived_columns import day_label
 from cdcgen.changes.errors import LayoutError
 from cdcgen.changes.layout import (

@@ -14,11 +14,12 @@ import pytest
 
 from cdcgen.airflow.replication_steps import mode_param
 from cdcgen.airflow.run_params import run_params
-from cdcgen.config import ConfigError, PipelineConfig
+from cdcgen.config import PipelineConfig
 from cdcgen.core.cdc_log import TableRef
 from cdcgen.core.copy_progress import CopyProgress
 from cdcgen.core.replication_plan import SinkProgress
 from cdcgen.core.replication_record import ReplicationRecord
+from cdcgen.errors import ConfigError
 from cdcgen.replication.replication_run import Mode, Replication, _finish, _record, needs_bootstrap
 from cdcgen.reports.replication_records import (
     RECORDS_DIR,

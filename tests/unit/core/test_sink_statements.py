@@ -73,6 +73,26 @@ def test_expired_elements_and_fields_are_removed_not_written() -> None:
     )
 
 
+@pytest.mark.parametrize("flagged", [True, False], ids=["flagged", "unflagged"])
+def test_an_expired_insert_of_a_collection_leaves_its_overwrite(flagged: bool) -> None:
+    """An insert writes a collection whole, which ScyllaDB logs with ``cdc$deleted_<col>``;
+    a log row without the flag is read the same way: the insert replaced the collection
+    (its tombstone stays once the TTL ran out) and its elements are removed."""
+    insert = row(
+        Operation.INSERT, ck1=2, ck2="a", tags={"x"},
+        **{"cdc$ttl": 10, "cdc$deleted_tags": flagged or None},
+    )  # fmt: skip
+    statements = batch_statements(TABLE, [insert], T, now_us=NOW)
+    where = 'WHERE "pk" = ? AND "ck1" = ? AND "ck2" = ?'
+    assert statements == [
+        Statement(f'UPDATE {Q} USING TIMESTAMP ? SET "tags" = ? {where}', (T, None, 1, 2, "a")),
+        Statement(
+            f'UPDATE {Q} USING TIMESTAMP ? SET "tags" = "tags" - ? {where}',
+            (T, {"x"}, 1, 2, "a"),
+        ),
+    ]
+
+
 def test_an_update_sets_values_nulls_and_collection_elements() -> None:
     update = row(
         Operation.UPDATE,

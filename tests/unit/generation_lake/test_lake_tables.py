@@ -21,10 +21,10 @@ from cdcgen.core.ring import Ring
 from cdcgen.core.time import from_millis
 from cdcgen.core.topology import Node
 from cdcgen.generation_lake.description_columns import DescriptionColumns
+from cdcgen.generation_lake.errors import ArtifactError
 from cdcgen.generation_lake.generation_migration import migrate_generations
 from cdcgen.generation_lake.generation_writes import write_generation
 from cdcgen.generation_lake.lake_tables import (
-    ArtifactError,
     LocalGenerationLake,
     artifact_at,
     list_artifacts,

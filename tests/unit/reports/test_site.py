@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 
 from cdcgen.adapters.files import write_atomic
-from cdcgen.config import DEFAULT_REPORT_KEEP_RUNS, ConfigError, PipelineConfig
+from cdcgen.config import DEFAULT_REPORT_KEEP_RUNS, PipelineConfig
+from cdcgen.errors import ConfigError
 from cdcgen.reports import catalog, record_store, site
 from cdcgen.reports.index_page import RUNS_PER_PAGE, render_index_pages
 from cdcgen.reports.owners import owners

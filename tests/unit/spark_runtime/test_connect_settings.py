@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from pydantic import SecretStr
 
-from cdcgen.config import ConfigError
 from cdcgen.core.errors import ExitCode
+from cdcgen.errors import ConfigError
 from cdcgen.spark_runtime.connect_channel import AUTHORIZATION, channel_builder, is_loopback
 from cdcgen.spark_runtime.connect_server import (
     SPARK_TOKEN_ENV,

@@ -13,7 +13,8 @@ import sqlite3
 import pyarrow as pa
 import pytest
 
-from cdcgen.config import ConfigError, PipelineConfig
+from cdcgen.config import PipelineConfig
+from cdcgen.errors import ConfigError
 from cdcgen.validation import generation_flags
 from cdcgen.validation.generation_flags import choose_engine, stream_id_counts
 from cdcgen.validation.generation_rules import (

@@ -57,7 +57,8 @@ def migrate_command(args: argparse.Namespace) -> int:
 
     lake = args.lake
     if lake is None:
-        from cdcgen.config import ConfigError, PipelineConfig
+        from cdcgen.config import PipelineConfig
+        from cdcgen.errors import ConfigError
 
         try:
             lake = PipelineConfig.from_env().lake_path
@@ -65,8 +66,8 @@ def migrate_command(args: argparse.Namespace) -> int:
             raise CliError(str(exc)) from exc
     from cdcgen.adapters.lake_store import LakeLocation
     from cdcgen.core.errors import LakeUriError
+    from cdcgen.generation_lake.errors import ArtifactError
     from cdcgen.generation_lake.generation_migration import migrate_generations
-    from cdcgen.generation_lake.lake_tables import ArtifactError
 
     try:
         location = LakeLocation.of(lake)

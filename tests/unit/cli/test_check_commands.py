@@ -1,4 +1,4 @@
-"""`cdcgen check` (cdcgen.cli.check): a line per check, or a JSON object per check, and the
+"""`cdcgen check` (cdcgen.cli.check_commands): a line per check, or a JSON object per check, and the
 exit status of findings. Nothing answers here: no node, no Spark master; the lake is a
 temporary folder."""
 

@@ -39,7 +39,8 @@ def register(subparsers: SubParsers) -> None:
 
 
 def check_command(args: argparse.Namespace) -> int:
-    from cdcgen.config import ConfigError, PipelineConfig
+    from cdcgen.config import PipelineConfig
+    from cdcgen.errors import ConfigError
     from cdcgen.pipeline.preflight import check_all
     from cdcgen.spark_runtime.spark_settings import SparkSettings
 
