@@ -235,7 +235,7 @@ def test_built_images_come_from_a_pinned_dockerfile(services: dict[str, Any]) ->
     # The lake's tables are Delta, maybe on S3: every Spark of the image needs Delta's
     # and S3A's jars and the log store compiled from source (so a JDK, not a JRE).
     assert re.search(
-        r"^ && python -m cdcgen\.spark\.install --no-cache \\$", dockerfile, flags=re.M
+        r"^ && python -m cdcgen\.spark_runtime\.install --no-cache \\$", dockerfile, flags=re.M
     )
     # Data Docs served from the image load their scripts from the image, not a CDN.
     assert re.search(r"^ && python -m cdcgen\.validation\.docs_assets$", dockerfile, flags=re.M)
