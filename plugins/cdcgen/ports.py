@@ -25,6 +25,7 @@ from cdcgen.core.cdc_log import TableRef
 from cdcgen.core.change_batch import ChangeId
 from cdcgen.core.clocks import NodeClock
 from cdcgen.core.copy_progress import CopyProgress
+from cdcgen.core.frozen import frozen_value
 from cdcgen.core.generation import Generation
 from cdcgen.core.generation_arrays import GenerationArrays
 from cdcgen.core.lake_buckets import LakeBuckets
@@ -266,13 +267,13 @@ class TableSchemas(Protocol):
         ...
 
 
-@dataclass(frozen=True)
+@frozen_value
 class SinkBatch:
     """One CDC batch's statements, bound for the sink (``bound``: the driver's, opaque
     here), the replica its partition lives on ("" when unknown) and about how many bytes
     its values take."""
 
-    bound: tuple[object, ...]
+    bound: Sequence[object]
     replica: str = ""
     size: int = 0
 

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from cdcgen.adapters.clock_reader import CqlClockReader
 from cdcgen.adapters.cql import RETRIES, RETRY_BACKOFF_SECONDS
 from cdcgen.adapters.errors import SinkClockUnreadable, is_transient
+from cdcgen.core.gc_pause import paused_collections
 from cdcgen.core.sink_statements import Statement
 from cdcgen.core.time import to_micros
 from cdcgen.ports import Refusal, SinkBatch
@@ -50,7 +51,8 @@ class CqlSinkWrites:
         return to_micros(max(known))
 
     def bind(self, keyspace: str, statements: Sequence[Statement]) -> SinkBatch:
-        bound = tuple(self.client.prepared(s.cql).bind(s.values) for s in statements)
+        prepared = self.client.prepared
+        bound = [prepared(s.cql).bind(s.values) for s in statements]
         size = sum(len(v) for b in bound for v in b.values if isinstance(v, bytes))
         return SinkBatch(bound, self._replica(keyspace, bound[0]), size)
 
@@ -66,7 +68,8 @@ class CqlSinkWrites:
         return str(replicas[0].address) if replicas else ""
 
     def execute(self, requests: Sequence[Sequence[SinkBatch]]) -> list[Refusal]:
-        work = [self._request(batches) for batches in requests]
+        with paused_collections():  # thousands of requests, no cycle among them
+            work = [self._request(batches) for batches in requests]
         refused = execute_all(self.client, work, self.concurrency)
         self._one_node = self.client.node_count == 1  # for the next batches bound
         return [Refusal(n, reason) for n, reason in refused]

@@ -26,6 +26,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from cdcgen.core.frozen import frozen_value
+
 #: The write timestamp inside ``cdc$time``, a UTC timestamp in microseconds.
 WRITE_TIME = "write_time"
 #: ``cdc$operation`` decoded (:func:`cdcgen.core.cdc_log.operation_name`).
@@ -49,7 +51,7 @@ WINDOW_COLUMNS = (GENERATION, WINDOW, BUCKET)
 NOT_REPLAYED = (OPERATION_NAME, BASE_TOKEN, *PARTITION_COLUMNS)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_value
 class ChangeId:
     """What names one log row wherever it is reported: its stream, ``cdc$time`` (as the
     lake's text), ``cdc$batch_seq_no`` and write time."""
@@ -138,7 +140,8 @@ class ChangeBatch:
 
     def key(self, names: Sequence[str], row: int) -> tuple[Any, ...]:
         """The values of columns ``names`` (a key) in one row."""
-        return tuple(self.value(name, row) for name in names)
+        cells = self.cells
+        return tuple([None if (v := cells.get(n)) is None else v[row] for n in names])
 
     def cdc_batches(self) -> Iterator[range]:
         """The rows of each CDC batch, in order: consecutive rows of one stream, write

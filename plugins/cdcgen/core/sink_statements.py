@@ -25,32 +25,31 @@ pasted.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from cdcgen.core.frozen import frozen_value
 from cdcgen.core.identifiers import quote
 from cdcgen.core.operations.errors import ReplayError
 from cdcgen.core.operations.mutations import (
     REMOVALS,
+    WHOLE_VALUES,
     AddElements,
     CellChange,
     Mutation,
     NullFields,
-    Overwrite,
     PartitionDelete,
     RangeDelete,
     RemoveElements,
     RowDelete,
     RowWrite,
     SetFields,
-    SetValue,
 )
 from cdcgen.core.operations.table import TableShape
 from cdcgen.core.operations.ttl_expiry import expired, remaining_ttl
 
 
-@dataclass(frozen=True)
+@frozen_value
 class Statement:
     """One CQL statement with its bound values."""
 
@@ -100,7 +99,7 @@ def _row_write(table: TableShape, write: RowWrite, now_us: int) -> list[Statemen
 
 def _value(cell: CellChange) -> Any:
     """An inserted cell's value (an insert writes a collection or user type whole)."""
-    if isinstance(cell, SetValue | Overwrite):
+    if isinstance(cell, WHOLE_VALUES):
         return cell.value
     raise ReplayError(f"column {cell.column}: an insert cannot {type(cell).__name__}")
 
@@ -110,7 +109,7 @@ Assignment = tuple[tuple[str, Any], ...]
 
 def _assignment(cell: CellChange) -> Assignment:
     name = quote(cell.column)
-    if isinstance(cell, SetValue | Overwrite):
+    if isinstance(cell, WHOLE_VALUES):
         return ((f"{name} = ?", cell.value),)
     if isinstance(cell, AddElements):
         return ((f"{name} = {name} + ?", cell.elements),)

@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from cdcgen.core.cdc_log import TableRef, operation_name
 from cdcgen.core.change_batch import ChangeBatch, ChangeId
+from cdcgen.core.frozen import frozen_value
 from cdcgen.core.gc_pause import paused_collections
 from cdcgen.core.operations.decode import mutations
 from cdcgen.core.operations.errors import ReplayError
@@ -82,7 +83,7 @@ class SinkClock:
         return self._at + int((time.monotonic() - self._read) * 1_000_000)
 
 
-@dataclass(frozen=True)
+@frozen_value
 class Replay:
     """One CDC batch bound for the sink: its partition key (as text), its statements,
     and the first log row, which names it."""
@@ -288,13 +289,14 @@ class SinkApplier:
         or cannot be replayed (then recorded as rejected)."""
         table = self.shape.table
         try:
-            replayed = statements(table, mutations(table, batch, rows), now_us=now_us)
+            parts = mutations(table, batch, rows)
+            replayed = statements(table, parts, now_us=now_us)
         except ReplayError as exc:
             self._reject(batch.change_id(rows.start), str(exc))
             return None
         if not replayed:
             return None
-        key = repr(batch.key(table.partition_key, rows.start))
+        key = repr(parts[0].key[: len(table.partition_key)])  # every part's partition
         bound = self.writes.bind(table.keyspace, replayed)
         return Replay(key, bound, batch.change_id(rows.start))
 

@@ -25,9 +25,11 @@ _IMAGES = (Operation.PRE_IMAGE, Operation.POST_IMAGE)
 def mutations(table: TableShape, batch: ChangeBatch, rows: range) -> list[Mutation]:
     """The mutations of one CDC batch (``rows`` of ``batch``, in ``cdc$batch_seq_no``
     order); :class:`ReplayError` names a change that cannot be replayed as logged."""
-    for row in rows:
-        if row in batch.errors:
-            raise ReplayError(batch.errors[row])
+    errors = batch.errors
+    if errors:
+        for row in rows:
+            if row in errors:
+                raise ReplayError(errors[row])
     parts: list[Mutation] = []
     start: int | None = None
     for row in rows:

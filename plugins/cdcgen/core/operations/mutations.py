@@ -8,11 +8,12 @@ Values are as the batch's builder converted them (the sink's: as the driver bind
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
+from cdcgen.core.frozen import frozen_value
 
-@dataclass(frozen=True, slots=True)
+
+@frozen_value
 class SetValue:
     """An atomic column's cell written (``value`` None: deleted)."""
 
@@ -20,7 +21,7 @@ class SetValue:
     value: Any
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_value
 class Overwrite:
     """A non-frozen collection or user type replaced whole (``value`` None: emptied):
     ScyllaDB writes its tombstone at the write time - 1, then ``value``'s cells."""
@@ -29,7 +30,7 @@ class Overwrite:
     value: Any
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_value
 class AddElements:
     """A non-frozen set's elements or map's entries added."""
 
@@ -37,7 +38,7 @@ class AddElements:
     elements: Any
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_value
 class SetFields:
     """A non-frozen user type's fields set, ``(field, value)`` in the type's order."""
 
@@ -45,7 +46,7 @@ class SetFields:
     fields: tuple[tuple[str, Any], ...]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_value
 class RemoveElements:
     """A non-frozen set's elements or map's keys removed (their cells' tombstones)."""
 
@@ -53,7 +54,7 @@ class RemoveElements:
     keys: set[Any]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_value
 class NullFields:
     """A non-frozen user type's fields set to null, in the type's order."""
 
@@ -65,9 +66,11 @@ CellChange = SetValue | Overwrite | AddElements | SetFields | RemoveElements | N
 #: The changes that remove cells: CQL takes them in a statement of their own, since it
 #: refuses two assignments of one column in one statement.
 REMOVALS = (RemoveElements, NullFields)
+#: The changes that write a column's value whole: all an insert holds.
+WHOLE_VALUES = (SetValue, Overwrite)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_value
 class RowWrite:
     """An insert or update of one row: ``key`` is its primary key's values, the
     partition key's alone for a static row; ``marker``: an insert's row marker (the row
@@ -82,7 +85,7 @@ class RowWrite:
     cells: tuple[CellChange, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_value
 class RowDelete:
     """A row's tombstone (``key``: as the log gives it, the partition key's values alone
     when it carries no clustering key)."""
@@ -91,7 +94,7 @@ class RowDelete:
     write_time_us: int
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_value
 class PartitionDelete:
     """A partition's tombstone."""
 
@@ -99,7 +102,7 @@ class PartitionDelete:
     write_time_us: int
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_value
 class Bound:
     """One end of a clustering range: the values of the leading clustering columns it
     fixes (none: open), and whether rows equal to it are in the range."""
@@ -108,7 +111,7 @@ class Bound:
     inclusive: bool
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_value
 class RangeDelete:
     """A range tombstone over the rows of a partition from ``start`` to ``end``, in
     clustering order (on a column sorted descending, the start holds the larger value)."""
