@@ -26,6 +26,8 @@ Two readers turn mutations into something else, and resolve differently:
   ranges shadow only older cells, a collection's elements and a user type's fields are
   cells of their own, static cells belong to the partition; only the TTL left is the
   sink's to compute (expired writes become their tombstones, :func:`.ttl_expiry.expired`);
-* **a reader of the lake** (a mirror of the table) has no database to do that: it must
-  resolve each of those rules itself, from the same mutations.
+* **a reader of the lake** (a mirror of the table) has no database to do that: it
+  resolves each of those rules itself, from the same mutations: which version of a
+  cell wins (:mod:`.reconcile`, ScyllaDB's order) and what a partition holds and reads
+  as once they are folded into it (:mod:`cdcgen.core.mirror_fold`).
 """

@@ -1,0 +1,365 @@
+"""A partition's state as a replica holds it, folded from the mutations its log rows make,
+and the rows a read at an instant returns from it (pure).
+
+The sink's replay hands each mutation to a CQL database, which resolves it
+(:mod:`cdcgen.core.sink_statements`); a mirror has no database, so it keeps what one keeps
+and resolves each change itself, by the same rules:
+
+* every cell keeps its version (write time, TTL, expiry, or a tombstone) and a new
+  version replaces it only when it wins (:mod:`cdcgen.core.operations.reconcile`), so
+  changes fold in any order and a change folded twice changes nothing;
+* a non-frozen collection or user type is one cell per element, map key or field, and
+  an overwrite is the column's tombstone at the write time - 1 (ScyllaDB's), then the
+  new elements;
+* an insert writes the row marker (the row exists while it lives, whatever its cells);
+* a row, range or partition tombstone deletes the cells, elements and markers written
+  at or before it, and stays, so that an older write folded later is deleted too;
+* a static row's cells belong to the partition.
+
+A read at second ``now_s`` drops what is shadowed or expired: a clustering row is
+returned while its marker or one of its cells lives; the static row while one of its
+cells does. What is shadowed is purged when a tombstone is folded (it can never read
+again); expired cells stay until read, since the state is kept without a clock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from cdcgen.core.frozen import frozen_value
+from cdcgen.core.operations.mutations import (
+    AddElements,
+    Bound,
+    Mutation,
+    NullFields,
+    Overwrite,
+    PartitionDelete,
+    RangeDelete,
+    RemoveElements,
+    RowDelete,
+    RowWrite,
+    SetFields,
+    SetValue,
+)
+from cdcgen.core.operations.reconcile import (
+    CellVersion,
+    Serialized,
+    compare_markers,
+    is_live,
+    merged,
+    shadowed,
+    tombstone,
+    written,
+)
+from cdcgen.core.operations.table import ColumnKind, TableShape
+
+#: A sort key of one clustering column's (or collection element's) values in the CQL
+#: type's order, given the column.
+SortKey = Callable[[str, Any], Any]
+
+
+@dataclass
+class CollectionCells:
+    """A non-frozen column's cells: its tombstone (an overwrite's, or a delete's) and one
+    version per element (a set's), key (a map's) or field name (a user type's)."""
+
+    tombstone_us: int | None = None
+    elements: dict[Any, CellVersion] = field(default_factory=dict)
+
+
+@dataclass
+class RowCells:
+    """One row's state: its tombstone, row marker, atomic cells and collections."""
+
+    tombstone_us: int | None = None
+    marker: CellVersion | None = None
+    cells: dict[str, CellVersion] = field(default_factory=dict)
+    collections: dict[str, CollectionCells] = field(default_factory=dict)
+
+
+@frozen_value
+class RangeTombstone:
+    start: Bound
+    end: Bound
+    write_time_us: int
+
+
+@dataclass
+class PartitionCells:
+    """One partition's state: its tombstone, range tombstones, static row and rows by
+    clustering key."""
+
+    tombstone_us: int | None = None
+    ranges: list[RangeTombstone] = field(default_factory=list)
+    static: RowCells = field(default_factory=RowCells)
+    rows: dict[tuple[Any, ...], RowCells] = field(default_factory=dict)
+
+
+@frozen_value
+class MirrorRow:
+    """A row as a read returns it: its key (the partition key's values alone for the
+    static row), each column's value (None: null) and the write time of each atomic
+    cell that has one (``WRITETIME``: what a check compares cell for cell)."""
+
+    key: tuple[Any, ...]
+    static: bool
+    values: dict[str, Any]
+    write_times: dict[str, int]
+
+
+class Fold:
+    """Folds one table's mutations into partition states; ``serialized`` breaks ties
+    between equal write times (a value's CQL bytes), ``sort_key`` orders clustering
+    values and collection elements as the CQL type does."""
+
+    def __init__(self, table: TableShape, serialized: Serialized, sort_key: SortKey) -> None:
+        self.table = table
+        self.serialized = serialized
+        self.sort_key = sort_key
+
+    # -- folding --------------------------------------------------------------------
+
+    def apply(self, partition: PartitionCells, mutation: Mutation) -> None:
+        """``mutation`` (of this partition) folded into ``partition``."""
+        if isinstance(mutation, RowWrite):
+            self._write(partition, mutation)
+        elif isinstance(mutation, PartitionDelete):
+            self._delete_partition(partition, mutation.write_time_us)
+        elif isinstance(mutation, RangeDelete):
+            self._delete_range(partition, mutation.start, mutation.end, mutation.write_time_us)
+        else:
+            self._delete_row(partition, mutation)
+
+    def _write(self, partition: PartitionCells, write: RowWrite) -> None:
+        if write.static:
+            row = partition.static
+        else:
+            ck = write.key[len(self.table.partition_key) :]
+            row = partition.rows.setdefault(ck, RowCells())
+        covering = self._covering(partition, write.static, write.key)
+        at, ttl = write.write_time_us, write.ttl
+        if write.marker:
+            marker = written(at, None, ttl)
+            if not shadowed(marker, covering) and (
+                row.marker is None or compare_markers(marker, row.marker) > 0
+            ):
+                row.marker = marker
+        for cell in write.cells:
+            column = cell.column
+            if isinstance(cell, SetValue):
+                version = tombstone(at) if cell.value is None else written(at, cell.value, ttl)
+                if not shadowed(version, covering):
+                    row.cells[column] = merged(
+                        row.cells.get(column), version, column, self.serialized
+                    )
+                continue
+            cells = row.collections.setdefault(column, CollectionCells())
+            if isinstance(cell, Overwrite):
+                self._tombstone_collection(cells, at - 1)
+                self._add(cells, column, self._elements(column, cell.value), at, ttl, covering)
+            elif isinstance(cell, AddElements):
+                self._add(cells, column, self._elements(column, cell.elements), at, ttl, covering)
+            elif isinstance(cell, SetFields):
+                self._add(cells, column, cell.fields, at, ttl, covering)
+            elif isinstance(cell, RemoveElements):
+                self._remove(cells, column, cell.keys, at, covering)
+            elif isinstance(cell, NullFields):
+                self._remove(cells, column, cell.fields, at, covering)
+
+    def _elements(self, column: str, value: Any) -> list[tuple[Any, Any]]:
+        """A collection value's cells: ``(element, None)`` of a set, ``(key, value)`` of
+        a map, ``(field, value)`` of a user type's non-null fields."""
+        if value is None:
+            return []
+        kind = self.table.columns[column]
+        if kind is ColumnKind.SET:
+            return [(element, None) for element in value]
+        if kind is ColumnKind.MAP:
+            items = value.items() if hasattr(value, "items") else value
+            return list(items)
+        names = self.table.fields[column]
+        return [(n, v) for n, v in zip(names, value, strict=True) if v is not None]
+
+    def _add(
+        self,
+        cells: CollectionCells,
+        column: str,
+        elements: Any,
+        at: int,
+        ttl: int | None,
+        covering: int | None,
+    ) -> None:
+        for key, value in elements:
+            version = written(at, value, ttl)
+            if shadowed(version, covering) or shadowed(version, cells.tombstone_us):
+                continue
+            cells.elements[key] = merged(cells.elements.get(key), version, column, self.serialized)
+
+    def _remove(
+        self, cells: CollectionCells, column: str, keys: Any, at: int, covering: int | None
+    ) -> None:
+        for key in keys:
+            version = tombstone(at)
+            if shadowed(version, covering) or shadowed(version, cells.tombstone_us):
+                continue
+            cells.elements[key] = merged(cells.elements.get(key), version, column, self.serialized)
+
+    @staticmethod
+    def _tombstone_collection(cells: CollectionCells, at: int) -> None:
+        if cells.tombstone_us is None or at > cells.tombstone_us:
+            cells.tombstone_us = at
+            cells.elements = {
+                k: v for k, v in cells.elements.items() if not shadowed(v, cells.tombstone_us)
+            }
+
+    def _delete_partition(self, partition: PartitionCells, at: int) -> None:
+        if partition.tombstone_us is not None and at <= partition.tombstone_us:
+            return
+        partition.tombstone_us = at
+        _purge(partition.static, at)
+        for row in partition.rows.values():
+            _purge(row, at)
+
+    def _delete_row(self, partition: PartitionCells, delete: RowDelete) -> None:
+        """A row's tombstone; a key of the partition key alone deletes the partition (as
+        ``DELETE ... WHERE`` the partition key does)."""
+        size = len(self.table.partition_key)
+        if len(delete.key) <= size:
+            self._delete_partition(partition, delete.write_time_us)
+            return
+        ck = delete.key[size:]
+        if len(ck) < len(self.table.clustering_key):  # a prefix: every row under it
+            bound = Bound(ck, True)
+            self._delete_range(partition, bound, bound, delete.write_time_us)
+            return
+        row = partition.rows.setdefault(ck, RowCells())
+        if row.tombstone_us is None or delete.write_time_us > row.tombstone_us:
+            row.tombstone_us = delete.write_time_us
+            _purge(row, delete.write_time_us)
+
+    def _delete_range(self, partition: PartitionCells, start: Bound, end: Bound, at: int) -> None:
+        partition.ranges.append(RangeTombstone(start, end, at))
+        for ck, row in partition.rows.items():
+            if self._in_range(ck, start, end):
+                _purge(row, at)
+
+    def _covering(
+        self, partition: PartitionCells, static: bool, key: tuple[Any, ...]
+    ) -> int | None:
+        """The newest tombstone over a row (the row's own is applied by its cells)."""
+        newest = partition.tombstone_us
+        if static:
+            return newest
+        ck = key[len(self.table.partition_key) :]
+        row = partition.rows.get(ck)
+        for at in [r.write_time_us for r in partition.ranges if self._in_range(ck, r.start, r.end)]:
+            newest = at if newest is None else max(newest, at)
+        if row is not None and row.tombstone_us is not None:
+            newest = row.tombstone_us if newest is None else max(newest, row.tombstone_us)
+        return newest
+
+    # -- clustering order -----------------------------------------------------------
+
+    def _in_range(self, ck: tuple[Any, ...], start: Bound, end: Bound) -> bool:
+        """Whether clustering key ``ck`` lies between two bounds given in clustering
+        order (an open bound: no prefix)."""
+        low = self._prefix_order(ck, start.prefix)
+        if low < 0 or (low == 0 and not start.inclusive and start.prefix):
+            return False
+        high = self._prefix_order(ck, end.prefix)
+        return not (high > 0 or (high == 0 and not end.inclusive and end.prefix))
+
+    def _prefix_order(self, ck: tuple[Any, ...], prefix: tuple[Any, ...]) -> int:
+        """``ck`` against a bound's prefix, in clustering order: 0 when ``ck`` starts with
+        it."""
+        for name, mine, theirs in zip(self.table.clustering_key, ck, prefix, strict=False):
+            a, b = self.sort_key(name, mine), self.sort_key(name, theirs)
+            if a != b:
+                order = 1 if a > b else -1
+                return -order if name in self.table.descending else order
+        return 0
+
+    # -- reading --------------------------------------------------------------------
+
+    def rows(self, key: tuple[Any, ...], partition: PartitionCells, now_s: int
+             ) -> Iterator[MirrorRow]:  # fmt: skip
+        """What a read of the partition at second ``now_s`` returns: its static row (when
+        one of its cells lives) then its live rows in clustering order."""
+        static = self._read(partition.static, self.table.static_columns, now_s)
+        if static is not None:
+            yield MirrorRow(key, True, *static)
+        order = sorted(partition.rows, key=self._clustering_sort_key)
+        for ck in order:
+            row = partition.rows[ck]
+            read = self._read(row, self.table.row_columns, now_s)
+            marker = row.marker is not None and is_live(row.marker, now_s)
+            if read is not None or marker:
+                values, times = read if read is not None else ({}, {})
+                columns = self.table.row_columns
+                yield MirrorRow((*key, *ck), False, {c: values.get(c) for c in columns}, times)
+
+    def _read(
+        self, row: RowCells, columns: dict[str, ColumnKind], now_s: int
+    ) -> tuple[dict[str, Any], dict[str, int]] | None:
+        """A row's live values and their write times; None when no cell lives."""
+        values: dict[str, Any] = {}
+        times: dict[str, int] = {}
+        for column, kind in columns.items():
+            if kind is ColumnKind.ATOMIC:
+                cell = row.cells.get(column)
+                if cell is not None and is_live(cell, now_s):
+                    values[column] = cell.value
+                    times[column] = cell.write_time_us
+                continue
+            cells = row.collections.get(column)
+            if cells is None:
+                continue
+            live = {k: v for k, v in cells.elements.items() if is_live(v, now_s)}
+            if live:
+                values[column] = self._collection_value(column, kind, live)
+        if not values:
+            return None
+        return {c: values.get(c) for c in columns}, times
+
+    def _collection_value(self, column: str, kind: ColumnKind, live: dict[Any, CellVersion]) -> Any:
+        if kind is ColumnKind.UDT:
+            return tuple(live[n].value if n in live else None for n in self.table.fields[column])
+        keys = sorted(live, key=lambda k: self.sort_key(column, k))
+        if kind is ColumnKind.SET:
+            return keys
+        return [(k, live[k].value) for k in keys]
+
+    def _clustering_sort_key(self, ck: tuple[Any, ...]) -> tuple[Any, ...]:
+        return tuple(
+            _Descending(self.sort_key(n, v)) if n in self.table.descending else self.sort_key(n, v)
+            for n, v in zip(self.table.clustering_key, ck, strict=True)
+        )
+
+
+def _purge(row: RowCells, at: int) -> None:
+    """Whatever of ``row`` a tombstone at ``at`` deletes, gone."""
+    if row.marker is not None and shadowed(row.marker, at):
+        row.marker = None
+    row.cells = {c: v for c, v in row.cells.items() if not shadowed(v, at)}
+    for cells in row.collections.values():
+        cells.elements = {k: v for k, v in cells.elements.items() if not shadowed(v, at)}
+
+
+class _Descending:
+    """A sort key turned around (a clustering column sorted ``DESC``)."""
+
+    __slots__ = ("key",)
+
+    def __init__(self, key: Any) -> None:
+        self.key = key
+
+    def __lt__(self, other: _Descending) -> bool:
+        return bool(other.key < self.key)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Descending) and bool(self.key == other.key)
+
+    def __hash__(self) -> int:
+        return hash(self.key)
