@@ -63,7 +63,8 @@ SortKey = Callable[[str, Any], Any]
 @dataclass
 class CollectionCells:
     """A non-frozen column's cells: its tombstone (an overwrite's, or a delete's) and one
-    version per element (a set's), key (a map's) or field name (a user type's)."""
+    version per element (a set's), key (a map's, a list's time UUID) or field name (a
+    user type's)."""
 
     tombstone_us: int | None = None
     elements: dict[Any, CellVersion] = field(default_factory=dict)
@@ -176,7 +177,7 @@ class Fold:
         kind = self.table.columns[column]
         if kind is ColumnKind.SET:
             return [(element, None) for element in value]
-        if kind is ColumnKind.MAP:
+        if kind in (ColumnKind.MAP, ColumnKind.LIST):  # a list's cells: keys to values
             items = value.items() if hasattr(value, "items") else value
             return list(items)
         names = self.table.fields[column]
@@ -329,6 +330,8 @@ class Fold:
         keys = sorted(live, key=lambda k: self.sort_key(column, k))
         if kind is ColumnKind.SET:
             return keys
+        if kind is ColumnKind.LIST:
+            return [live[k].value for k in keys]
         return [(k, live[k].value) for k in keys]
 
     def _clustering_sort_key(self, ck: tuple[Any, ...]) -> tuple[Any, ...]:

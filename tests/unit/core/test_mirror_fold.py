@@ -35,6 +35,7 @@ TABLE = TableShape(
         "tags": ColumnKind.SET,
         "props": ColumnKind.MAP,
         "addr": ColumnKind.UDT,
+        "items": ColumnKind.LIST,
         "s": ColumnKind.ATOMIC,
     },
     frozenset({"s"}),
@@ -121,6 +122,18 @@ def test_removed_elements_and_null_fields_are_gone_and_newer_ones_stay() -> None
         ]
     )
     assert values(rows)[(1, 1)] == {"addr": ("Main", None)}
+
+
+def test_a_list_reads_as_its_values_in_the_order_of_their_cells_keys() -> None:
+    # the log keys a list's cells by time UUID (here: numbers in the same order)
+    appended = [
+        update(1, 0, AddElements("items", {20: "b"})),
+        update(1, 1, AddElements("items", {10: "a", 30: "c"})),
+        update(1, 2, RemoveElements("items", {20})),
+    ]
+    assert values(read(appended))[(1, 1)]["items"] == ["a", "c"]
+    replaced = [*appended, update(1, 3, Overwrite("items", {40: "d"}))]
+    assert values(read(replaced))[(1, 1)]["items"] == ["d"]
 
 
 def test_a_range_delete_covers_only_older_rows_inside_its_bounds() -> None:

@@ -13,11 +13,18 @@ from cdcgen.core.identifiers import quote
 
 class ColumnKind(Enum):
     """How a data column changes: one cell, or a non-frozen type's cells of its own (a
-    set's elements, a map's entries, a user type's fields)."""
+    set's elements, a map's entries, a list's elements, a user type's fields).
+
+    A non-frozen list's log column is a map of its cells' keys (time UUIDs) to their
+    values, and its removed elements are those keys: a list changes as a map does, and
+    reads as its values in key order. CQL cannot write a list's cell by key, so the sink
+    refuses it (:mod:`cdcgen.replication.sink_schema`); a mirror keeps it.
+    """
 
     ATOMIC = "atomic"
     SET = "set"
     MAP = "map"
+    LIST = "list"
     UDT = "udt"
 
 

@@ -72,13 +72,13 @@ def expired(table: TableShape, write: RowWrite) -> RowWrite:
 
 
 def _cells_of(table: TableShape, column: str, value: Any) -> set[Any]:
-    """What of a non-frozen value are cells of their own: a set's elements, a map's keys,
-    the indices of a user type's non-null fields."""
+    """What of a non-frozen value are cells of their own: a set's elements, a map's (or
+    a list's) keys, the indices of a user type's non-null fields."""
     if value is None:
         return set()
     kind = table.columns[column]
     if kind is ColumnKind.SET:
         return set(value)
-    if kind is ColumnKind.MAP:
+    if kind in (ColumnKind.MAP, ColumnKind.LIST):  # a list's cells: a map's, by key
         return set(value.keys() if isinstance(value, Mapping) else (k for k, _ in value))
     return {i for i, v in enumerate(value) if v is not None}

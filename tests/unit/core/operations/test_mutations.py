@@ -30,7 +30,7 @@ T = 1_700_000_000_000_000
 TABLE = TableShape(
     "shop", "orders", ("pk",), ("ck",),
     {"qty": ColumnKind.ATOMIC, "tags": ColumnKind.SET, "attrs": ColumnKind.MAP,
-     "home": ColumnKind.UDT, "note": ColumnKind.ATOMIC},
+     "home": ColumnKind.UDT, "note": ColumnKind.ATOMIC, "items": ColumnKind.LIST},
     static=frozenset({"note"}), fields={"home": ("street", "zip")},
 )  # fmt: skip
 
@@ -50,6 +50,24 @@ def test_an_insert_writes_its_marker_and_collections_whole() -> None:
         (1, 2), False, True, T, 60,
         (SetValue("qty", 5), Overwrite("tags", {"x"}), Overwrite("home", ("Elm", None))),
     )  # fmt: skip
+
+
+def test_a_list_changes_as_its_log_column_says_cells_by_time_uuid() -> None:
+    (appended, removed, replaced) = (
+        decoded({"op": Operation.UPDATE, "ck": 2, **cells})[0]
+        for cells in (
+            {"items": {"t1": "a", "t2": "b"}},
+            {"cdc$deleted_elements_items": {"t1"}},
+            {"items": {"t3": "c"}, "cdc$deleted_items": True},
+        )
+    )
+    assert isinstance(appended, RowWrite) and isinstance(removed, RowWrite)
+    assert appended.cells == (AddElements("items", {"t1": "a", "t2": "b"}),)
+    assert removed.cells == (RemoveElements("items", {"t1"}),)
+    assert isinstance(replaced, RowWrite)
+    assert replaced.cells == (Overwrite("items", {"t3": "c"}),)
+    expired_append = expired(TABLE, appended)
+    assert expired_append.cells == (RemoveElements("items", {"t1", "t2"}),)
 
 
 def test_an_update_writes_only_the_cells_it_names() -> None:
