@@ -7,13 +7,16 @@ cells, row, partition and range deletes on an ascending and a descending cluster
 column, TTLs), at write times drawn from a few microseconds so that many tie, in random
 order (client timestamps out of order), each written as the sink writes it
 (:mod:`cdcgen.core.sink_statements`, one batch per mutation). The database resolves them;
-:mod:`cdcgen.core.mirror_fold` must resolve them alike.
+:mod:`cdcgen.core.mirror_fold` must resolve them alike, given the order of values
+(:mod:`cdcgen.adapters.cql_value_order`) from the table's own driver type classes.
 
 The local database is Apache Cassandra 5, whose order of two cells differs from
 ScyllaDB's in one case only: two live cells with equal write times and equal expiries
 but different TTLs (ScyllaDB keeps the smaller TTL, Cassandra compares values). The
-mutations here never make that case (a TTL is one of two values written at distinct
-seconds); ``tests/unit/core/operations/test_reconcile.py`` pins ScyllaDB's rule.
+mutations here never make that case: no two writes with a TTL share a write time (the
+database counts a TTL from the second it applies the write, so their expiries could
+tie there and not here); ``tests/unit/core/operations/test_reconcile.py`` pins
+ScyllaDB's rule.
 """
 
 from __future__ import annotations
@@ -27,6 +30,9 @@ from typing import Any
 import pytest
 
 from cdcgen.adapters.cql import CqlClient, connect
+from cdcgen.adapters.cql_value_order import CqlValueOrder
+from cdcgen.adapters.table_schemas import CqlTableSchemas
+from cdcgen.core.cdc_log import TableRef
 from cdcgen.core.mirror_fold import Fold, PartitionCells
 from cdcgen.core.operations.mutations import (
     AddElements,
@@ -72,17 +78,9 @@ def client(contact_points: tuple[str, ...]) -> Iterator[CqlClient]:
     client.close()
 
 
-def serialized(column: str, value: Any) -> bytes:
-    """An int's CQL bytes (every value here is an int; a set element has none)."""
-    return b"" if value is None else int(value).to_bytes(4, "big", signed=True)
-
-
-def natural(column: str, value: Any) -> Any:
-    return value
-
-
-def drawn(table: TableShape, draw: random.Random, base_us: int) -> Mutation:
-    """One random mutation of partition 1 or 2, at one of a few write times."""
+def drawn(table: TableShape, draw: random.Random, base_us: int, ttl_times: set[int]) -> Mutation:
+    """One random mutation of partition 1 or 2, at one of a few write times (those of
+    writes with a TTL in ``ttl_times``, each once)."""
     pk = draw.choice((1, 2))
     at = base_us + draw.randrange(8)
     kind = draw.choices(["write", "static", "row", "partition", "range"], [12, 2, 2, 1, 2])[0]
@@ -103,11 +101,14 @@ def drawn(table: TableShape, draw: random.Random, base_us: int) -> Mutation:
             ends[draw.randrange(2)] = Bound((), True)  # open
         return RangeDelete((pk,), ends[0], ends[1], at)
     marker = draw.random() < 0.4
-    # a TTL is long (nothing expires while the test runs) and at its own second, so that
-    # no two cells tie on expiry with different TTLs (see the module's docstring)
+    # a TTL is long (nothing expires while the test runs), and no two writes with one
+    # share a write time (see the module's docstring)
     ttl = None
     if draw.random() < 0.25:
-        ttl, at = 100_000 + draw.randrange(3), at + 1_000_000 * draw.randrange(1, 4)
+        ttl = 100_000 + draw.randrange(3)
+        while at in ttl_times:
+            at += 1_000_000
+        ttl_times.add(at)
     cells: list[CellChange] = []
     if draw.random() < 0.7:
         cells.append(SetValue("v", draw.choice([None, *small])))
@@ -154,8 +155,10 @@ def database_rows(client: CqlClient, table: TableShape) -> list[tuple[Any, ...]]
     )  # fmt: skip
 
 
-def folded_rows(table: TableShape, mutations: list[Mutation], now_s: int) -> list[tuple[Any, ...]]:
-    fold = Fold(table, serialized, natural)
+def folded_rows(
+    table: TableShape, order: CqlValueOrder, mutations: list[Mutation], now_s: int
+) -> list[tuple[Any, ...]]:
+    fold = Fold(table, order.serialized, order.sort_key)
     partitions: dict[int, PartitionCells] = {}
     for mutation in mutations:
         fold.apply(partitions.setdefault(mutation.key[0], PartitionCells()), mutation)
@@ -180,26 +183,32 @@ def _order(row: tuple[Any, ...]) -> tuple[Any, ...]:
     return (row[0], -1 if row[1] is None else row[1])
 
 
-@pytest.mark.parametrize("order", ["ASC", "DESC"])
+@pytest.mark.parametrize("clustering", ["ASC", "DESC"])
 @pytest.mark.parametrize("seed", SEEDS)
-def test_the_fold_reads_as_the_database_holds(client: CqlClient, seed: int, order: str) -> None:
-    name = f"t_{order.lower()}_{seed}"
+def test_the_fold_reads_as_the_database_holds(
+    client: CqlClient, seed: int, clustering: str
+) -> None:
+    name = f"t_{clustering.lower()}_{seed}"
     client.session.execute(
         f"CREATE TABLE {name} ({COLUMNS}, PRIMARY KEY (pk, ck)) "
-        f"WITH CLUSTERING ORDER BY (ck {order})",
+        f"WITH CLUSTERING ORDER BY (ck {clustering})",
         timeout=60,
     )
     table = TableShape(
         client.session.keyspace, name, ("pk",), ("ck",), KINDS, frozenset({"s"}),
-        descending=frozenset({"ck"}) if order == "DESC" else frozenset(),
+        descending=frozenset({"ck"}) if clustering == "DESC" else frozenset(),
     )  # fmt: skip
+    definition = CqlTableSchemas(client).definition(TableRef(table.keyspace, name))
+    assert definition is not None
+    order = CqlValueOrder(table, definition.cqltypes)  # the database's own type classes
     draw = random.Random(seed)
     now_us = int(time.time()) * 1_000_000
-    mutations = [drawn(table, draw, now_us - 10_000_000) for _ in range(MUTATIONS)]
+    ttl_times: set[int] = set()
+    mutations = [drawn(table, draw, now_us - 10_000_000, ttl_times) for _ in range(MUTATIONS)]
     for mutation in mutations:
         written(client, table, mutation, now_us)
     expected = sorted(database_rows(client, table), key=_order)
-    assert folded_rows(table, mutations, int(time.time())) == expected
+    assert folded_rows(table, order, mutations, int(time.time())) == expected
     # folded again in another order, and twice: the same
     again = mutations + random.Random(seed + 100).sample(mutations, len(mutations))
-    assert folded_rows(table, again, int(time.time())) == expected
+    assert folded_rows(table, order, again, int(time.time())) == expected

@@ -196,7 +196,9 @@ class Fold:
             version = written(at, value, ttl)
             if shadowed(version, covering) or shadowed(version, cells.tombstone_us):
                 continue
-            cells.elements[key] = merged(cells.elements.get(key), version, column, self.serialized)
+            cells.elements[key] = merged(
+                cells.elements.get(key), version, column, self.serialized, key
+            )
 
     def _remove(
         self, cells: CollectionCells, column: str, keys: Any, at: int, covering: int | None
@@ -205,7 +207,9 @@ class Fold:
             version = tombstone(at)
             if shadowed(version, covering) or shadowed(version, cells.tombstone_us):
                 continue
-            cells.elements[key] = merged(cells.elements.get(key), version, column, self.serialized)
+            cells.elements[key] = merged(
+                cells.elements.get(key), version, column, self.serialized, key
+            )
 
     @staticmethod
     def _tombstone_collection(cells: CollectionCells, at: int) -> None:

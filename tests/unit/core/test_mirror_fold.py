@@ -48,7 +48,7 @@ T = 1_700_000_000_000_000
 NOW = T // 1_000_000 + 1
 
 
-def serialized(column: str, value: Any) -> bytes:
+def serialized(column: str, key: Any, value: Any) -> bytes:
     if isinstance(value, int):
         return value.to_bytes(8, "big", signed=True)
     return str(value).encode()

@@ -30,8 +30,9 @@ from cdcgen.core.frozen import frozen_value
 
 MICROS = 1_000_000
 
-#: A value's CQL serialization (what ties are broken on), given its column.
-Serialized = Callable[[str, Any], bytes]
+#: A cell value's CQL serialization (what ties are broken on), given its column and,
+#: for a collection's or user type's cell, its element, map or list key or field name.
+Serialized = Callable[[str, Any, Any], bytes]
 
 
 @frozen_value
@@ -59,8 +60,11 @@ def tombstone(write_time_us: int) -> CellVersion:
     return CellVersion(write_time_us, None, False)
 
 
-def compare(left: CellVersion, right: CellVersion, column: str, serialized: Serialized) -> int:
-    """Above 0: ``left`` wins; below 0: ``right`` wins; 0: either (they read alike)."""
+def compare(
+    left: CellVersion, right: CellVersion, column: str, serialized: Serialized, key: Any = None
+) -> int:
+    """Above 0: ``left`` wins; below 0: ``right`` wins; 0: either (they read alike).
+    ``column`` and ``key`` name the cell, for its value's serialization."""
     if left.write_time_us != right.write_time_us:
         return 1 if left.write_time_us > right.write_time_us else -1
     if left.live != right.live:
@@ -75,7 +79,7 @@ def compare(left: CellVersion, right: CellVersion, column: str, serialized: Seri
             return 1 if left.expiry_s > right.expiry_s else -1
         if left.ttl != right.ttl:
             return 1 if left.ttl < right.ttl else -1
-    return _compare_bytes(serialized(column, left.value), serialized(column, right.value))
+    return _compare_bytes(serialized(column, key, left.value), serialized(column, key, right.value))
 
 
 def compare_markers(left: CellVersion, right: CellVersion) -> int:
@@ -84,10 +88,14 @@ def compare_markers(left: CellVersion, right: CellVersion) -> int:
 
 
 def merged(
-    held: CellVersion | None, new: CellVersion, column: str, serialized: Serialized
+    held: CellVersion | None,
+    new: CellVersion,
+    column: str,
+    serialized: Serialized,
+    key: Any = None,
 ) -> CellVersion:
     """What a replica holds after ``new`` reaches a cell holding ``held``."""
-    if held is None or compare(new, held, column, serialized) > 0:
+    if held is None or compare(new, held, column, serialized, key) > 0:
         return new
     return held
 
@@ -108,5 +116,5 @@ def _compare_bytes(left: bytes, right: bytes) -> int:
     return (left > right) - (left < right)  # Python orders bytes unsigned, as memcmp
 
 
-def _no_value(column: str, value: Any) -> bytes:
+def _no_value(column: str, key: Any, value: Any) -> bytes:
     return b""

@@ -18,7 +18,7 @@ from cdcgen.core.operations.reconcile import (
 T = 1_700_000_000_000_000  # a write time, in microseconds
 
 
-def serialized(column: str, value: Any) -> bytes:
+def serialized(column: str, key: Any, value: Any) -> bytes:
     """A bigint's CQL bytes: big-endian two's complement (negatives sort above)."""
     return int(value).to_bytes(8, "big", signed=True)
 
