@@ -215,7 +215,12 @@ def timeuuid_from_micros(micros: int, rng: random.Random) -> UUID:
 
 
 class Operation(IntEnum):
-    """ScyllaDB's ``cdc::operation`` codes (``cdc/log.hh``)."""
+    """ScyllaDB's ``cdc::operation`` codes (``cdc/log.hh``).
+
+    The negative ones are deletes ScyllaDB makes itself rather than a client (a row or
+    partition whose time to live ran out, in Alternator or a table's per-row TTL): they
+    delete as a client's delete does.
+    """
 
     PRE_IMAGE = 0
     UPDATE = 1
@@ -227,6 +232,8 @@ class Operation(IntEnum):
     RANGE_DELETE_END_INCLUSIVE = 7
     RANGE_DELETE_END_EXCLUSIVE = 8
     POST_IMAGE = 9
+    SERVICE_ROW_DELETE = -3
+    SERVICE_PARTITION_DELETE = -4
 
     @property
     def label(self) -> str:

@@ -93,13 +93,14 @@ class ExpectNoDuplicateChanges(UnexpectedRowsExpectation):
 
 
 class ExpectKnownOperations(UnexpectedRowsExpectation):
-    """``cdc$operation`` codes outside 0..9 mean a newer ScyllaDB or a corrupt row."""
+    """``cdc$operation`` codes outside ScyllaDB's (0..9, and -3 and -4 for the deletes
+    it makes itself) mean a newer ScyllaDB or a corrupt row."""
 
     unexpected_rows_query: str = (
         f"SELECT {_ROW}, operation FROM {{batch}} "
         "WHERE operation_name IS NULL OR operation_name LIKE 'unknown%' " + _ORDER
     )
-    description: str = "Every cdc$operation is one of ScyllaDB's codes 0..9."
+    description: str = "Every cdc$operation is one of ScyllaDB's codes (0..9, -3, -4)."
     check: ClassVar[str] = "known operations"
 
 

@@ -48,7 +48,9 @@ def test_operation_names_cover_scylla_codes() -> None:
         "pre_image", "update", "insert", "row_delete", "partition_delete",
         "range_delete_start_inclusive", "range_delete_start_exclusive",
         "range_delete_end_inclusive", "range_delete_end_exclusive", "post_image",
+        "service_row_delete", "service_partition_delete",
     ]  # fmt: skip
+    assert operation_name(-3) == "service_row_delete"  # ScyllaDB's own delete: an expiry
     assert operation_name(42) == "unknown(42)"
     assert operation_name(None) is None
 

@@ -17,9 +17,13 @@ from cdcgen.core.operations.mutations import Mutation
 from cdcgen.core.operations.row_writes import row_write
 from cdcgen.core.operations.table import TableShape
 
-#: Each operation by its logged code (``Operation(code)`` costs an enum lookup a row).
+#: Each operation by its logged code (``Operation(code)`` costs an enum lookup a row,
+#: and raises on a code it does not know).
 _OPERATIONS = {int(operation): operation for operation in Operation}
 _IMAGES = (Operation.PRE_IMAGE, Operation.POST_IMAGE)
+#: A client's deletes and ScyllaDB's own (an expiry), which delete alike.
+_PARTITION_DELETES = (Operation.PARTITION_DELETE, Operation.SERVICE_PARTITION_DELETE)
+_ROW_DELETES = (Operation.ROW_DELETE, Operation.SERVICE_ROW_DELETE)
 
 
 def mutations(table: TableShape, batch: ChangeBatch, rows: range) -> list[Mutation]:
@@ -34,7 +38,12 @@ def mutations(table: TableShape, batch: ChangeBatch, rows: range) -> list[Mutati
     start: int | None = None
     for row in rows:
         code = batch.operation[row]
-        operation = _OPERATIONS[code] if code in _OPERATIONS else Operation(code)
+        operation = _OPERATIONS.get(code)
+        if operation is None:
+            raise ReplayError(
+                f"{table.name}: cdc$operation {code} at {batch.write_time_us[row]} is not one "
+                "of ScyllaDB's codes"
+            )
         if operation in _IMAGES:
             continue
         if operation in RANGE_STARTS:
@@ -46,9 +55,9 @@ def mutations(table: TableShape, batch: ChangeBatch, rows: range) -> list[Mutati
             continue
         if start is not None:
             raise unpaired(table, batch.write_time_us[row])
-        if operation is Operation.PARTITION_DELETE:
+        if operation in _PARTITION_DELETES:
             parts.append(partition_delete(table, batch, row))
-        elif operation is Operation.ROW_DELETE:
+        elif operation in _ROW_DELETES:
             parts.append(row_delete(table, batch, row))
         else:
             parts.append(row_write(table, batch, row, operation))

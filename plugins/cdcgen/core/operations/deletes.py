@@ -1,4 +1,5 @@
-"""Row, partition and range deletes: log rows of operations 3, 4 and 5 to 8.
+"""Row, partition and range deletes: log rows of operations 3, 4 and 5 to 8 (and -3 and
+-4, the row and partition deletes ScyllaDB makes itself when a TTL runs out).
 
 A row delete carries the row's primary key (the partition key alone when the log row
 has no clustering key), a partition delete its partition key. A range delete is two log

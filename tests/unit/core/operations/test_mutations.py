@@ -112,6 +112,19 @@ def test_deletes_carry_their_keys_and_a_range_its_bounds_in_clustering_order() -
     ) == [RangeDelete((1,), Bound((2,), False), Bound((), True), T)]  # open past 2
 
 
+def test_the_deletes_scylladb_makes_itself_delete_as_a_client_s_do() -> None:
+    # -3 and -4 (cdc/log.hh's service_row_delete, service_partition_delete): a row or
+    # partition whose TTL ran out (Alternator, a table's per-row TTL)
+    assert decoded({"op": Operation.SERVICE_ROW_DELETE, "ck": 2}) == [RowDelete((1, 2), T)]
+    assert decoded({"op": Operation.SERVICE_PARTITION_DELETE}) == [PartitionDelete((1,), T)]
+    assert Operation(-3) is Operation.SERVICE_ROW_DELETE
+
+
+def test_a_code_scylladb_does_not_have_is_refused_by_name() -> None:
+    with pytest.raises(ReplayError, match=r"cdc\$operation 42 .* not one of ScyllaDB's codes"):
+        decoded({"op": 42, "ck": 2})
+
+
 def test_a_batch_holds_several_parts_and_images_are_none_of_them() -> None:
     parts = decoded(
         {"op": Operation.PRE_IMAGE, "ck": 1, "qty": 0},
