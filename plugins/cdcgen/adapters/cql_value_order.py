@@ -8,11 +8,11 @@ fold is given of the types (:class:`cdcgen.core.mirror_fold.Fold`).
 * **Order.** Clustering values and collection elements sort as the CQL type sorts them.
   Numbers, text (UTF-8 sorts as code points), blobs, booleans, timestamps, dates and
   times sort as their driver values; an inet sorts by its address bytes; a time UUID by
-  its time and then its bytes; a uuid by its version, then (version 1) its time, then its
-  bytes; a float's NaN after every number; frozen collections, tuples and user types
-  component by component, a null first. Two time UUIDs of one 100 ns tick sort by their
-  bytes unsigned (ScyllaDB compares their last eight bytes signed), a difference no
-  generated time UUID makes.
+  its time and then its last eight bytes, each as a signed byte; a uuid by its version,
+  then (version 1) its time, then its bytes; a float's NaN after every number and -0
+  before 0; a frozen set by its elements in their order (as it is stored, sorted), and
+  frozen lists, maps, tuples and user types component by component, a null first.
+  A set inside a frozen value is serialized sorted the same way.
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ class CqlValueOrder:
             kind = kind.subtypes[0]
         elif shape is ColumnKind.UDT:
             kind = kind.subtypes[list(kind.fieldnames).index(key)]
-        return bytes(kind.serialize(value, PROTOCOL))
+        return bytes(kind.serialize(_canonical(kind)(value), PROTOCOL))
 
     def sort_key(self, column: str, value: Any) -> Any:
         """A clustering column's value, or a collection column's element (a set's
@@ -84,12 +84,15 @@ def _key_of(kind: Any) -> _SortKey:
     if name == "uuid":
         return _uuid_key
     if name in ("float", "double"):
-        return lambda value: (1, 0.0) if math.isnan(value) else (0, value)
-    if name in ("list", "set", "tuple") or hasattr(kind, "fieldnames"):
+        return _float_key
+    if name == "set":  # stored sorted: compared in the element type's order
+        element = _key_of(kind.subtypes[0])
+        return lambda value: tuple(sorted((1, element(v)) for v in value))
+    if name in ("list", "tuple") or hasattr(kind, "fieldnames"):
         parts = [_key_of(sub) for sub in kind.subtypes]
 
         def components(value: Any) -> tuple[Any, ...]:
-            keys = parts if name not in ("list", "set") else [parts[0]] * len(value)
+            keys = parts if name != "list" else [parts[0]] * len(value)
             return tuple(
                 (0,) if v is None else (1, k(v)) for k, v in zip(keys, value, strict=False)
             )
@@ -105,8 +108,44 @@ def _natural(value: Any) -> Any:
     return value
 
 
+def _float_key(value: float) -> tuple[int, float, float]:
+    """Every NaN alike and after every number, -0 before 0 (``floating_type_impl``)."""
+    if math.isnan(value):
+        return (1, 0.0, 0.0)
+    return (0, value, math.copysign(1.0, value))
+
+
+#: A time UUID's last eight bytes compare byte by byte as signed bytes
+#: (``timeuuid_tri_compare``): each byte's top bit flipped, then unsigned.
+_SIGNED_BYTES = 0x8080808080808080
+_LOW = (1 << 64) - 1
+
+
 def _uuid_time_key(value: uuid.UUID) -> tuple[int, int]:
-    return (value.time, value.int)
+    return (value.time, (value.int & _LOW) ^ _SIGNED_BYTES)
+
+
+def _canonical(kind: Any) -> Callable[[Any], Any]:
+    """A value as the database stores it, for its serialization: a set's elements sorted
+    in their type's order (the driver writes a Python set in hash order), inside any
+    frozen list, map value or tuple too."""
+    kind = _unfrozen(kind)
+    name = getattr(kind, "typename", "")
+    if name == "set":
+        element, key = _canonical(kind.subtypes[0]), _key_of(kind.subtypes[0])
+        return lambda value: sorted((element(v) for v in value), key=key)
+    if name == "list":
+        element = _canonical(kind.subtypes[0])
+        return lambda value: [element(v) for v in value]
+    if name == "map":
+        item = _canonical(kind.subtypes[1])
+        return lambda value: {k: item(v) for k, v in value.items()}
+    if name == "tuple":
+        parts = [_canonical(sub) for sub in kind.subtypes]
+        return lambda value: tuple(
+            None if v is None else p(v) for p, v in zip(parts, value, strict=False)
+        )
+    return _natural
 
 
 def _uuid_key(value: uuid.UUID) -> tuple[int, int, int]:

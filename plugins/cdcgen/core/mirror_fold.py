@@ -20,6 +20,19 @@ A read at second ``now_s`` drops what is shadowed or expired: a clustering row i
 returned while its marker or one of its cells lives; the static row while one of its
 cells does. What is shadowed is purged when a tombstone is folded (it can never read
 again); expired cells stay until read, since the state is kept without a clock.
+
+Where the log does not say enough to be exact:
+
+* ``cdc$deleted_<col>`` with no value is both ``SET col = null`` (ScyllaDB's tombstone
+  at the write time - 1) and ``DELETE col`` (at the write time); the fold takes the
+  first, as the sink's replay does, so elements written at exactly the delete's time
+  survive it here and not there;
+* a TTL counts from the write time (the log does not carry the second the coordinator
+  applied the write), so a write with an older client timestamp expires earlier here;
+* an expired cell that compaction turned into a tombstone wins a tie its live form
+  would lose (a later expiry at the same write time); the fold keeps the live form;
+* keys are told apart by Python's equality: a float key of -0.0 is 0.0's row, and
+  each NaN a row of its own.
 """
 
 from __future__ import annotations

@@ -12,8 +12,9 @@ from cdcgen.core.operations.table import ColumnKind, TableShape
 
 INT, TEXT = cqltypes.Int32Type, cqltypes.UTF8Type
 ADDR = cqltypes.UserType.make_udt_class("ks", "addr", ("street", "zip"), (TEXT, INT))
+FROZEN_SET = cqltypes.FrozenType.apply_parameters([cqltypes.SetType.apply_parameters([INT])])
 TABLE = TableShape(
-    "ks", "t", ("pk",), ("ip", "id", "tid", "f", "pair"),
+    "ks", "t", ("pk",), ("ip", "id", "tid", "f", "pair", "fs"),
     {"v": ColumnKind.ATOMIC, "tags": ColumnKind.SET, "props": ColumnKind.MAP,
      "items": ColumnKind.LIST, "home": ColumnKind.UDT},
 )  # fmt: skip
@@ -27,6 +28,7 @@ ORDER = CqlValueOrder(
         "pair": cqltypes.FrozenType.apply_parameters(
             [cqltypes.TupleType.apply_parameters([INT, TEXT])]
         ),
+        "fs": FROZEN_SET,
         "v": INT,
         "tags": cqltypes.SetType.apply_parameters([TEXT]),
         "props": cqltypes.MapType.apply_parameters([TEXT, INT]),
@@ -49,6 +51,12 @@ def test_ties_are_broken_on_each_cell_s_own_cql_bytes() -> None:
     assert ORDER.serialized("tags", "x", None) == b""  # a set element's cell has no value
 
 
+def test_a_frozen_set_is_compared_and_serialized_sorted_as_it_is_stored() -> None:
+    assert sorted_by("fs", [frozenset({0}), frozenset({5, -1})]) == [frozenset({-1, 5}), {0}]
+    stored = cqltypes.SetType.apply_parameters([INT]).serialize([-1, 5], 4)
+    assert ORDER.serialized("fs", None, {5, -1}) == bytes(stored)  # whatever the hash order
+
+
 def test_an_inet_sorts_by_its_address_bytes_not_its_text() -> None:
     # unsigned bytes, then length: ::1 is fifteen zero bytes and a one
     assert sorted_by("ip", ["10.0.0.2", "::1", "9.0.0.1"]) == ["::1", "9.0.0.1", "10.0.0.2"]
@@ -62,6 +70,12 @@ def test_time_uuids_sort_by_time_and_uuids_by_version_first() -> None:
     assert sorted_by("id", [random4, late, early]) == [early, late, random4]
 
 
+def test_time_uuids_of_one_tick_compare_their_last_bytes_signed() -> None:
+    zero = uuid.UUID("00000000-0000-1000-8000-000000000000")
+    high = uuid.UUID("00000000-0000-1000-8080-000000000000")  # 0x80: -128 as a signed byte
+    assert sorted_by("tid", [zero, high]) == [high, zero]
+
+
 def test_a_list_s_cells_sort_by_their_time_uuid_keys() -> None:
     first, second = uuid.UUID(int=(1 << 64) | 0x1000 << 48), uuid.UUID(int=(2 << 64) | 0x1000 << 48)
     assert sorted_by("items", [second, first]) == [first, second]
@@ -70,6 +84,8 @@ def test_a_list_s_cells_sort_by_their_time_uuid_keys() -> None:
 def test_nan_sorts_after_every_number_and_a_tuple_by_its_components() -> None:
     ordered = sorted_by("f", [math.nan, 2.0, -1.0])
     assert ordered[:2] == [-1.0, 2.0] and math.isnan(ordered[2])  # type: ignore[arg-type]
+    assert ORDER.sort_key("f", math.nan) == ORDER.sort_key("f", float("nan"))
+    assert ORDER.sort_key("f", -0.0) < ORDER.sort_key("f", 0.0)
     assert sorted_by("pair", [(1, "b"), (1, None), (0, "z")]) == [(0, "z"), (1, None), (1, "b")]
 
 
