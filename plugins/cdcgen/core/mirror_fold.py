@@ -30,9 +30,7 @@ Where the log does not say enough to be exact:
 * a TTL counts from the write time (the log does not carry the second the coordinator
   applied the write), so a write with an older client timestamp expires earlier here;
 * an expired cell that compaction turned into a tombstone wins a tie its live form
-  would lose (a later expiry at the same write time); the fold keeps the live form;
-* keys are told apart by Python's equality: a float key of -0.0 is 0.0's row, and
-  each NaN a row of its own.
+  would lose (a later expiry at the same write time); the fold keeps the live form.
 """
 
 from __future__ import annotations
@@ -81,12 +79,16 @@ class CollectionCells:
 
     tombstone_us: int | None = None
     elements: dict[Any, CellVersion] = field(default_factory=dict)
+    #: Each element's key as written, by its identity (:meth:`Fold.element_identity`).
+    keys: dict[Any, Any] = field(default_factory=dict)
 
 
 @dataclass
 class RowCells:
-    """One row's state: its tombstone, row marker, atomic cells and collections."""
+    """One row's state: its clustering key's values, tombstone, row marker, atomic cells
+    and collections."""
 
+    clustering: tuple[Any, ...] = ()
     tombstone_us: int | None = None
     marker: CellVersion | None = None
     cells: dict[str, CellVersion] = field(default_factory=dict)
@@ -103,7 +105,7 @@ class RangeTombstone:
 @dataclass
 class PartitionCells:
     """One partition's state: its tombstone, range tombstones, static row and rows by
-    clustering key."""
+    their clustering key's identity (:meth:`Fold.identity`)."""
 
     tombstone_us: int | None = None
     ranges: list[RangeTombstone] = field(default_factory=list)
@@ -126,7 +128,9 @@ class MirrorRow:
 class Fold:
     """Folds one table's mutations into partition states; ``serialized`` breaks ties
     between equal write times (a value's CQL bytes), ``sort_key`` orders clustering
-    values and collection elements as the CQL type does."""
+    values and collection elements as the CQL type does, and tells them apart: two
+    keys are one when their sort keys are equal (a float's -0 and 0 are two, every NaN
+    one), as the database's comparator decides."""
 
     def __init__(self, table: TableShape, serialized: Serialized, sort_key: SortKey) -> None:
         self.table = table
@@ -150,8 +154,7 @@ class Fold:
         if write.static:
             row = partition.static
         else:
-            ck = write.key[len(self.table.partition_key) :]
-            row = partition.rows.setdefault(ck, RowCells())
+            row = self._row(partition, write.key[len(self.table.partition_key) :])
         covering = self._covering(partition, write.static, write.key)
         at, ttl = write.write_time_us, write.ttl
         if write.marker:
@@ -209,9 +212,7 @@ class Fold:
             version = written(at, value, ttl)
             if shadowed(version, covering) or shadowed(version, cells.tombstone_us):
                 continue
-            cells.elements[key] = merged(
-                cells.elements.get(key), version, column, self.serialized, key
-            )
+            self._merge_element(cells, column, key, version)
 
     def _remove(
         self, cells: CollectionCells, column: str, keys: Any, at: int, covering: int | None
@@ -220,9 +221,35 @@ class Fold:
             version = tombstone(at)
             if shadowed(version, covering) or shadowed(version, cells.tombstone_us):
                 continue
-            cells.elements[key] = merged(
-                cells.elements.get(key), version, column, self.serialized, key
-            )
+            self._merge_element(cells, column, key, version)
+
+    def _merge_element(
+        self, cells: CollectionCells, column: str, key: Any, version: CellVersion
+    ) -> None:
+        identity = self.element_identity(column, key)
+        cells.keys.setdefault(identity, key)
+        held = cells.elements.get(identity)
+        cells.elements[identity] = merged(held, version, column, self.serialized, key)
+
+    def _row(self, partition: PartitionCells, ck: tuple[Any, ...]) -> RowCells:
+        identity = self.identity(ck)
+        row = partition.rows.get(identity)
+        if row is None:
+            row = partition.rows[identity] = RowCells(ck)
+        return row
+
+    def identity(self, ck: tuple[Any, ...]) -> tuple[Any, ...]:
+        """A clustering key as the database tells keys apart: by its columns' sort keys."""
+        return tuple(
+            self.sort_key(n, v) for n, v in zip(self.table.clustering_key, ck, strict=True)
+        )
+
+    def element_identity(self, column: str, key: Any) -> Any:
+        """A collection element (or map or list key) by its sort key; a user type's field
+        by its name."""
+        if self.table.columns[column] is ColumnKind.UDT:
+            return key
+        return self.sort_key(column, key)
 
     @staticmethod
     def _tombstone_collection(cells: CollectionCells, at: int) -> None:
@@ -252,15 +279,15 @@ class Fold:
             bound = Bound(ck, True)
             self._delete_range(partition, bound, bound, delete.write_time_us)
             return
-        row = partition.rows.setdefault(ck, RowCells())
+        row = self._row(partition, ck)
         if row.tombstone_us is None or delete.write_time_us > row.tombstone_us:
             row.tombstone_us = delete.write_time_us
             _purge(row, delete.write_time_us)
 
     def _delete_range(self, partition: PartitionCells, start: Bound, end: Bound, at: int) -> None:
         partition.ranges.append(RangeTombstone(start, end, at))
-        for ck, row in partition.rows.items():
-            if self._in_range(ck, start, end):
+        for row in partition.rows.values():
+            if self._in_range(row.clustering, start, end):
                 _purge(row, at)
 
     def _covering(
@@ -271,7 +298,7 @@ class Fold:
         if static:
             return newest
         ck = key[len(self.table.partition_key) :]
-        row = partition.rows.get(ck)
+        row = partition.rows.get(self.identity(ck))
         for at in [r.write_time_us for r in partition.ranges if self._in_range(ck, r.start, r.end)]:
             newest = at if newest is None else max(newest, at)
         if row is not None and row.tombstone_us is not None:
@@ -308,9 +335,9 @@ class Fold:
         static = self._read(partition.static, self.table.static_columns, now_s)
         if static is not None:
             yield MirrorRow(key, True, *static)
-        order = sorted(partition.rows, key=self._clustering_sort_key)
-        for ck in order:
-            row = partition.rows[ck]
+        order = sorted(partition.rows.items(), key=lambda item: self._clustering_sort_key(item[0]))
+        for _, row in order:
+            ck = row.clustering
             read = self._read(row, self.table.row_columns, now_s)
             marker = row.marker is not None and is_live(row.marker, now_s)
             if read is not None or marker:
@@ -336,25 +363,29 @@ class Fold:
                 continue
             live = {k: v for k, v in cells.elements.items() if is_live(v, now_s)}
             if live:
-                values[column] = self._collection_value(column, kind, live)
+                values[column] = self._collection_value(column, kind, live, cells.keys)
         if not values:
             return None
         return {c: values.get(c) for c in columns}, times
 
-    def _collection_value(self, column: str, kind: ColumnKind, live: dict[Any, CellVersion]) -> Any:
+    def _collection_value(
+        self, column: str, kind: ColumnKind, live: dict[Any, CellVersion], keys: dict[Any, Any]
+    ) -> Any:
+        """The live cells of a collection (by identity) as its value, in its order."""
         if kind is ColumnKind.UDT:
             return tuple(live[n].value if n in live else None for n in self.table.fields[column])
-        keys = sorted(live, key=lambda k: self.sort_key(column, k))
+        order = sorted(live)  # identities are sort keys
         if kind is ColumnKind.SET:
-            return keys
+            return [keys[i] for i in order]
         if kind is ColumnKind.LIST:
-            return [live[k].value for k in keys]
-        return [(k, live[k].value) for k in keys]
+            return [live[i].value for i in order]
+        return [(keys[i], live[i].value) for i in order]
 
-    def _clustering_sort_key(self, ck: tuple[Any, ...]) -> tuple[Any, ...]:
+    def _clustering_sort_key(self, identity: tuple[Any, ...]) -> tuple[Any, ...]:
+        """A row's place in clustering order, from its identity (its sort keys)."""
         return tuple(
-            _Descending(self.sort_key(n, v)) if n in self.table.descending else self.sort_key(n, v)
-            for n, v in zip(self.table.clustering_key, ck, strict=True)
+            _Descending(key) if name in self.table.descending else key
+            for name, key in zip(self.table.clustering_key, identity, strict=True)
         )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import random
 from typing import Any
 
@@ -189,6 +190,28 @@ def test_cells_expire_at_their_ttl_and_the_marker_with_them() -> None:
     mutations = [insert(1, 0, ttl=10, v=1), update(1, 0, SetValue("s", None))]
     assert values(read(mutations, now_s=NOW + 8)) == {(1, 1): {"v": 1}}
     assert read(mutations, now_s=NOW + 9) == []
+
+
+def float_order(column: str, value: Any) -> Any:
+    """As ScyllaDB compares floats: every NaN alike, -0 before 0."""
+    return (1, 0.0, 0.0) if math.isnan(value) else (0, value, math.copysign(1.0, value))
+
+
+def test_keys_are_told_apart_as_the_type_s_order_tells_them() -> None:
+    table = TableShape("ks", "f", ("pk",), ("x",), {"fs": ColumnKind.SET, "v": ColumnKind.ATOMIC})
+    folding = Fold(table, serialized, float_order)
+    partition = PartitionCells()
+    for mutation in [
+        RowWrite((1, -0.0), False, False, T, None, (SetValue("v", 1),)),
+        RowWrite((1, 0.0), False, False, T + 1, None, (SetValue("v", 2),)),
+        RowWrite((1, math.nan), False, False, T, None, (AddElements("fs", [math.nan, 1.0]),)),
+        RowWrite((1, float("nan")), False, False, T + 1, None, (RemoveElements("fs", {math.nan}),)),
+    ]:
+        folding.apply(partition, mutation)
+    rows = list(folding.rows((1,), partition, NOW))
+    assert [(r.key[1], r.values["v"]) for r in rows[:2]] == [(-0.0, 1), (0.0, 2)]
+    assert math.copysign(1.0, rows[0].key[1]) == -1.0
+    assert len(rows) == 3 and rows[2].values["fs"] == [1.0]  # one NaN row, its NaN removed
 
 
 # -- folded in any order, or twice: the same rows ---------------------------------------
