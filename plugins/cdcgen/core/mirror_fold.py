@@ -35,7 +35,7 @@ Where the log does not say enough to be exact:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -194,8 +194,7 @@ class Fold:
         if kind is ColumnKind.SET:
             return [(element, None) for element in value]
         if kind in (ColumnKind.MAP, ColumnKind.LIST):  # a list's cells: keys to values
-            items = value.items() if hasattr(value, "items") else value
-            return list(items)
+            return list(value.items() if isinstance(value, Mapping) else value)
         names = self.table.fields[column]
         return [(n, v) for n, v in zip(names, value, strict=True) if v is not None]
 
@@ -337,13 +336,11 @@ class Fold:
             yield MirrorRow(key, True, *static)
         order = sorted(partition.rows.items(), key=lambda item: self._clustering_sort_key(item[0]))
         for _, row in order:
-            ck = row.clustering
             read = self._read(row, self.table.row_columns, now_s)
-            marker = row.marker is not None and is_live(row.marker, now_s)
-            if read is not None or marker:
-                values, times = read if read is not None else ({}, {})
-                columns = self.table.row_columns
-                yield MirrorRow((*key, *ck), False, {c: values.get(c) for c in columns}, times)
+            if read is None and row.marker is not None and is_live(row.marker, now_s):
+                read = dict.fromkeys(self.table.row_columns), {}  # the marker alone
+            if read is not None:
+                yield MirrorRow((*key, *row.clustering), False, *read)
 
     def _read(
         self, row: RowCells, columns: dict[str, ColumnKind], now_s: int

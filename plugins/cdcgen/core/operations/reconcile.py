@@ -27,8 +27,7 @@ from collections.abc import Callable
 from typing import Any
 
 from cdcgen.core.frozen import frozen_value
-
-MICROS = 1_000_000
+from cdcgen.core.operations.ttl_expiry import expiry_second
 
 #: A cell value's CQL serialization (what ties are broken on), given its column and,
 #: for a collection's or user type's cell, its element, map or list key or field name.
@@ -52,7 +51,7 @@ def written(write_time_us: int, value: Any, ttl: int | None) -> CellVersion:
     """A live cell as a write makes it: its expiry counts from the write's second (the log
     carries the write time, not the instant the source applied it)."""
     if ttl:
-        return CellVersion(write_time_us, value, True, ttl, write_time_us // MICROS + ttl)
+        return CellVersion(write_time_us, value, True, ttl, expiry_second(write_time_us, ttl))
     return CellVersion(write_time_us, value)
 
 

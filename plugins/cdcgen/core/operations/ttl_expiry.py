@@ -28,11 +28,16 @@ from cdcgen.core.operations.table import ColumnKind, TableShape
 MICROS = 1_000_000
 
 
+def expiry_second(write_time_us: int, ttl: int) -> int:
+    """The second a cell written at ``write_time_us`` with ``ttl`` stops being live: the
+    write second plus the TTL (Cassandra and ScyllaDB count expiry in whole seconds)."""
+    return write_time_us // MICROS + ttl
+
+
 def remaining_ttl(write_time_us: int, ttl: int, now_us: int) -> int:
     """Seconds a cell written at ``write_time_us`` with ``ttl`` has left at ``now_us``;
-    0 or less: expired. Whole seconds, as Cassandra and ScyllaDB count expiry (the write
-    second plus the TTL)."""
-    return write_time_us // MICROS + ttl - now_us // MICROS
+    0 or less: expired."""
+    return expiry_second(write_time_us, ttl) - now_us // MICROS
 
 
 def expired(table: TableShape, write: RowWrite) -> RowWrite:
