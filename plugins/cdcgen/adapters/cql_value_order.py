@@ -21,6 +21,7 @@ import ipaddress
 import math
 import uuid
 from collections.abc import Callable, Mapping
+from functools import cache
 from typing import Any
 
 from cdcgen.core.operations.table import ColumnKind, TableShape
@@ -125,6 +126,7 @@ def _uuid_time_key(value: uuid.UUID) -> tuple[int, int]:
     return (value.time, (value.int & _LOW) ^ _SIGNED_BYTES)
 
 
+@cache  # by type class: a tie needs it again for each cell of the column
 def _canonical(kind: Any) -> Callable[[Any], Any]:
     """A value as the database stores it, for its serialization: a set's elements sorted
     in their type's order (the driver writes a Python set in hash order), inside any
